@@ -1,0 +1,139 @@
+"""The one interface every tier implements, and the state it carries between calls.
+
+A tier is built from (config, weights, device, dtype) and offers
+    new_state(batch_size=1, max_seq_len=4096) → state
+    prefill(input_ids [B, T] int64, state, trace=None) → fp32 logits [B, vocab] of the last position
+    decode(token_ids [B] int64, state, trace=None)    → fp32 logits [B, vocab]
+When `trace` is a dict the call fills it with fp32 CPU tensors: "embed" and "layers.{i}"
+(hidden state after layer i) and "norm" as [B, T, D], and "logits" as [B, vocab].
+
+This base class checks every input before any work, so a bad call raises TierInputError
+naming what was wrong and what was expected, and leaves the state as it was.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import torch
+
+from .config import ModelConfig
+from .weights import validate_weights
+
+
+class TierInputError(ValueError):
+    """A call on a tier with inputs it cannot accept."""
+
+
+class TierUnavailable(RuntimeError):
+    """A tier that this machine cannot run (no GPU, missing package, …)."""
+
+
+@dataclass(eq=False)
+class TierState:
+    """What every tier's state holds besides its own tensors."""
+
+    tier: str
+    config: ModelConfig
+    batch_size: int
+    max_seq_len: int
+    seq_len: int = 0  # tokens already consumed (the next token's position)
+
+
+def record(trace, name, tensor):
+    """Store an fp32 CPU copy of `tensor` in `trace` (no-op when trace is None)."""
+    if trace is not None:
+        trace[name] = tensor.detach().float().cpu()
+
+
+class Tier(abc.ABC):
+    name: str = "?"
+    state_class: type = TierState
+
+    def __init__(self, config: ModelConfig, weights: dict, device="cpu", dtype=torch.bfloat16):
+        if not isinstance(config, ModelConfig):
+            raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+        if dtype not in (torch.float32, torch.bfloat16):
+            raise TierInputError(f"dtype {dtype} is not supported; expected torch.float32 or torch.bfloat16")
+        validate_weights(config, weights)
+        self.config = config
+        self.device = torch.device(device)
+        self.dtype = dtype
+
+    # ---- what each tier provides ----------------------------------------------
+    @classmethod
+    def unavailable_reason(cls, device) -> str | None:
+        """Why this tier cannot run on `device` here, or None if it can."""
+        return None
+
+    @abc.abstractmethod
+    def _new_state(self, batch_size: int, max_seq_len: int) -> TierState: ...
+
+    @abc.abstractmethod
+    def _prefill(self, input_ids, state, trace): ...
+
+    @abc.abstractmethod
+    def _decode(self, token_ids, state, trace): ...
+
+    # ---- the checked public interface ------------------------------------------
+    def new_state(self, batch_size: int = 1, max_seq_len: int = 4096) -> TierState:
+        for what, value in (("batch_size", batch_size), ("max_seq_len", max_seq_len)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise TierInputError(f"{what} must be a positive int, got {value!r}")
+        limit = self.config.max_position_embeddings
+        if max_seq_len > limit:
+            raise TierInputError(f"max_seq_len={max_seq_len} exceeds the model's max_position_embeddings={limit}")
+        return self._new_state(batch_size, max_seq_len)
+
+    def prefill(self, input_ids, state, trace=None):
+        ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[B, T]")
+        if ids.shape[1] == 0:
+            raise TierInputError("input_ids is an empty prompt (T = 0); expected at least one token")
+        self._check_state(state, ids.shape[0], ids.shape[1])
+        logits = self._prefill(ids, state, trace)
+        state.seq_len += ids.shape[1]
+        record(trace, "logits", logits)
+        return logits
+
+    def decode(self, token_ids, state, trace=None):
+        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]")
+        self._check_state(state, ids.shape[0], 1)
+        if state.seq_len == 0:
+            raise TierInputError("decode on an empty state; expected prefill of at least one token first")
+        logits = self._decode(ids, state, trace)
+        state.seq_len += 1
+        record(trace, "logits", logits)
+        return logits
+
+    # ---- checks -------------------------------------------------------------------
+    def _check_ids(self, ids, dims, what, shape_hint):
+        if not isinstance(ids, torch.Tensor):
+            raise TierInputError(f"{what} must be a torch.Tensor {shape_hint} of int64, got {type(ids).__name__}")
+        if ids.dtype != torch.int64:
+            raise TierInputError(f"{what} has dtype {ids.dtype}; expected torch.int64")
+        if ids.dim() != dims:
+            raise TierInputError(f"{what} has shape {tuple(ids.shape)}; expected {shape_hint}")
+        if ids.numel():
+            lo, hi = int(ids.min()), int(ids.max())
+            V = self.config.vocab_size
+            if lo < 0 or hi >= V:
+                bad = lo if lo < 0 else hi
+                raise TierInputError(f"{what} holds token id {bad}, outside the vocabulary [0, {V})")
+        return ids.to(self.device)
+
+    def _check_state(self, state, batch_size, n_new):
+        if not isinstance(state, TierState):
+            raise TierInputError(f"state must come from {self.name}.new_state(), got {type(state).__name__}")
+        if state.tier != self.name or not isinstance(state, self.state_class):
+            raise TierInputError(f"state belongs to tier {state.tier!r}; expected a state of tier {self.name!r}")
+        if state.config != self.config:
+            raise TierInputError(
+                f"state was made for config {state.config.name!r}; this tier runs config {self.config.name!r}"
+            )
+        if batch_size != state.batch_size:
+            raise TierInputError(f"batch size {batch_size} of the ids does not match the state's batch size {state.batch_size}")
+        if state.seq_len + n_new > state.max_seq_len:
+            raise TierInputError(
+                f"{n_new} more token(s) after {state.seq_len} exceed the state's max_seq_len={state.max_seq_len}"
+            )

@@ -1,0 +1,130 @@
+"""Weights: the state-dict names and shapes of `Qwen3_5ForCausalLM`, seeded random
+weights drawn like transformers' own initialisation, and one validator that reports
+every problem at once."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .config import LINEAR, ModelConfig
+
+
+class WeightsError(ValueError):
+    """Weights that do not fit the config (missing, unexpected, wrong shape or dtype)."""
+
+
+# Parameters kept as 1-D vectors, whatever the model dtype (norms and DeltaNet gates).
+NORM_ZERO_CENTRED = ("input_layernorm.weight", "post_attention_layernorm.weight",
+                     "self_attn.q_norm.weight", "self_attn.k_norm.weight")
+
+
+def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Every tensor of the text model, keyed by its transformers name (lm_head is tied)."""
+    c = config
+    D, I = c.hidden_size, c.intermediate_size
+    shapes = {"model.embed_tokens.weight": (c.vocab_size, D), "model.norm.weight": (D,)}
+    for i, kind in enumerate(c.layer_types):
+        p = f"model.layers.{i}."
+        shapes[p + "input_layernorm.weight"] = (D,)
+        shapes[p + "post_attention_layernorm.weight"] = (D,)
+        shapes[p + "mlp.gate_proj.weight"] = (I, D)
+        shapes[p + "mlp.up_proj.weight"] = (I, D)
+        shapes[p + "mlp.down_proj.weight"] = (D, I)
+        if kind == LINEAR:
+            a = p + "linear_attn."
+            Hv = c.linear_num_value_heads
+            shapes[a + "in_proj_qkv.weight"] = (c.conv_dim, D)
+            shapes[a + "in_proj_z.weight"] = (c.value_dim, D)
+            shapes[a + "in_proj_b.weight"] = (Hv, D)
+            shapes[a + "in_proj_a.weight"] = (Hv, D)
+            shapes[a + "conv1d.weight"] = (c.conv_dim, 1, c.linear_conv_kernel_dim)
+            shapes[a + "dt_bias"] = (Hv,)
+            shapes[a + "A_log"] = (Hv,)
+            shapes[a + "norm.weight"] = (c.linear_value_head_dim,)
+            shapes[a + "out_proj.weight"] = (D, c.value_dim)
+        else:
+            a = p + "self_attn."
+            hd = c.head_dim
+            shapes[a + "q_proj.weight"] = (2 * c.num_attention_heads * hd, D)
+            shapes[a + "k_proj.weight"] = (c.num_key_value_heads * hd, D)
+            shapes[a + "v_proj.weight"] = (c.num_key_value_heads * hd, D)
+            shapes[a + "o_proj.weight"] = (D, c.num_attention_heads * hd)
+            shapes[a + "q_norm.weight"] = (hd,)
+            shapes[a + "k_norm.weight"] = (hd,)
+    return shapes
+
+
+def random_weights(config: ModelConfig, seed: int = 0, dtype=torch.bfloat16, device="cpu") -> dict:
+    """Seeded random weights at the config's shapes, drawn as transformers initialises
+    `Qwen3_5ForCausalLM`: matrices, conv and embedding N(0, initializer_range), the
+    zero-centred norms 0, the gated norm 1, dt_bias 1, A_log = ln U(0.01, 16)."""
+    gen = torch.Generator().manual_seed(seed)
+    std = config.initializer_range
+    weights = {}
+    for name, shape in expected_shapes(config).items():
+        if name.endswith(NORM_ZERO_CENTRED) or name == "model.norm.weight":
+            t = torch.zeros(shape)
+        elif name.endswith(("linear_attn.norm.weight", "dt_bias")):
+            t = torch.ones(shape)
+        elif name.endswith("A_log"):
+            t = torch.empty(shape).uniform_(0.01, 16, generator=gen).log_()
+        else:
+            t = torch.empty(shape).normal_(0.0, std, generator=gen)
+        weights[name] = t.to(dtype=dtype, device=device)
+    return weights
+
+
+def perturb_norms(weights: dict, scale: float = 0.05, seed: int = 1) -> dict:
+    """A copy of `weights` whose norm weights are moved off their init values, so a
+    test can tell (1 + w) from w. Random init leaves every zero-centred norm at 0."""
+    gen = torch.Generator().manual_seed(seed)
+    out = dict(weights)
+    for name, t in weights.items():
+        if name.endswith("norm.weight"):
+            noise = torch.randn(t.shape, generator=gen) * scale
+            out[name] = (t.float() + noise).to(t.dtype).to(t.device)
+    return out
+
+
+def validate_weights(config: ModelConfig, weights: dict, dtype=None) -> None:
+    """Raise one WeightsError listing every missing, unexpected, mis-shaped or
+    mis-typed tensor. `lm_head.weight` is accepted only as the tied embedding."""
+    shapes = expected_shapes(config)
+    problems = []
+    given = {k: v for k, v in weights.items() if k != "lm_head.weight"}
+    missing = sorted(set(shapes) - set(given))
+    unexpected = sorted(set(given) - set(shapes))
+    if missing:
+        problems.append(f"{len(missing)} missing: {_preview(missing)}")
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected: {_preview(unexpected)}")
+    for name, shape in shapes.items():
+        t = given.get(name)
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            problems.append(f"{name} is a {type(t).__name__}, expected a torch.Tensor")
+            continue
+        if tuple(t.shape) != shape:
+            problems.append(f"{name} has shape {tuple(t.shape)}, expected {shape}")
+        if dtype is not None and t.dtype != dtype:
+            problems.append(f"{name} has dtype {t.dtype}, expected {dtype}")
+        elif not t.is_floating_point():
+            problems.append(f"{name} has dtype {t.dtype}, expected a floating-point dtype")
+    if "lm_head.weight" in weights:
+        lm, emb = weights["lm_head.weight"], weights.get("model.embed_tokens.weight")
+        if emb is not None and (lm.shape != emb.shape or not torch.equal(lm, emb)):
+            problems.append("lm_head.weight differs from model.embed_tokens.weight, but the model ties them")
+    if problems:
+        raise WeightsError(f"weights do not fit config {config.name!r}: " + "; ".join(problems))
+
+
+def _preview(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", … ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+def num_parameters(config: ModelConfig) -> int:
+    return sum(math.prod(s) for s in expected_shapes(config).values())
