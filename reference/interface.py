@@ -106,15 +106,30 @@ class Tier(abc.ABC):
         record(trace, "logits", logits)
         return logits
 
+    def decode_argmax(self, token_ids, state):
+        """One greedy decode step → next token ids [B] int64, left on the device. Meant to
+        be fed its own output: the ids' range is not checked, so nothing syncs with the
+        host. Tiers with a fused argmax override `_decode_argmax`; benchmarks time this."""
+        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]", check_range=False)
+        self._check_state(state, ids.shape[0], 1)
+        if state.seq_len == 0:
+            raise TierInputError("decode on an empty state; expected prefill of at least one token first")
+        next_ids = self._decode_argmax(ids, state)
+        state.seq_len += 1
+        return next_ids
+
+    def _decode_argmax(self, token_ids, state):
+        return self._decode(token_ids, state, None).argmax(-1)
+
     # ---- checks -------------------------------------------------------------------
-    def _check_ids(self, ids, dims, what, shape_hint):
+    def _check_ids(self, ids, dims, what, shape_hint, check_range=True):
         if not isinstance(ids, torch.Tensor):
             raise TierInputError(f"{what} must be a torch.Tensor {shape_hint} of int64, got {type(ids).__name__}")
         if ids.dtype != torch.int64:
             raise TierInputError(f"{what} has dtype {ids.dtype}; expected torch.int64")
         if ids.dim() != dims:
             raise TierInputError(f"{what} has shape {tuple(ids.shape)}; expected {shape_hint}")
-        if ids.numel():
+        if check_range and ids.numel():
             lo, hi = int(ids.min()), int(ids.max())
             V = self.config.vocab_size
             if lo < 0 or hi >= V:

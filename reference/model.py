@@ -46,13 +46,17 @@ class HybridModel:
         self.w = weights
         self.ops = ops
 
-    def forward(self, ids, state: ModelState, trace=None):
+    def forward(self, ids, state: ModelState, trace=None, layer_hook=None):
         """ids [B, T] at positions [state.seq_len, state.seq_len + T) → fp32 logits [B, vocab]
-        of the last position. T == 1 takes the decode path (conv step, recurrent delta rule)."""
+        of the last position. T == 1 takes the decode path (conv step, recurrent delta rule).
+        `layer_hook(name)`, if given, is called as each part ends ("embed", "layers.{i}",
+        "norm", "lm_head"): the per-layer timers of `compare bench --layers` hang there."""
         c, ops, w = self.config, self.ops, self.w
+        hook = layer_hook or (lambda name: None)
         decode = ids.shape[1] == 1 and state.seq_len > 0
         x = ops.embedding(ids=ids, weight=w["model.embed_tokens.weight"])          # [B, T, D]
         record(trace, "embed", x)
+        hook("embed")
         residual = None
         for i, kind in enumerate(c.layer_types):
             p = f"model.layers.{i}."
@@ -67,9 +71,13 @@ class HybridModel:
             x = self.mlp(h, p + "mlp.")
             if trace is not None:
                 record(trace, f"layers.{i}", (residual + x).to(x.dtype))
+            hook(f"layers.{i}")
         h, _ = ops.add_rms_norm(x=x, residual=residual, weight=w["model.norm.weight"], eps=c.rms_norm_eps)
         record(trace, "norm", h)
-        return ops.lm_head(x=h[:, -1], weight=w["model.embed_tokens.weight"])
+        hook("norm")
+        logits = ops.lm_head(x=h[:, -1], weight=w["model.embed_tokens.weight"])
+        hook("lm_head")
+        return logits
 
     # ---- Gated DeltaNet mixer ------------------------------------------------------
     def deltanet(self, h, p, state: ModelState, slot: int, decode: bool):
