@@ -6,11 +6,12 @@ from .config import FULL, LINEAR, ConfigError, ModelConfig
 from .interface import Tier, TierInputError, TierState, TierUnavailable, record
 from .model import HybridModel, ModelState, new_model_state
 from .tier import ReferenceTier
+from . import tolerances
 from .weights import WeightsError, expected_shapes, perturb_norms, random_weights, validate_weights
 
 __all__ = [
     "CheckpointError", "ConfigError", "FULL", "HybridModel", "LINEAR", "ModelConfig", "ModelState",
     "ReferenceTier", "Tier", "TierInputError", "TierState", "TierUnavailable", "WeightsError",
     "expected_shapes", "load_checkpoint", "new_model_state", "perturb_norms", "random_weights", "record",
-    "validate_weights",
+    "tolerances", "validate_weights",
 ]

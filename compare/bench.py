@@ -1,0 +1,369 @@
+"""`python -m compare bench`: llama-bench-style speed of every tier, in one run.
+
+Workloads (names as llama-bench uses them; batch 1, bf16, seeded random prompt ids):
+  pp{N}          `tier.prefill` of an N-token prompt on a fresh state → prompt tokens/s
+  tg{N}          N greedy `tier.decode_argmax` steps, each fed the last one's output (no
+                 host sync inside the timed loop), after a 16-token prompt → tokens/s
+  tg{N} @ d{D}   the same after a D-token prompt (prefilled in chunks, untimed)
+Each is run `--warmup` times untimed, then `--repeats` times; rows give the median
+tokens/s with min–max, ms/token, for tg the fraction of the copy bandwidth measured in
+this run (weight bytes read per step × tokens/s ÷ copy bytes/s), and tokens per joule
+where NVML's energy counter is readable. `--layers` adds the time of each part of one
+decode step per tier (see compare/layer_times.py), `--png` draws it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+
+import torch
+
+from reference import TierUnavailable, expected_shapes
+
+from . import layer_times, tables
+from .common import UsageError, add_model_arguments, environment, load_model, pick_device, select_tiers
+from .progress import Progress
+from .timing import EnergyMeter, Region, Summary, copy_bandwidth, synchronize
+from .tiers import load_tier
+
+TG_PROMPT = 16        # tokens prefilled before a plain tg run
+PREFILL_CHUNK = 4096  # a deep context is prefilled this many tokens at a time
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str      # "pp" or "tg"
+    n: int         # prompt tokens (pp) or decode steps (tg)
+    context: int = 0  # tg: tokens in the state before the first step
+    depth: bool = False  # tg: the context is a --depth (named "@ d{context}")
+
+    @property
+    def name(self) -> str:
+        base = f"{self.kind}{self.n}"
+        return f"{base} @ d{self.context}" if self.depth else base
+
+
+@dataclass
+class Result:
+    tier: str
+    workload: Workload
+    seconds: list[float]          # one per timed repeat
+    tokens: int                   # tokens per repeat (prompt tokens or decode steps)
+    joules: list[float] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tok_s(self) -> Summary:
+        return Summary.of(self.tokens / s for s in self.seconds)
+
+    @property
+    def tok_per_joule(self) -> float | None:
+        if not self.joules or sum(self.joules) <= 0:
+            return None
+        return self.tokens * len(self.joules) / sum(self.joules)
+
+
+def add_arguments(parser):
+    add_model_arguments(parser, default_config=None)
+    parser.add_argument("--pp", default="520", help="prompt lengths to prefill, comma-separated; 0 for none (default: %(default)s)")
+    parser.add_argument("--tg", default="128", help="decode steps, comma-separated; 0 for none (default: %(default)s)")
+    parser.add_argument("--depth", default="4096",
+                        help="contexts for extra tg rows `tg@d`, comma-separated; 0 for none (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs per row (default: 5, 2 with --quick)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs before them (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (2) and per-layer steps (5)")
+    parser.add_argument("--hf-repeats", type=int, default=2, help="at most this many repeats for the slow hf tier (default: %(default)s)")
+    parser.add_argument("--hf-steps", type=int, default=32, help="at most this many tg steps for the hf tier (default: %(default)s)")
+    parser.add_argument("--layers", action="store_true", help="also time each part of one decode step per tier")
+    parser.add_argument("--layer-steps", type=int, default=None, help="decode steps the per-layer medians take (default: 10, 5 with --quick)")
+    parser.add_argument("--png", metavar="PATH", help="draw the per-layer times as stacked bars (implies --layers)")
+    parser.add_argument("-o", "--output", choices=["md", "csv", "json"], default="md", help="stdout format (default: %(default)s)")
+    parser.add_argument("--json", metavar="PATH", dest="json_path", help="also write the results as JSON to PATH")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar on stderr (default: when stderr is a terminal)")
+
+
+def weight_bytes_per_step(config) -> int:
+    """Bytes of the weight matrices one decode step reads in bf16 (embedding = tied
+    lm_head once, every projection), as docs count them: 1,503,789,056 for the 0.8B.
+    The conv taps and norm vectors (0.07 % more) are left out."""
+    return sum(2 * math.prod(s) for s in expected_shapes(config).values() if len(s) == 2)
+
+
+def _lengths(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"--{what} {text!r}: expected comma-separated token counts such as 128,512") from None
+    if any(v < 0 for v in values):
+        raise UsageError(f"--{what} {text!r}: token counts cannot be negative")
+    return [v for v in values if v > 0]
+
+
+def plan(args, config) -> tuple[list[Workload], list[str]]:
+    """→ (workloads, notes on the ones left out)."""
+    workloads = [Workload("pp", n) for n in _lengths(args.pp, "pp")]
+    steps, depths = _lengths(args.tg, "tg"), _lengths(args.depth, "depth")
+    workloads += [Workload("tg", n, TG_PROMPT) for n in steps]
+    workloads += [Workload("tg", n, d, depth=True) for d in depths for n in steps]
+    limit, notes, kept = config.max_position_embeddings, [], []
+    for w in workloads:
+        need = w.n if w.kind == "pp" else w.context + w.n
+        if need > limit:
+            notes.append(f"{w.name} left out: it needs {need} positions, config {config.name} has {limit}")
+        else:
+            kept.append(w)
+    return kept, notes
+
+
+def random_ids(config, n: int, seed: int, device) -> torch.Tensor:
+    """[1, n] seeded random token ids in [1, vocab) (never the all-zeros prompt)."""
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(1, config.vocab_size, (1, n), generator=gen).to(device)
+
+
+class Clock:
+    """Times one region (seconds) and, where NVML can, its energy (joules)."""
+
+    def __init__(self, device, meter: EnergyMeter):
+        self.device, self.meter = device, meter
+
+    def __call__(self, work) -> tuple[float, float | None]:
+        synchronize(self.device)
+        e0 = self.meter.millijoules()
+        with Region(self.device) as region:
+            work()
+        seconds = region.seconds
+        e1 = self.meter.millijoules()
+        return seconds, None if e0 is None else (e1 - e0) / 1e3
+
+
+def prefill_chunked(tier, ids, state):
+    logits = None
+    for start in range(0, ids.shape[1], PREFILL_CHUNK):
+        logits = tier.prefill(ids[:, start:start + PREFILL_CHUNK], state)
+    return logits
+
+
+def run_once(tier, w: Workload, steps: int, seed: int, clock: Clock):
+    """One repeat of workload `w` (tg with `steps` steps) → (seconds, joules | None)."""
+    if w.kind == "pp":
+        ids = random_ids(tier.config, w.n, seed, tier.device)
+        state = tier.new_state(1, w.n)
+        return clock(lambda: tier.prefill(ids, state))
+    state = tier.new_state(1, w.context + steps)
+    token = prefill_chunked(tier, random_ids(tier.config, w.context, seed, tier.device), state).argmax(-1)
+
+    def decode_loop():
+        nonlocal token
+        for _ in range(steps):
+            token = tier.decode_argmax(token, state)
+
+    return clock(decode_loop)
+
+
+def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
+    results = []
+    for w in workloads:
+        repeats, steps, notes = settings["repeats"], w.n, []
+        if tier.name == "hf":
+            if repeats > settings["hf_repeats"]:
+                notes.append(f"{settings['hf_repeats']} of {repeats} repeats")
+                repeats = settings["hf_repeats"]
+            if w.kind == "tg" and steps > settings["hf_steps"]:
+                notes.append(f"{settings['hf_steps']} of {steps} steps")
+                steps = settings["hf_steps"]
+        seconds, joules = [], []
+        for r in range(settings["warmup"] + repeats):
+            progress.show(f"{w.name} {tier.name}")
+            s, j = run_once(tier, w, steps, settings["seed"] + r, clock)
+            if r >= settings["warmup"]:
+                seconds.append(s)
+                joules.append(j)
+            progress.step(f"{w.name} {tier.name}")
+        for _ in range(settings["repeats"] - repeats):
+            progress.step()
+        tokens = w.n if w.kind == "pp" else steps
+        results.append(Result(tier.name, w, seconds, tokens, None if None in joules else joules, notes))
+    return results
+
+
+# ---- rendering --------------------------------------------------------------------------
+RESULT_HEADER = ["tier", "test", "t/s", "min–max", "ms/token", "of copy bw", "tokens/J", "note"]
+CSV_HEADER = ["tier", "test", "tokens", "repeats", "tok_s_median", "tok_s_min", "tok_s_max",
+              "ms_per_token", "bw_fraction", "tok_per_joule", "note"]
+
+
+def bw_fraction(result: Result, bytes_per_step: int, copy_bw: float | None) -> float | None:
+    if result.workload.kind != "tg" or not copy_bw:
+        return None
+    return result.tok_s.median * bytes_per_step / copy_bw
+
+
+def result_record(r: Result, bytes_per_step, copy_bw) -> dict:
+    t = r.tok_s
+    return {
+        "tier": r.tier, "test": r.workload.name, "kind": r.workload.kind, "tokens": r.tokens,
+        "context": r.workload.context, "repeats": len(r.seconds),
+        "tok_s": {"median": t.median, "min": t.min, "max": t.max},
+        "ms_per_token": 1e3 / t.median, "bw_fraction": bw_fraction(r, bytes_per_step, copy_bw),
+        "tok_per_joule": r.tok_per_joule, "seconds": r.seconds, "note": "; ".join(r.notes),
+    }
+
+
+def markdown_results(records, skipped) -> str:
+    rows = []
+    for rec in records:
+        t, bw = rec["tok_s"], rec["bw_fraction"]
+        rows.append([rec["tier"], rec["test"], tables.fmt(t["median"]),
+                     f"{tables.fmt(t['min'])}–{tables.fmt(t['max'])}", tables.fmt(rec["ms_per_token"], 3),
+                     "n/a" if bw is None else f"{100 * bw:.1f}%", tables.fmt(rec["tok_per_joule"], 2), rec["note"]])
+    rows += [[tier, "skipped", "", "", "", "", "", reason] for tier, reason in skipped.items()]
+    return tables.markdown(RESULT_HEADER, rows, right={2, 3, 4, 5, 6})
+
+
+def csv_results(records, skipped) -> str:
+    rows = [[rec["tier"], rec["test"], rec["tokens"], rec["repeats"], rec["tok_s"]["median"], rec["tok_s"]["min"],
+             rec["tok_s"]["max"], rec["ms_per_token"], rec["bw_fraction"], rec["tok_per_joule"], rec["note"]]
+            for rec in records]
+    rows += [[tier, "skipped"] + [None] * 8 + [reason] for tier, reason in skipped.items()]
+    return tables.csv_text(CSV_HEADER, rows)
+
+
+def layer_rows(doc) -> tuple[list[str], list[list]]:
+    times, kinds = doc["layers"]["times"], doc["layers"]["kinds"]
+    tiers = list(times)
+    names = list(dict.fromkeys(p for t in tiers for p in times[t] if p != "total")) + ["total"]
+    rows = [[p, kinds.get(p, "")] + [times[t].get(p) for t in tiers] for p in names]
+    return ["part", "kind"] + [f"{t} µs" for t in tiers], rows
+
+
+def header_lines(doc) -> list[str]:
+    env, s = doc["environment"], doc["settings"]
+    where = f"GPU {env['device']}" if env.get("cuda") else "device cpu (no GPU)"
+    bw = doc["copy_bandwidth_Bps"]
+    lines = [
+        f"{where} | CUDA {env.get('cuda') or 'n/a'} | torch {env['torch']} | triton {env.get('triton') or 'n/a'}"
+        f" | commit {env['commit']}",
+        f"config {doc['config']} ({doc['weights']}){doc['config_note']} | bf16 | batch 1"
+        f" | weights read per decode step {doc['bytes_per_step']:,} B"
+        f" | copy bandwidth {'n/a (no GPU)' if bw is None else f'{bw / 1e12:.2f} TB/s (2 GiB bf16 copy, read + write)'}",
+        f"{s['repeats']} timed repeats after {s['warmup']} warm-up; tokens/s median with min–max;"
+        f" tg after a {TG_PROMPT}-token prompt; tokens/J {doc['energy']}",
+    ]
+    return lines
+
+
+def render(doc, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(doc, indent=2)
+    if fmt == "csv":
+        out = csv_results(doc["results"], doc["skipped"])
+        if doc.get("layers"):
+            header, rows = layer_rows(doc)
+            out += "\n" + tables.csv_text(header, rows)
+        return out.rstrip("\n")
+    parts = ["\n".join(header_lines(doc)), markdown_results(doc["results"], doc["skipped"])]
+    if doc["notes"]:
+        parts.append("\n".join(f"- {n}" for n in doc["notes"]))
+    if doc.get("layers"):
+        header, rows = layer_rows(doc)
+        cells = [row[:2] + [tables.fmt(v) for v in row[2:]] for row in rows]
+        methods = ", ".join(f"{t}: {m}" for t, m in doc["layers"]["method"].items())
+        parts.append(f"per-part time of one decode step, µs (median of {doc['settings']['layer_steps']} steps; {methods})\n"
+                     + tables.markdown(header, cells, right=set(range(2, len(header)))))
+    return "\n\n".join(parts)
+
+
+# ---- the command ----------------------------------------------------------------------------
+def run(args) -> int:
+    device = pick_device(args.device)
+    config_note = ""
+    if args.config is None:
+        args.config = "qwen3.5-0.8b" if device.type == "cuda" else "tiny"
+        if device.type != "cuda" and not args.checkpoint:
+            config_note = ", the default on a machine without a GPU"
+    repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
+    layer_steps = args.layer_steps if args.layer_steps is not None else (5 if args.quick else 10)
+    for what, value, least in (("--repeats", repeats, 1), ("--warmup", args.warmup, 0), ("--hf-repeats", args.hf_repeats, 1),
+                               ("--hf-steps", args.hf_steps, 1), ("--layer-steps", layer_steps, 1)):
+        if value < least:
+            raise UsageError(f"{what} {value}: expected at least {least}")
+    want_layers = args.layers or bool(args.png)
+    tiers, skipped = select_tiers(args.tiers, device)
+    config, weights = load_model(args)
+    workloads, notes = plan(args, config)
+    if not workloads and not want_layers:
+        raise UsageError("nothing to run: every workload is 0 or left out, and no --layers")
+
+    settings = {"repeats": repeats, "warmup": args.warmup, "seed": args.seed, "hf_repeats": args.hf_repeats,
+                "hf_steps": args.hf_steps, "layer_steps": layer_steps}
+    meter = EnergyMeter(device)
+    copy_bw = copy_bandwidth(device)
+    clock = Clock(device, meter)
+    per_tier = len(workloads) * (args.warmup + repeats) + int(want_layers)
+    progress = Progress(per_tier * len(tiers), enabled=args.progress)
+    results, layer_times_by_tier, layer_method = [], {}, {}
+    try:
+        for name in tiers:
+            progress.show(f"loading {name}")
+            try:
+                tier = load_tier(name, config, weights, device=device, dtype=torch.bfloat16)
+            except TierUnavailable as e:
+                skipped[name] = str(e)
+                for _ in range(per_tier):
+                    progress.step()
+                continue
+            results += bench_tier(tier, workloads, settings, clock, progress)
+            if want_layers:
+                progress.show(f"per-layer {name}")
+                if layer_times.timing_method(tier) is None:
+                    notes.append(f"per-layer: tier {name} offers no per-layer timing")
+                else:
+                    prompt = random_ids(config, TG_PROMPT, args.seed, device)
+                    layer_times_by_tier[name], layer_method[name] = layer_times.decode_layer_times(
+                        tier, prompt, steps=layer_steps, warmup=3)
+                progress.step(f"per-layer {name}")
+            del tier
+            gc.collect()
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    finally:
+        progress.close()
+
+    bytes_per_step = weight_bytes_per_step(config)
+    doc = {
+        "environment": environment(),
+        "config": config.name,
+        "config_note": config_note,
+        "weights": f"checkpoint {args.checkpoint}" if args.checkpoint else f"random weights, seed {args.seed}",
+        "dtype": "bfloat16",
+        "bytes_per_step": bytes_per_step,
+        "copy_bandwidth_Bps": copy_bw,
+        "energy": "from NVML's energy counter" if meter.available else f"n/a ({meter.why})",
+        "settings": settings,
+        "results": [result_record(r, bytes_per_step, copy_bw) for r in results],
+        "skipped": skipped,
+        "notes": notes,
+    }
+    if want_layers:
+        kinds = {p: layer_times.part_kind(config, p) for t in layer_times_by_tier.values() for p in t if p != "total"}
+        doc["layers"] = {"times": layer_times_by_tier, "kinds": kinds, "method": layer_method}
+    print(render(doc, args.output))
+    if args.json_path:
+        with open(args.json_path, "w") as f:
+            json.dump(doc, f, indent=2)
+    if args.png:
+        if layer_times_by_tier:
+            from .plots import stacked_layer_bars
+
+            stacked_layer_bars(args.png, layer_times_by_tier, doc["layers"]["kinds"],
+                               f"one decode step, {config.name}, {doc['environment']['device']}")
+        else:
+            print("no per-layer times to draw; no PNG written", file=sys.stderr)
+    return 0

@@ -1,0 +1,98 @@
+"""What the compare commands share: model arguments, loading, tier selection, errors."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import torch
+
+from reference import ModelConfig, load_checkpoint, random_weights
+
+from .tiers import TIERS, unavailable_reason
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for: printed as one line, exit status 2."""
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, default_config="qwen3.5-0.8b"):
+    parser.add_argument("--config", choices=["qwen3.5-0.8b", "tiny"], default=default_config,
+                        help="built-in config with seeded random weights (default: %(default)s)")
+    parser.add_argument("--checkpoint", metavar="DIR_OR_HUB_ID",
+                        help="a Hugging Face folder of safetensors (or hub id) instead of random weights")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights and prompt")
+    parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
+    parser.add_argument("--tiers", default=None,
+                        help=f"comma-separated tiers among {','.join(TIERS)} (default: all this machine can run)")
+
+
+def pick_device(name):
+    if name is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"--device {name}: no CUDA GPU is visible on this machine; expected --device cpu")
+    return torch.device(name)
+
+
+def load_model(args):
+    """→ (config, weights) from --checkpoint, or the built-in --config with seeded random weights."""
+    if args.checkpoint:
+        return load_checkpoint(args.checkpoint, dtype=torch.bfloat16)
+    config = ModelConfig.named(args.config)
+    return config, random_weights(config, seed=args.seed, dtype=torch.bfloat16)
+
+
+def select_tiers(requested, device, always=()):
+    """→ (tiers to run, {tier: reason} skipped). Tiers named explicitly that cannot run
+    are an error; by default the ones that cannot run are listed as skipped."""
+    if requested:
+        names = [t.strip() for t in requested.split(",") if t.strip()]
+        unknown = [t for t in names if t not in TIERS]
+        if unknown:
+            raise UsageError(f"unknown tier(s) {unknown}; expected some of {list(TIERS)}")
+        for t in names:
+            reason = unavailable_reason(t, device)
+            if reason is not None:
+                raise UsageError(f"tier {t!r} cannot run on {device}: {reason}")
+        return list(dict.fromkeys(list(always) + names)), {}
+    run, skipped = [], {}
+    for t in TIERS:
+        reason = unavailable_reason(t, device)
+        if reason is None:
+            run.append(t)
+        else:
+            skipped[t] = reason
+    return run, skipped
+
+
+def environment() -> dict:
+    """Device and versions for result headers."""
+    info = {"torch": torch.__version__, "python": sys.version.split()[0], "commit": git_commit()}
+    try:
+        import triton
+
+        info["triton"] = triton.__version__
+    except ImportError:
+        info["triton"] = None
+    if torch.cuda.is_available():
+        info["device"] = torch.cuda.get_device_name()
+        info["cuda"] = torch.version.cuda
+    else:
+        info["device"] = "cpu"
+        info["cuda"] = None
+    return info
+
+
+def git_commit() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5)
+        commit = out.stdout.strip() or "unknown"
+        return commit + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("WORKBENCH_COMMIT", "unknown")

@@ -1,0 +1,224 @@
+"""`python -m compare generate`: stream text from a checkpoint with one tier.
+
+With `--checkpoint` the prompt is encoded by the checkpoint's own tokenizer (`--chat`
+wraps it in its chat template as a user turn with the generation prompt), each new
+token's text is printed as it arrives, and generation stops at the checkpoint's EOS ids
+(config.json and generation_config.json) or after `--max-new-tokens`. Without one the
+built-in config runs on seeded random weights, which generate noise: token ids in
+(`--prompt-ids` or random), token ids out. Greedy unless `--temperature` > 0. Text goes
+to stdout; notes and the speed report go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import torch
+
+from reference import CheckpointError, ModelConfig, load_checkpoint, random_weights
+from reference.checkpoint import resolve_checkpoint_dir
+
+from .common import UsageError, pick_device
+from .sampling import choose
+from .tiers import TIERS, load_tier, unavailable_reason
+
+DEFAULT_TIER_ORDER = ("megakernel", "triton", "reference")  # the first this machine runs
+RANDOM_PROMPT_LEN = 8
+
+
+def add_arguments(parser):
+    parser.add_argument("--checkpoint", metavar="DIR_OR_HUB_ID", help="a Hugging Face folder (or hub id) with a tokenizer")
+    parser.add_argument("--config", choices=["qwen3.5-0.8b", "tiny"], default=None,
+                        help="built-in config without a checkpoint (default: qwen3.5-0.8b on a GPU, tiny on a CPU)")
+    parser.add_argument("--tier", default=None,
+                        help=f"one of {', '.join(TIERS)} (default: the first of {', '.join(DEFAULT_TIER_ORDER)} this machine runs)")
+    parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
+    parser.add_argument("--prompt", help="prompt text (needs --checkpoint)")
+    parser.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
+    parser.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
+    parser.add_argument("--max-new-tokens", type=int, default=128, help="(default: %(default)s)")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default: %(default)s)")
+    parser.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest; 0 keeps all")
+    parser.add_argument("--top-p", type=float, default=1.0, help="sample within this probability mass; 1 keeps all")
+    parser.add_argument("--seed", type=int, default=0, help="seed of sampling, random weights and random prompt")
+
+
+def check_arguments(args):
+    if args.max_new_tokens < 1:
+        raise UsageError(f"--max-new-tokens {args.max_new_tokens}: expected at least 1")
+    if args.temperature < 0:
+        raise UsageError(f"--temperature {args.temperature}: expected 0 (greedy) or more")
+    if args.top_k < 0:
+        raise UsageError(f"--top-k {args.top_k}: expected 0 (all) or more")
+    if not 0 < args.top_p <= 1:
+        raise UsageError(f"--top-p {args.top_p}: expected a probability mass in (0, 1]")
+    if args.prompt is not None and args.prompt_ids is not None:
+        raise UsageError("give either --prompt or --prompt-ids, not both")
+    if args.prompt is not None and not args.prompt.strip():
+        raise UsageError("--prompt is empty; expected some text")
+    if args.prompt is not None and not args.checkpoint:
+        raise UsageError("--prompt needs --checkpoint (its tokenizer); without one use --prompt-ids")
+    if args.chat and args.prompt is None:
+        raise UsageError("--chat needs --prompt TEXT")
+    if args.checkpoint and args.prompt is None and args.prompt_ids is None:
+        raise UsageError("with --checkpoint, expected --prompt TEXT or --prompt-ids")
+
+
+def parse_ids(text: str) -> list[int]:
+    try:
+        ids = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"--prompt-ids {text!r}: expected comma-separated token ids such as 1,2,3") from None
+    if not ids:
+        raise UsageError("--prompt-ids is empty; expected at least one token id")
+    return ids
+
+
+def choose_tier(name, device) -> str:
+    if name is None:
+        for candidate in DEFAULT_TIER_ORDER:
+            if unavailable_reason(candidate, device) is None:
+                return candidate
+        raise UsageError(f"none of the tiers {list(DEFAULT_TIER_ORDER)} can run on {device}")
+    if name not in TIERS:
+        raise UsageError(f"unknown tier {name!r}; expected one of {list(TIERS)}")
+    reason = unavailable_reason(name, device)
+    if reason is not None:
+        raise UsageError(f"tier {name!r} cannot run on {device}: {reason}")
+    return name
+
+
+def load_tokenizer(folder: str):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(folder)
+    except Exception as e:  # no tokenizer files, or ones transformers cannot read
+        raise CheckpointError(f"{folder}: no tokenizer could be loaded ({type(e).__name__}: {e})") from e
+
+
+def eos_ids(config, folder: str) -> set[int]:
+    """The checkpoint's EOS ids: config.json's, plus generation_config.json's if present."""
+    ids = set(config.eos_token_ids)
+    path = os.path.join(folder, "generation_config.json")
+    if os.path.isfile(path):
+        with open(path) as f:
+            eos = json.load(f).get("eos_token_id")
+        ids.update(eos if isinstance(eos, list) else [] if eos is None else [eos])
+    return ids
+
+
+def encode(tokenizer, prompt: str, chat: bool) -> list[int]:
+    if chat:
+        if not getattr(tokenizer, "chat_template", None):
+            raise UsageError("--chat: the checkpoint's tokenizer has no chat template")
+        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                             add_generation_prompt=True)
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+    return tokenizer(prompt)["input_ids"]
+
+
+class TextStream:
+    """Prints the text of each new token as it arrives. The whole continuation is decoded
+    again each time and only the new suffix is printed, so characters spanning tokens come
+    out whole (a suffix ending in an incomplete character waits for the next token)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.ids, self.printed = tokenizer, [], 0
+
+    def push(self, token: int):
+        self.ids.append(token)
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        if text.endswith("\ufffd"):
+            return
+        sys.stdout.write(text[self.printed:])
+        sys.stdout.flush()
+        self.printed = len(text)
+
+    def end(self):
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        sys.stdout.write(text[self.printed:] + "\n")
+        sys.stdout.flush()
+
+
+class IdStream:
+    """Prints each new token id as it arrives, space-separated."""
+
+    def __init__(self):
+        self.first = True
+
+    def push(self, token: int):
+        sys.stdout.write(("" if self.first else " ") + str(token))
+        sys.stdout.flush()
+        self.first = False
+
+    def end(self):
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+
+
+def note(text: str):
+    print(text, file=sys.stderr, flush=True)
+
+
+def run(args) -> int:
+    check_arguments(args)
+    device = pick_device(args.device)
+    tier_name = choose_tier(args.tier, device)
+    if args.checkpoint:
+        folder = resolve_checkpoint_dir(args.checkpoint)
+        tokenizer = load_tokenizer(folder)
+        config, weights = load_checkpoint(folder, dtype=torch.bfloat16)
+        stop = eos_ids(config, folder)
+        ids = encode(tokenizer, args.prompt, args.chat) if args.prompt is not None else parse_ids(args.prompt_ids)
+        if not ids:
+            raise UsageError("the prompt encodes to no tokens; expected some text")
+        stream = TextStream(tokenizer)
+    else:
+        config = ModelConfig.named(args.config or ("qwen3.5-0.8b" if device.type == "cuda" else "tiny"))
+        note(f"no --checkpoint: config {config.name} with seeded random weights (seed {args.seed}), which generate "
+             "noise; printing token ids")
+        weights = random_weights(config, seed=args.seed, dtype=torch.bfloat16)
+        stop = set()
+        if args.prompt_ids is not None:
+            ids = parse_ids(args.prompt_ids)
+        else:
+            gen = torch.Generator().manual_seed(args.seed)
+            ids = torch.randint(1, config.vocab_size, (RANDOM_PROMPT_LEN,), generator=gen).tolist()
+            note(f"random prompt ids: {','.join(map(str, ids))}")
+        stream = IdStream()
+
+    tier = load_tier(tier_name, config, weights, device=device, dtype=torch.bfloat16)
+    state = tier.new_state(1, len(ids) + args.max_new_tokens)
+    gen = torch.Generator().manual_seed(args.seed)
+    pick = lambda logits: choose(logits[0], args.temperature, args.top_k, args.top_p, gen)  # noqa: E731
+    sampling = "greedy" if args.temperature == 0 else (
+        f"temperature {args.temperature}, top-k {args.top_k or 'all'}, top-p {args.top_p}, seed {args.seed}")
+    note(f"tier {tier_name} on {device} | {len(ids)} prompt tokens | {sampling}")
+
+    t0 = time.perf_counter()
+    token = pick(tier.prefill(torch.tensor([ids]), state))  # choosing reads the logits: the GPU is done
+    t_prompt = time.perf_counter() - t0
+    new, steps, reason = 0, 0, f"--max-new-tokens {args.max_new_tokens}"
+    t0 = time.perf_counter()
+    while True:
+        if token in stop:
+            reason = f"EOS id {token}"
+            break
+        stream.push(token)
+        new += 1
+        if new >= args.max_new_tokens:
+            break
+        token = pick(tier.decode(torch.tensor([token]), state))
+        steps += 1
+    t_gen = time.perf_counter() - t0
+    stream.end()
+    gen_speed = f"{steps / t_gen:,.1f} tok/s" if steps and t_gen > 0 else "n/a"
+    note(f"stopped at {reason}\n"
+         f"prompt: {len(ids)} tokens in {t_prompt:.3f} s = {len(ids) / t_prompt:,.1f} tok/s\n"
+         f"generation: {new} new tokens, {steps} decode steps in {t_gen:.3f} s = {gen_speed}"
+         " (the first new token comes with the prompt)")
+    return 0

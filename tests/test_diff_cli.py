@@ -1,0 +1,66 @@
+"""`python -m compare diff` on the CPU: the table, the JSON, the heatmap, dumps and
+--against, the exit status, and one-line errors for bad input."""
+
+import json
+
+import pytest
+
+from compare.__main__ import main
+
+
+def run(capsys, *argv):
+    status = main(["diff", "--config", "tiny", *argv])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_table_and_json(tmp_path, capsys):
+    status, out, _ = run(capsys, "--tiers", "reference,hf", "--prompt-len", "9", "--decode-steps", "2",
+                         "--json", str(tmp_path / "d.json"), "--png", str(tmp_path / "d.png"))
+    assert status == 0
+    lines = out.splitlines()
+    header = next(line for line in lines if line.startswith("part"))
+    assert header.split() == ["part", "reference", "hf"]
+    rows = [line.split()[0] for line in lines if line.startswith(("embed", "layers.", "norm", "logits"))]
+    assert rows == ["embed", "layers.0", "layers.1", "layers.2", "layers.3", "norm", "logits"]
+    assert "layers.3 (attention)" in out and "layers.0 (DeltaNet)" in out
+    assert "top-1 agreement" in out and "worst part of reference" in out
+    report = json.loads((tmp_path / "d.json").read_text())
+    assert report["config"] == "tiny" and report["prompt_len"] == 9 and report["decode_steps"] == 2
+    ref = report["tiers"]["reference"]
+    assert len(ref["errors"]["layers.2"]) == 3  # prefill + 2 decode steps
+    assert 0 < ref["worst"]["logits"] < 0.1 and ref["ok"] is True
+    assert (tmp_path / "d.png").stat().st_size > 10_000
+
+
+def test_dump_and_against(tmp_path, capsys):
+    assert run(capsys, "--tiers", "reference", "--dump", str(tmp_path / "a"))[0] == 0
+    status, out, _ = run(capsys, "--tiers", "reference", "--against", str(tmp_path / "a"))
+    assert status == 0
+    block = out.split("relative difference vs the dump")[1]
+    values = [float(line.split()[-1]) for line in block.splitlines()[2:] if line.strip()]
+    assert len(values) == 7 and all(v == 0.0 for v in values)  # same commit, same machine: bitwise equal
+
+
+def test_out_of_tolerance_exits_nonzero(capsys, monkeypatch):
+    from reference import tolerances
+
+    monkeypatch.setattr(tolerances, "BF16_CEILING", 1e-9)
+    monkeypatch.setattr(tolerances, "BF16_SLACK", 0.0)
+    monkeypatch.setattr(tolerances, "HF_FACTOR", 0.0)
+    status, out, _ = run(capsys, "--tiers", "reference", "--decode-steps", "1")
+    assert status == 1 and "OUT OF TOLERANCE: reference" in out and "!" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tiers", "nope"], "unknown tier(s) ['nope']"),
+    (["--prompt-len", "0"], "--prompt-len must be at least 1, got 0"),
+    (["--checkpoint", "/no/such/dir"], "does not exist"),
+    (["--against", "/no/such/dump"], "no such folder"),
+    (["--tiers", "megakernel"], "tier 'megakernel' cannot run on cpu"),
+])
+def test_bad_input_is_one_line(capsys, argv, message):
+    status, out, err = run(capsys, *argv)
+    assert status == 2
+    assert message in err and "Traceback" not in err
+    assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1
