@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import subprocess
 import sys
@@ -70,7 +71,8 @@ def select_tiers(requested, device, always=()):
 
 def environment() -> dict:
     """Device and versions for result headers."""
-    info = {"torch": torch.__version__, "python": sys.version.split()[0], "commit": git_commit()}
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "torch": torch.__version__, "python": sys.version.split()[0], "commit": git_commit()}
     try:
         import triton
 
@@ -92,7 +94,8 @@ def git_commit() -> str:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
                                capture_output=True, text=True, timeout=5)
-        commit = out.stdout.strip() or "unknown"
-        return commit + ("-dirty" if dirty.stdout.strip() else "")
+        if out.returncode != 0 or not out.stdout.strip():  # a copy of the tree without .git (the GPU machine)
+            return os.environ.get("WORKBENCH_COMMIT", "unknown")
+        return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return os.environ.get("WORKBENCH_COMMIT", "unknown")
