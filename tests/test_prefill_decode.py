@@ -27,7 +27,8 @@ def test_prefill_then_decode_equals_whole_prefill(tiny_config, tiny_weights, T, 
         tier.decode(ids[:, T + i], state, step)
         want = {k: (v[:, T + i] if v.dim() == 3 else v) for k, v in whole.items()}
         for name, value in last_position(step).items():
-            assert_close(value, want[name], 1e-5, f"decode {i} {name}")
+            if name != "logits" or i == N - 1:  # the whole prefill returns logits of its last position only
+                assert_close(value, want[name], 1e-5, f"decode {i} {name}")
     assert state.seq_len == T + N
 
 
