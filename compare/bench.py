@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from reference import TierUnavailable, expected_shapes
+from reference import TierInputError, TierUnavailable, expected_shapes
 
 from . import layer_times, tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device, select_tiers
@@ -70,22 +70,25 @@ class Result:
 
 def add_arguments(parser):
     add_model_arguments(parser, default_config=None)
-    parser.add_argument("--pp", default="520", help="prompt lengths to prefill, comma-separated; 0 for none (default: %(default)s)")
-    parser.add_argument("--tg", default="128", help="decode steps, comma-separated; 0 for none (default: %(default)s)")
-    parser.add_argument("--depth", default="4096",
-                        help="contexts for extra tg rows `tg@d`, comma-separated; 0 for none (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs per row (default: 5, 2 with --quick)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed runs before them (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="fewer repeats (2) and per-layer steps (5)")
-    parser.add_argument("--hf-repeats", type=int, default=2, help="at most this many repeats for the slow hf tier (default: %(default)s)")
-    parser.add_argument("--hf-steps", type=int, default=32, help="at most this many tg steps for the hf tier (default: %(default)s)")
-    parser.add_argument("--layers", action="store_true", help="also time each part of one decode step per tier")
-    parser.add_argument("--layer-steps", type=int, default=None, help="decode steps the per-layer medians take (default: 10, 5 with --quick)")
-    parser.add_argument("--png", metavar="PATH", help="draw the per-layer times as stacked bars (implies --layers)")
-    parser.add_argument("-o", "--output", choices=["md", "csv", "json"], default="md", help="stdout format (default: %(default)s)")
-    parser.add_argument("--json", metavar="PATH", dest="json_path", help="also write the results as JSON to PATH")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="progress bar on stderr (default: when stderr is a terminal)")
+    arg = parser.add_argument
+    arg("--pp", default="520", help="prompt lengths to prefill, comma-separated; 0 for none (default: %(default)s)")
+    arg("--tg", default="128", help="decode steps, comma-separated; 0 for none (default: %(default)s)")
+    arg("--depth", default="4096",
+        help="contexts for extra tg rows `tg@d`, comma-separated; 0 for none (default: %(default)s)")
+    arg("--repeats", type=int, default=None, help="timed runs per row (default: 5, 2 with --quick)")
+    arg("--warmup", type=int, default=1, help="untimed runs before them (default: %(default)s)")
+    arg("--quick", action="store_true", help="fewer repeats (2) and per-layer steps (5)")
+    arg("--hf-repeats", type=int, default=2,
+        help="at most this many repeats for the slow hf tier (default: %(default)s)")
+    arg("--hf-steps", type=int, default=32, help="at most this many tg steps for the hf tier (default: %(default)s)")
+    arg("--layers", action="store_true", help="also time each part of one decode step per tier")
+    arg("--layer-steps", type=int, default=None,
+        help="decode steps the per-layer medians take (default: 10, 5 with --quick)")
+    arg("--png", metavar="PATH", help="draw the per-layer times as stacked bars (implies --layers)")
+    arg("-o", "--output", choices=["md", "csv", "json"], default="md", help="stdout format (default: %(default)s)")
+    arg("--json", metavar="PATH", dest="json_path", help="also write the results as JSON to PATH")
+    arg("--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)")
 
 
 def weight_bytes_per_step(config) -> int:
@@ -247,12 +250,13 @@ def header_lines(doc) -> list[str]:
     env, s = doc["environment"], doc["settings"]
     where = f"GPU {env['device']}" if env.get("cuda") else "device cpu (no GPU)"
     bw = doc["copy_bandwidth_Bps"]
+    weights = doc["weights"] + (f", {doc['config_note']}" if doc["config_note"] else "")
+    copy = "n/a (no GPU)" if bw is None else f"{bw / 1e12:.2f} TB/s (2 GiB bf16 copy, read + write)"
     lines = [
         f"{where} | CUDA {env.get('cuda') or 'n/a'} | torch {env['torch']} | triton {env.get('triton') or 'n/a'}"
         f" | commit {env['commit']}",
-        f"config {doc['config']} ({doc['weights']}){doc['config_note']} | bf16 | batch 1"
-        f" | weights read per decode step {doc['bytes_per_step']:,} B"
-        f" | copy bandwidth {'n/a (no GPU)' if bw is None else f'{bw / 1e12:.2f} TB/s (2 GiB bf16 copy, read + write)'}",
+        f"config {doc['config']} ({weights}) | bf16 | batch 1"
+        f" | weights read per decode step {doc['bytes_per_step']:,} B | copy bandwidth {copy}",
         f"{s['repeats']} timed repeats after {s['warmup']} warm-up; tokens/s median with min–max;"
         f" tg after a {TG_PROMPT}-token prompt; tokens/J {doc['energy']}",
     ]
@@ -287,7 +291,7 @@ def run(args) -> int:
     if args.config is None:
         args.config = "qwen3.5-0.8b" if device.type == "cuda" else "tiny"
         if device.type != "cuda" and not args.checkpoint:
-            config_note = ", the default on a machine without a GPU"
+            config_note = "the default on a machine without a GPU"
     repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
     layer_steps = args.layer_steps if args.layer_steps is not None else (5 if args.quick else 10)
     for what, value, least in (("--repeats", repeats, 1), ("--warmup", args.warmup, 0), ("--hf-repeats", args.hf_repeats, 1),
@@ -314,7 +318,7 @@ def run(args) -> int:
             progress.show(f"loading {name}")
             try:
                 tier = load_tier(name, config, weights, device=device, dtype=torch.bfloat16)
-            except TierUnavailable as e:
+            except (TierUnavailable, TierInputError) as e:  # e.g. triton's CPU interpreter takes fp32 only
                 skipped[name] = str(e)
                 for _ in range(per_tier):
                     progress.step()

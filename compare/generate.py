@@ -25,7 +25,7 @@ from .common import UsageError, pick_device
 from .sampling import choose
 from .tiers import TIERS, load_tier, unavailable_reason
 
-DEFAULT_TIER_ORDER = ("megakernel", "triton", "reference")  # the first this machine runs
+DEFAULT_TIER_ORDER = ("megakernel", "triton", "reference")  # on a GPU, the first this machine runs
 RANDOM_PROMPT_LEN = 8
 
 
@@ -34,7 +34,8 @@ def add_arguments(parser):
     parser.add_argument("--config", choices=["qwen3.5-0.8b", "tiny"], default=None,
                         help="built-in config without a checkpoint (default: qwen3.5-0.8b on a GPU, tiny on a CPU)")
     parser.add_argument("--tier", default=None,
-                        help=f"one of {', '.join(TIERS)} (default: the first of {', '.join(DEFAULT_TIER_ORDER)} this machine runs)")
+                        help=f"one of {', '.join(TIERS)} (default: reference on a CPU, on a GPU the first of "
+                             f"{', '.join(DEFAULT_TIER_ORDER)} this machine runs)")
     parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     parser.add_argument("--prompt", help="prompt text (needs --checkpoint)")
     parser.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
@@ -79,6 +80,8 @@ def parse_ids(text: str) -> list[int]:
 
 def choose_tier(name, device) -> str:
     if name is None:
+        if device.type != "cuda":
+            return "reference"  # triton on a CPU is the interpreter: a test harness, not a generator
         for candidate in DEFAULT_TIER_ORDER:
             if unavailable_reason(candidate, device) is None:
                 return candidate
@@ -166,6 +169,7 @@ def note(text: str):
 
 def run(args) -> int:
     check_arguments(args)
+    prompt_ids = parse_ids(args.prompt_ids) if args.prompt_ids is not None else None
     device = pick_device(args.device)
     tier_name = choose_tier(args.tier, device)
     if args.checkpoint:
@@ -173,7 +177,7 @@ def run(args) -> int:
         tokenizer = load_tokenizer(folder)
         config, weights = load_checkpoint(folder, dtype=torch.bfloat16)
         stop = eos_ids(config, folder)
-        ids = encode(tokenizer, args.prompt, args.chat) if args.prompt is not None else parse_ids(args.prompt_ids)
+        ids = encode(tokenizer, args.prompt, args.chat) if args.prompt is not None else prompt_ids
         if not ids:
             raise UsageError("the prompt encodes to no tokens; expected some text")
         stream = TextStream(tokenizer)
@@ -183,8 +187,8 @@ def run(args) -> int:
              "noise; printing token ids")
         weights = random_weights(config, seed=args.seed, dtype=torch.bfloat16)
         stop = set()
-        if args.prompt_ids is not None:
-            ids = parse_ids(args.prompt_ids)
+        if prompt_ids is not None:
+            ids = prompt_ids
         else:
             gen = torch.Generator().manual_seed(args.seed)
             ids = torch.randint(1, config.vocab_size, (RANDOM_PROMPT_LEN,), generator=gen).tolist()

@@ -4,12 +4,13 @@ How each tier is timed, first that applies:
   kernel timer   the tier has `decode_layer_times(token_ids, state) -> {part: µs}` (the
                  megakernel reads its in-kernel clock);
   model hooks    the tier runs a `reference.HybridModel` as `tier.model` (reference,
-                 triton): its `layer_hook` marks each boundary;
+                 triton): the tier's own decode step runs with the model's `layer_hook`
+                 marking each boundary (eagerly: a tier with `cuda_graph` has it off);
   module hooks   the tier wraps transformers' `Qwen3_5ForCausalLM` as `tier.model` (hf):
                  forward hooks on the embedding, each decoder layer, the norm and lm_head.
-A mark is a CUDA event on a GPU (read after the step) and perf_counter on a CPU; a part's
-time is the gap between its mark and the previous one, the median over several steps
-taken after warm-up.
+A mark is a CUDA event on a GPU (read after the last step, so the steps queue up as in a
+decode loop) and perf_counter on a CPU; a part's time is the gap between its mark and the
+previous one, the median over several steps taken after warm-up.
 """
 
 from __future__ import annotations
@@ -76,12 +77,21 @@ class Marks:
 
 
 def _step_with_model_hooks(tier, token, state):
+    """One step through the tier's own decode, its model's forward wrapped to pass the hook."""
     marks = Marks(tier.device)
-    marks.mark("start")
-    with torch.inference_mode():
-        tier.model.forward(token[:, None], state, layer_hook=marks.mark)
-    state.seq_len += 1  # the tier's own decode would advance it
-    return marks.durations()
+    model = tier.model
+    original = model.forward
+
+    def forward(ids, st, trace=None, layer_hook=None):
+        marks.mark("start")
+        return original(ids, st, trace, layer_hook=marks.mark)
+
+    model.forward = forward
+    try:
+        token = tier.decode_argmax(token, state)
+    finally:
+        del model.forward
+    return token, marks
 
 
 def _step_with_module_hooks(tier, token, state):
@@ -94,11 +104,11 @@ def _step_with_module_hooks(tier, token, state):
     for name, module in modules:
         handles.append(module.register_forward_hook(lambda *_, name=name: marks.mark(name)))
     try:
-        tier.decode(token, state)
+        token = tier.decode_argmax(token, state)
     finally:
         for h in handles:
             h.remove()
-    return marks.durations()
+    return token, marks
 
 
 def decode_layer_times(tier, prompt_ids, steps: int = 10, warmup: int = 3) -> tuple[dict[str, float], str]:
@@ -108,17 +118,27 @@ def decode_layer_times(tier, prompt_ids, steps: int = 10, warmup: int = 3) -> tu
     if method is None:
         raise ValueError(f"tier {tier.name!r} offers no per-layer timing")
     step = {
-        "kernel timer": lambda tok, st: tier.decode_layer_times(tok, st),
+        "kernel timer": lambda tok, st: (tok, tier.decode_layer_times(tok, st)),
         "model hooks": lambda tok, st: _step_with_model_hooks(tier, tok, st),
         "module hooks": lambda tok, st: _step_with_module_hooks(tier, tok, st),
     }[method]
-    state = tier.new_state(1, prompt_ids.shape[1] + warmup + steps + 1)
-    token = tier.prefill(prompt_ids, state).argmax(-1)  # [1]
-    samples = []
-    for i in range(warmup + steps):
-        times = step(token, state)
-        if i >= warmup:
-            samples.append(dict(times))
+    graphed = method == "model hooks" and getattr(tier, "cuda_graph", False)
+    if graphed:  # a replayed graph runs no Python: time the same step eagerly
+        tier.cuda_graph = False
+        method += ", eager (cuda_graph off)"
+    try:
+        state = tier.new_state(1, prompt_ids.shape[1] + warmup + steps + 1)
+        token = tier.prefill(prompt_ids, state).argmax(-1)  # [1]
+        samples = []
+        for i in range(warmup + steps):
+            token, times = step(token, state)
+            if i >= warmup:
+                samples.append(times)
+    finally:
+        if graphed:
+            tier.cuda_graph = True
+    # marks are read only now, so no step waits for the GPU before the next one starts
+    samples = [s.durations() if isinstance(s, Marks) else dict(s) for s in samples]
     names = list(dict.fromkeys(n for s in samples for n in s if n != "total"))
     result = {n: statistics.median(s.get(n, 0.0) for s in samples) for n in names}
     totals = (s["total"] if "total" in s else sum(s.values()) for s in samples)

@@ -8,7 +8,7 @@ KIND_COLOURS = {"embed": "#8c8c8c", "DeltaNet": "#4c72b0", "attention": "#dd8452
 
 
 def stacked_layer_bars(path: str, times: dict[str, dict[str, float]], kinds: dict[str, str], title: str):
-    """times {tier: {part: µs}} (a "total" entry is ignored), kinds {part: kind}."""
+    """times {tier: {part: µs}}, kinds {part: kind}; a "total" entry labels the bar."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -25,7 +25,8 @@ def stacked_layer_bars(path: str, times: dict[str, dict[str, float]], kinds: dic
             ax.bar(x, us, bottom=bottom, width=0.6, color=KIND_COLOURS[kinds.get(part, "other")],
                    edgecolor="white", linewidth=0.5)
             bottom += us
-        ax.text(x, bottom, f"{bottom:,.0f} µs", ha="center", va="bottom", fontsize=8)
+        total = times[tier].get("total", bottom)
+        ax.text(x, bottom, f"{total:,.0f} µs", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(tiers)), tiers)
     ax.set_ylabel("µs per decode step")
     ax.set_title(title, fontsize=9)

@@ -1,0 +1,251 @@
+"""`python -m compare bench` on the CPU at the tiny config: the Markdown, CSV and JSON
+results, per-layer times and their chart, GPU tiers listed as skipped, one-line errors;
+and the pieces it is built from (clocks, tables, progress bar, per-layer timing)."""
+
+import contextlib
+import csv
+import io
+import json
+
+import pytest
+import torch
+
+from compare import bench, layer_times, tables
+from compare.__main__ import main
+from compare.progress import Progress
+from compare.timing import EnergyMeter, Region, Summary, copy_bandwidth
+from reference import ModelConfig
+
+TINY_RUN = ["--config", "tiny", "--pp", "8", "--tg", "4", "--depth", "0", "--repeats", "2"]
+
+
+def run(capsys, *argv):
+    status = main(["bench", *argv])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def table_rows(out: str) -> list[list[str]]:
+    """The cells of the first Markdown table in `out` (header first, rule dropped)."""
+    lines = [line for line in out.splitlines() if line.startswith("|")]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    first = [r for r in rows if not set("".join(r)) <= set("-:")]
+    end = next((i for i, r in enumerate(first[1:], 1) if r[0] == "part"), len(first))
+    return first[:end]
+
+
+@pytest.fixture(scope="module")
+def reference_and_hf(tmp_path_factory):
+    """One bench run of the reference and hf tiers, as Markdown and as JSON."""
+    path = tmp_path_factory.mktemp("bench") / "b.json"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        status = main(["bench", *TINY_RUN, "--tiers", "reference,hf", "--json", str(path)])
+    return status, buf.getvalue(), json.loads(path.read_text())
+
+
+def test_markdown_rows_and_columns(reference_and_hf):
+    status, out, _ = reference_and_hf
+    assert status == 0
+    rows = table_rows(out)
+    assert rows[0] == bench.RESULT_HEADER
+    assert [(r[0], r[1]) for r in rows[1:]] == [("reference", "pp8"), ("reference", "tg4"), ("hf", "pp8"), ("hf", "tg4")]
+    for r in rows[1:]:
+        median = float(r[2].replace(",", ""))
+        lo, hi = (float(v.replace(",", "")) for v in r[3].split("–"))
+        assert 0 < lo <= median <= hi
+        assert float(r[4]) == pytest.approx(1e3 / median, rel=0.01)  # ms/token
+        assert r[5] == "n/a" and r[6] == "n/a"  # no copy bandwidth, no NVML on a CPU
+    header = out.splitlines()[0]
+    assert "torch" in header and "triton" in header and "commit" in header
+    assert "config tiny" in out and "2 timed repeats after 1 warm-up" in out
+
+
+def test_json_fields(reference_and_hf):
+    _, _, doc = reference_and_hf
+    assert {"device", "torch", "triton", "cuda", "commit"} <= set(doc["environment"])
+    assert doc["config"] == "tiny" and doc["dtype"] == "bfloat16"
+    assert doc["bytes_per_step"] == bench.weight_bytes_per_step(ModelConfig.tiny())
+    assert doc["settings"]["repeats"] == 2 and doc["settings"]["warmup"] == 1
+    assert len(doc["results"]) == 4
+    for rec in doc["results"]:
+        assert rec["repeats"] == len(rec["seconds"]) == 2
+        t = rec["tok_s"]
+        assert 0 < t["min"] <= t["median"] <= t["max"]
+        assert rec["tokens"] == (8 if rec["kind"] == "pp" else 4)
+        assert rec["context"] == (0 if rec["kind"] == "pp" else bench.TG_PROMPT)
+        assert rec["bw_fraction"] is None and rec["tok_per_joule"] is None
+
+
+def test_csv(capsys):
+    status, out, _ = run(capsys, *TINY_RUN, "--tiers", "reference", "-o", "csv")
+    assert status == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert list(rows[0]) == bench.CSV_HEADER
+    assert [(r["tier"], r["test"]) for r in rows] == [("reference", "pp8"), ("reference", "tg4")]
+    assert all(float(r["tok_s_min"]) <= float(r["tok_s_median"]) <= float(r["tok_s_max"]) for r in rows)
+
+
+def test_json_to_stdout(capsys):
+    status, out, _ = run(capsys, *TINY_RUN, "--tiers", "reference", "--tg", "0", "-o", "json")
+    assert status == 0
+    doc = json.loads(out)
+    assert [r["test"] for r in doc["results"]] == ["pp8"]
+
+
+def test_layers_table_and_png(tmp_path, capsys):
+    png, path = tmp_path / "layers.png", tmp_path / "b.json"
+    status, out, _ = run(capsys, "--config", "tiny", "--tiers", "reference,hf", "--pp", "0", "--tg", "0",
+                         "--layer-steps", "2", "--png", str(png), "--json", str(path))
+    assert status == 0
+    block = out.split("per-part time of one decode step")[1]
+    lines = [line for line in block.splitlines() if line.startswith("|")]
+    assert [c.strip() for c in lines[0].strip("|").split("|")] == ["part", "kind", "reference µs", "hf µs"]
+    parts = [line.strip("|").split("|")[0].strip() for line in lines[2:]]
+    assert parts == ["embed", "layers.0", "layers.1", "layers.2", "layers.3", "norm", "lm_head", "total"]
+    assert "| layers.3 | attention" in block and "| layers.0 | DeltaNet" in block
+    assert png.stat().st_size > 5_000
+    layers = json.loads(path.read_text())["layers"]
+    assert layers["method"] == {"reference": "model hooks", "hf": "module hooks"}
+    ref = layers["times"]["reference"]
+    assert all(v > 0 for v in ref.values())
+    assert ref["total"] == pytest.approx(sum(v for k, v in ref.items() if k != "total"), rel=0.5)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only listing")
+def test_gpu_tiers_listed_as_skipped_on_cpu(tmp_path, capsys):
+    path = tmp_path / "b.json"
+    status, out, _ = run(capsys, "--pp", "4", "--tg", "0", "--depth", "0", "--repeats", "1", "--json", str(path))
+    assert status == 0
+    assert "config tiny (random weights, seed 0, the default on a machine without a GPU)" in out
+    skipped = {r[0]: r[-1] for r in table_rows(out)[1:] if r[1] == "skipped"}
+    assert set(skipped) == {"triton", "megakernel"} and all(skipped.values())
+    doc = json.loads(path.read_text())
+    assert set(doc["skipped"]) == {"triton", "megakernel"}
+    assert {r["tier"] for r in doc["results"]} == {"reference", "hf"}
+
+
+def test_depth_rows_and_positions_left_out(capsys):
+    status, out, _ = run(capsys, "--config", "tiny", "--tiers", "reference", "--pp", "0", "--tg", "2",
+                         "--depth", "24,5000", "--repeats", "1")
+    assert status == 0
+    assert [r[1] for r in table_rows(out)[1:]] == ["tg2", "tg2 @ d24"]
+    assert "tg2 @ d5000 left out: it needs 5002 positions, config tiny has 4096" in out
+
+
+def test_hf_reductions_are_stated(tmp_path, capsys):
+    path = tmp_path / "b.json"
+    status, out, _ = run(capsys, "--config", "tiny", "--tiers", "hf", "--pp", "0", "--tg", "4", "--depth", "0",
+                         "--repeats", "2", "--hf-repeats", "1", "--hf-steps", "2", "--json", str(path))
+    assert status == 0
+    (rec,) = json.loads(path.read_text())["results"]
+    assert rec["repeats"] == 1 and rec["tokens"] == 2 and rec["test"] == "tg4"
+    assert rec["note"] == "1 of 2 repeats; 2 of 4 steps" and rec["note"] in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--pp", "x"], "--pp 'x': expected comma-separated token counts"),
+    (["--tg", "-3"], "cannot be negative"),
+    (["--repeats", "0"], "--repeats 0: expected at least 1"),
+    (["--pp", "0", "--tg", "0"], "nothing to run"),
+    (["--tiers", "nope"], "unknown tier(s) ['nope']"),
+    (["--tiers", "megakernel"], "tier 'megakernel' cannot run on cpu"),
+    (["--checkpoint", "/no/such/dir"], "does not exist"),
+])
+def test_bad_input_is_one_line(capsys, argv, message):
+    if "megakernel" in argv and torch.cuda.is_available():
+        pytest.skip("the megakernel may run on this machine")
+    status, out, err = run(capsys, "--config", "tiny", "--device", "cpu", *argv)
+    assert status == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0]
+
+
+# ---- the pieces ------------------------------------------------------------------------------
+def test_weight_bytes_match_the_documented_floor():
+    assert bench.weight_bytes_per_step(ModelConfig.qwen3_5_0_8b()) == 1_503_789_056
+
+
+def test_random_prompt_ids_are_seeded_and_never_zero():
+    a = bench.random_ids(ModelConfig.tiny(), 520, seed=3, device="cpu")
+    assert a.shape == (1, 520) and a.dtype == torch.int64 and int(a.min()) >= 1
+    assert torch.equal(a, bench.random_ids(ModelConfig.tiny(), 520, seed=3, device="cpu"))
+    assert not torch.equal(a, bench.random_ids(ModelConfig.tiny(), 520, seed=4, device="cpu"))
+
+
+def test_clocks_on_cpu():
+    with Region("cpu") as r:
+        sum(range(10_000))
+    assert r.seconds > 0
+    assert Summary.of([3.0, 1.0, 2.0]) == Summary(2.0, 1.0, 3.0)
+    assert copy_bandwidth("cpu") is None
+    meter = EnergyMeter("cpu")
+    assert not meter.available and meter.why and meter.millijoules() is None
+
+
+def test_tables():
+    md = tables.markdown(["a", "num"], [["x", "1.5"], ["long", None]], right={1})
+    assert md.splitlines() == ["| a    | num |", "|------|----:|", "| x    | 1.5 |", "| long |     |"]
+    assert tables.csv_text(["a", "b"], [[1, None], ["x,y", 2]]) == 'a,b\n1,\n"x,y",2\n'
+    assert tables.fmt(1234.5) == "1,234.5" and tables.fmt(None) == "n/a"
+
+
+def test_progress_bar():
+    stream = io.StringIO()
+    bar = Progress(4, enabled=True, width=8, stream=stream)
+    bar.step("pp8 reference")
+    assert stream.getvalue().endswith("\r[##......] 1/4 pp8 reference")
+    bar.close()
+    quiet = io.StringIO()
+    Progress(4, enabled=False, stream=quiet).step("x")
+    assert quiet.getvalue() == ""
+
+
+def test_part_kinds():
+    c = ModelConfig.tiny()
+    assert layer_times.parts(c) == ["embed", "layers.0", "layers.1", "layers.2", "layers.3", "norm", "lm_head"]
+    assert [layer_times.part_kind(c, p) for p in layer_times.parts(c)] == [
+        "embed", "DeltaNet", "DeltaNet", "DeltaNet", "attention", "norm", "lm_head"]
+    assert layer_times.part_kind(c, "layers.9") == "other"
+
+
+class KernelTimedTier:
+    """A stand-in for the megakernel: `decode_layer_times` returns fixed per-part times."""
+
+    name = "fake"
+    device = torch.device("cpu")
+
+    def __init__(self):
+        self.calls = 0
+
+    def new_state(self, batch_size, max_seq_len):
+        return {"max": max_seq_len}
+
+    def prefill(self, ids, state):
+        return torch.zeros(1, 8)
+
+    def decode_layer_times(self, token_ids, state):
+        self.calls += 1
+        return {"embed": 1.0, "layers.0": 10.0 + self.calls % 2, "lm_head": 5.0}
+
+
+def test_layer_times_use_the_tiers_own_timer():
+    tier = KernelTimedTier()
+    assert layer_times.timing_method(tier) == "kernel timer"
+    times, method = layer_times.decode_layer_times(tier, torch.ones(1, 4, dtype=torch.int64), steps=5, warmup=2)
+    assert method == "kernel timer" and tier.calls == 7
+    assert times == {"embed": 1.0, "layers.0": 11.0, "lm_head": 5.0, "total": 17.0}
+
+
+@pytest.mark.gpu
+def test_gpu_clocks_and_bandwidth_fraction(tmp_path, capsys):
+    assert copy_bandwidth("cuda", gib=0.25, repeats=3) > 1e11
+    path = tmp_path / "b.json"
+    status, out, _ = run(capsys, *TINY_RUN, "--tiers", "reference", "--layers", "--layer-steps", "2",
+                         "--json", str(path))
+    assert status == 0
+    doc = json.loads(path.read_text())
+    assert doc["copy_bandwidth_Bps"] > 1e11
+    tg = next(r for r in doc["results"] if r["kind"] == "tg")
+    assert 0 < tg["bw_fraction"] < 1
+    assert all(v > 0 for v in doc["layers"]["times"]["reference"].values())

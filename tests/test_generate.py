@@ -1,0 +1,181 @@
+"""`python -m compare generate` on the CPU with a tiny checkpoint made here (transformers
+weights + a word-level tokenizer with a chat template): streaming, greedy and sampling,
+EOS and max-new-tokens, the speed report, the no-checkpoint mode, one-line errors; and
+the sampling rules."""
+
+import json
+import shutil
+import sys
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from compare.__main__ import main
+from compare.hf_tier import HFTier
+from compare.sampling import choose
+from reference import ModelConfig, ReferenceTier
+
+SPECIALS = ["<unk>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+WORDS = ["user", "assistant", "hello", "world", "the", "cat", "sat"]
+CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }} {{ m['content'] }}<|im_end|>{% endfor %}"
+                 "{% if add_generation_prompt %}<|im_start|>assistant {% endif %}")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A tiny Qwen3.5 checkpoint folder: config, safetensors, tokenizer, chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+    folder = tmp_path_factory.mktemp("ckpt")
+    config = ModelConfig.tiny()
+    torch.manual_seed(0)
+    Qwen3_5ForCausalLM(Qwen3_5TextConfig(**config.to_hf_dict())).save_pretrained(folder)
+    tokens = SPECIALS + WORDS + [f"w{i}" for i in range(config.vocab_size - len(SPECIALS) - len(WORDS))]
+    word_level = Tokenizer(models.WordLevel({t: i for i, t in enumerate(tokens)}, unk_token="<unk>"))
+    word_level.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    word_level.decoder = decoders.WordPiece()  # joins words with spaces
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=word_level, unk_token="<unk>", eos_token="<|endoftext|>",
+                                        additional_special_tokens=["<|im_start|>", "<|im_end|>"])
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def run(capsys, *argv):
+    status = main(["generate", *argv])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+class Recorder:
+    """A stdout that remembers each write and how many decode steps had run by then."""
+
+    def __init__(self, steps):
+        self.steps, self.writes = steps, []
+
+    def write(self, text):
+        if text:
+            self.writes.append((text, self.steps[0]))
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("tier", ["reference", "hf"])
+def test_greedy_streams_text_and_stops_at_max_new_tokens(checkpoint, tier, capsys, monkeypatch):
+    steps = [0]
+    tier_class = {"reference": ReferenceTier, "hf": HFTier}[tier]
+    real_decode = tier_class._decode
+
+    def counting_decode(self, *a, **k):
+        steps[0] += 1
+        return real_decode(self, *a, **k)
+
+    monkeypatch.setattr(tier_class, "_decode", counting_decode)
+    out = Recorder(steps)
+    monkeypatch.setattr(sys, "stdout", out)
+    status = main(["generate", "--checkpoint", str(checkpoint), "--prompt", "hello world", "--tier", tier,
+                   "--max-new-tokens", "5"])
+    err = capsys.readouterr().err
+    assert status == 0
+    words = "".join(t for t, _ in out.writes).split()
+    assert len(words) == 5 and all(w in WORDS or w.startswith("w") for w in words)
+    # streamed: the i-th word was written before decode step i ran (the first came with the prompt)
+    word_writes = [n for t, n in out.writes if t.strip()]
+    assert word_writes == [0, 1, 2, 3, 4] and steps[0] == 4
+    assert "stopped at --max-new-tokens 5" in err
+    assert "prompt: 2 tokens in" in err and "generation: 5 new tokens, 4 decode steps in" in err and "tok/s" in err
+
+
+def test_greedy_is_deterministic_and_sampling_follows_the_seed(checkpoint, capsys):
+    base = ["--checkpoint", str(checkpoint), "--prompt", "the cat sat", "--tier", "reference", "--max-new-tokens", "8"]
+    greedy = [run(capsys, *base)[1] for _ in range(2)]
+    assert greedy[0] == greedy[1]
+    hot = base + ["--temperature", "5", "--top-k", "400", "--top-p", "0.99"]
+    a, b, c = (run(capsys, *hot, "--seed", s) for s in ("1", "1", "2"))
+    assert a[0] == 0 and a[1] == b[1] and a[1] != c[1]
+    assert "temperature 5.0, top-k 400, top-p 0.99, seed 1" in a[2]
+    assert len(a[1].split()) == 8
+
+
+def test_chat_template(checkpoint, capsys):
+    status, out, err = run(capsys, "--checkpoint", str(checkpoint), "--prompt", "hello world", "--chat",
+                           "--tier", "reference", "--max-new-tokens", "3")
+    assert status == 0 and len(out.split()) == 3
+    assert "7 prompt tokens" in err  # <|im_start|> user hello world <|im_end|> <|im_start|> assistant
+
+
+def test_stops_at_the_checkpoints_eos(checkpoint, tmp_path, capsys):
+    from transformers import AutoTokenizer
+
+    folder = tmp_path / "ckpt"
+    shutil.copytree(checkpoint, folder)
+    base = ["--checkpoint", str(folder), "--prompt", "hello", "--tier", "reference", "--max-new-tokens", "6",
+            "--temperature", "5", "--seed", "1"]  # seeded sampling: varied words, the same each run
+    words = run(capsys, *base)[1].split()
+    assert len(words) == 6 and words[3] != words[0]
+    # make the fourth word an EOS id (generation_config.json adds to config.json's)
+    eos = AutoTokenizer.from_pretrained(folder).convert_tokens_to_ids(words[3])
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [eos]}))
+    status, out, err = run(capsys, *base)
+    assert status == 0 and out.split() == words[:words.index(words[3])]
+    assert f"stopped at EOS id {eos}" in err
+
+
+def test_without_a_checkpoint_prints_ids(capsys):
+    status, out, err = run(capsys, "--tier", "reference", "--config", "tiny", "--prompt-ids", "1,2,3",
+                           "--max-new-tokens", "4")
+    assert status == 0
+    ids = [int(t) for t in out.split()]
+    assert len(ids) == 4 and all(0 <= i < ModelConfig.tiny().vocab_size for i in ids)
+    assert "random weights" in err and "noise" in err and "3 prompt tokens" in err
+    status, out, err = run(capsys, "--tier", "reference", "--config", "tiny", "--max-new-tokens", "2")
+    assert status == 0 and len(out.split()) == 2 and "random prompt ids:" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tier", "nope"], "unknown tier 'nope'"),
+    (["--tier", "megakernel"], "tier 'megakernel' cannot run on cpu"),
+    (["--checkpoint", "/no/such/dir", "--prompt", "hi"], "does not exist"),
+    (["--max-new-tokens", "0"], "--max-new-tokens 0: expected at least 1"),
+    (["--checkpoint", "CKPT", "--prompt", ""], "--prompt is empty"),
+    (["--checkpoint", "CKPT", "--prompt", "   "], "--prompt is empty"),
+    (["--prompt-ids", ""], "--prompt-ids is empty"),
+    (["--prompt-ids", "1,two"], "expected comma-separated token ids"),
+    (["--prompt-ids", "1,9999"], "outside the vocabulary"),
+    (["--checkpoint", "CKPT"], "expected --prompt TEXT or --prompt-ids"),
+    (["--prompt", "hi"], "--prompt needs --checkpoint"),
+    (["--top-p", "0"], "--top-p 0.0"),
+])
+def test_bad_input_is_one_line(checkpoint, capsys, argv, message):
+    if "megakernel" in argv and torch.cuda.is_available():
+        pytest.skip("the megakernel may run on this machine")
+    argv = [str(checkpoint) if a == "CKPT" else a for a in argv]
+    status, out, err = run(capsys, "--config", "tiny", "--device", "cpu", *argv)
+    assert status == 2 and out == ""
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and message in errors[0] and "Traceback" not in err
+
+
+# ---- sampling --------------------------------------------------------------------------------
+def test_greedy_and_degenerate_sampling_pick_the_argmax():
+    logits = torch.tensor([0.1, 2.0, -1.0, 1.9])
+    gen = torch.Generator().manual_seed(0)
+    assert choose(logits) == 1
+    assert choose(logits, temperature=1.0, top_k=1, generator=gen) == 1
+    assert choose(logits, temperature=1.0, top_p=1e-6, generator=gen) == 1
+
+
+@given(st.lists(st.floats(-10, 10), min_size=2, max_size=40), st.integers(1, 40), st.floats(0.05, 1.0),
+       st.integers(0, 2**31 - 1))
+def test_samples_stay_in_top_k_and_the_nucleus(values, top_k, top_p, seed):
+    logits = torch.tensor(values)
+    token = choose(logits, temperature=0.7, top_k=top_k, top_p=top_p, generator=torch.Generator().manual_seed(seed))
+    rank = int((logits > logits[token]).sum())  # how many tokens are strictly likelier
+    assert rank < top_k
+    kth = torch.topk(logits, min(top_k, len(values))).values[-1]
+    kept = torch.sort(logits[logits >= kth] / 0.7, descending=True).values
+    assert torch.softmax(kept, -1)[:rank].sum() < top_p + 1e-5  # the likelier ones had not reached top_p
