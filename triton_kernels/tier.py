@@ -1,0 +1,137 @@
+"""`TritonTier`: the forward pass of `model.FusedModel` on our Triton kernels and fla's.
+
+    TritonTier(config, weights, device="cuda", dtype=torch.bfloat16, cuda_graph=True,
+               prefill_graph=True, gemv="triton")
+
+Switches, also plain attributes a benchmark may flip between calls:
+- `cuda_graph`: decode replays one captured step per (batch size, cache length, gemv)
+  (built on first use, reused for every later state of that shape) or runs eagerly.
+- `prefill_graph`: the same for prefill, one graph per (prompt shape, start position),
+  the 8 most recent kept. Eager prefill is host-bound (~400 launches), so this is on by
+  default; a new prompt length costs one capture. A call with a trace always runs eagerly.
+- `gemv`: "triton" (our GEMV kernel for one-row products) or "cublas" (torch F.linear).
+On a CPU the tier runs under TRITON_INTERPRET=1, fp32 only, at tiny shapes: a smoke layer.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+import torch
+
+from reference import Tier, TierInputError, new_model_state
+
+from ._util import interpreting
+
+MAX_PREFILL_GRAPHS = 8
+
+
+class TritonTier(Tier):
+    name = "triton"
+
+    @classmethod
+    def unavailable_reason(cls, device):
+        device = torch.device(device)
+        try:
+            import triton  # noqa: F401
+        except ImportError as e:
+            return f"triton is not installed ({e})"
+        try:
+            import fla.ops.gated_delta_rule  # noqa: F401
+        except ImportError as e:
+            return f"fla (flash-linear-attention) is not installed ({e})"
+        if device.type == "cuda":
+            return None if torch.cuda.is_available() else "no CUDA GPU is visible"
+        if device.type == "cpu":
+            if not interpreting():
+                return ("on a CPU the Triton kernels run only in the interpreter: set TRITON_INTERPRET=1 "
+                        "before Python starts (fp32, tiny shapes)")
+            return None
+        return f"device type {device.type!r} is not supported (expected cuda, or cpu with TRITON_INTERPRET=1)"
+
+    def __init__(self, config, weights, device="cuda", dtype=torch.bfloat16, cuda_graph=True, prefill_graph=True,
+                 gemv="triton"):
+        super().__init__(config, weights, device, dtype)
+        if self.device.type == "cpu" and dtype != torch.float32:
+            raise TierInputError("the triton tier on a CPU runs in the interpreter, which supports fp32 only; "
+                                 "pass dtype=torch.float32 (or run on a CUDA device)")
+        from .model import FusedModel, TritonState
+
+        self.state_class = TritonState
+        converted = {k: v.to(device=self.device, dtype=dtype) for k, v in weights.items() if k != "lm_head.weight"}
+        self.model = FusedModel(config, converted, gemv)
+        self.cuda_graph = cuda_graph
+        self.prefill_graph = prefill_graph
+        self._graphs = collections.OrderedDict()   # captured steps by (kind, state shape, ids shape, start, gemv)
+        self._static = {}        # StaticState by state shape, shared by its graphs
+
+    @property
+    def gemv(self) -> str:
+        return self.model.gemv
+
+    @gemv.setter
+    def gemv(self, backend: str):
+        self.model.gemv = backend
+
+    # ---- state ---------------------------------------------------------------------
+    def _new_state(self, batch_size, max_seq_len):
+        base = new_model_state(self.name, self.config, batch_size, max_seq_len, self.device, self.dtype)
+        fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+        return self.state_class(**fields, pos=torch.zeros(1, dtype=torch.int64, device=self.device))
+
+    # ---- forward -------------------------------------------------------------------
+    def _prefill_step(self, input_ids, state, trace=None):
+        logits = self.model.forward(input_ids, state, trace)
+        state.pos.fill_(state.seq_len + input_ids.shape[1])
+        return (logits,)
+
+    def _decode_step(self, token_ids, state, trace=None):
+        """One decode step, sync-free: → (logits [B, V] fp32, greedy next ids [B])."""
+        from .lm_head import argmax
+
+        logits = self.model.forward(token_ids[:, None], state, trace)
+        state.pos += 1
+        return logits, argmax(logits)
+
+    def _captured(self, kind, ids, state):
+        """The graph of `kind` ("prefill" or "decode") for this input and state shape."""
+        from .graph import CapturedStep, StaticState
+
+        shape = (state.batch_size, state.max_seq_len)
+        start = state.seq_len if kind == "prefill" else None         # a prefill graph bakes in its start
+        key = (kind, shape, tuple(ids.shape), start, self.gemv)
+        if key not in self._graphs:
+            if shape not in self._static:
+                self._static[shape] = StaticState(state)
+            scratch = self._new_state(*shape)
+            scratch.seq_len = state.seq_len
+            step = self._prefill_step if kind == "prefill" else self._decode_step
+            self._graphs[key] = CapturedStep(step, self._static[shape], state, scratch, ids)
+            prefills = [k for k in self._graphs if k[0] == "prefill"]
+            if len(prefills) > MAX_PREFILL_GRAPHS:              # each holds a memory pool: drop the oldest
+                del self._graphs[prefills[0]]
+        self._graphs.move_to_end(key)
+        return self._graphs[key]
+
+    def _use_graph(self, kind) -> bool:
+        wanted = self.cuda_graph if kind == "decode" else self.prefill_graph
+        return wanted and self.device.type == "cuda"
+
+    @torch.inference_mode()
+    def _prefill(self, input_ids, state, trace):
+        if trace is None and self._use_graph("prefill"):
+            return self._captured("prefill", input_ids, state).run(input_ids, state)[0].clone()
+        return self._prefill_step(input_ids, state, trace)[0]
+
+    @torch.inference_mode()
+    def _decode(self, token_ids, state, trace):
+        if trace is None and self._use_graph("decode"):
+            return self._captured("decode", token_ids, state).run(token_ids, state)[0].clone()
+        return self._decode_step(token_ids, state, trace)[0]
+
+    @torch.inference_mode()
+    def _decode_argmax(self, token_ids, state):
+        if self._use_graph("decode"):
+            return self._captured("decode", token_ids, state).run(token_ids, state)[1].clone()
+        return self._decode_step(token_ids, state)[1]
