@@ -1,0 +1,274 @@
+"""The megakernel tier: CPU checks (compiles for every arch, clear errors) and GPU checks
+(bf16 bounds per layer against the fp32 reference, no drift over 128 teacher-forced
+steps, prefill → decode = prefill, NaN-poisoned scratch, bitwise repeatability, any grid
+size, sanitizers)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from compare import load_tier, unavailable_reason
+from reference import ModelConfig, ReferenceTier, TierInputError, TierUnavailable, perturb_norms, random_weights
+
+import megakernel.tier as tier_mod
+from megakernel.build import BuildError, compile_check, normalize_arch, nvcc_path
+from megakernel.tier import MegakernelTier, attention_splits, check_batch, config_mismatch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+gpu = pytest.mark.gpu
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed (CUDA toolkit missing)")
+
+
+def rel(a, b):
+    a, b = a.float().flatten().cpu(), b.float().flatten().cpu()
+    assert torch.isfinite(a).all(), "non-finite values"
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+# ---- CPU ---------------------------------------------------------------------------
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90a"])
+def test_compiles_without_gpu(arch, tmp_path):
+    report = compile_check(arch, out_dir=str(tmp_path))
+    assert "registers" in report
+
+
+@needs_nvcc
+def test_build_command(tmp_path):
+    env = dict(os.environ, QWEN35_MEGAKERNEL_CACHE=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "megakernel", "build", "--arch", "sm_90a"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "sm_90a" in proc.stdout
+
+
+def test_bad_arch_is_a_clear_error():
+    with pytest.raises(BuildError, match="sm_75.*expected one of"):
+        normalize_arch("sm_75")
+    assert normalize_arch("9.0a") == "sm_90a" and normalize_arch("86") == "sm_86"
+
+
+def test_unavailable_without_gpu():
+    assert "CUDA GPU" in unavailable_reason("megakernel", "cpu")
+    if not torch.cuda.is_available():
+        assert "no CUDA GPU" in unavailable_reason("megakernel", "cuda")
+        config = ModelConfig.tiny()
+        with pytest.raises(TierUnavailable, match="megakernel"):
+            load_tier("megakernel", config, random_weights(config), device="cuda")
+
+
+def test_other_config_is_a_clear_error():
+    config = ModelConfig.tiny()
+    assert any(m.startswith("hidden_size=64") for m in config_mismatch(config))
+    with pytest.raises(TierInputError, match=r"qwen3\.5-0\.8b shapes only.*hidden_size=64 \(expected 1024\)"):
+        MegakernelTier(config, random_weights(config), device="cuda")
+    assert config_mismatch(ModelConfig.qwen3_5_0_8b()) == []
+
+
+def test_batch_one_only():
+    check_batch(1)
+    with pytest.raises(TierInputError, match="batch 1 only; got batch_size=2"):
+        check_batch(2)
+
+
+def test_attention_splits():
+    for pos in (0, 1, 15, 31, 32, 100, 143, 4095, 100000):
+        n = attention_splits(pos)
+        assert 1 <= n <= min(64, pos + 1)
+    assert attention_splits(15) == 1 and attention_splits(143) == 5 and attention_splits(100000) == 64
+
+
+# ---- GPU ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def model():
+    config = ModelConfig.qwen3_5_0_8b()
+    return config, perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16))
+
+
+@pytest.fixture(scope="module")
+def mk(model):
+    return MegakernelTier(*model, device="cuda")
+
+
+@pytest.fixture(scope="module")
+def ref32(model):
+    return ReferenceTier(*model, device="cuda", dtype=torch.float32)
+
+
+@pytest.fixture(scope="module")
+def bf16_baseline(model):
+    """transformers' bf16 run when this transformers has Qwen3.5, else the bf16 reference."""
+    if unavailable_reason("hf", "cuda") is None:
+        from compare.hf_tier import HFTier
+
+        return "hf", HFTier(*model, device="cuda", dtype=torch.bfloat16)
+    return "reference-bf16", ReferenceTier(*model, device="cuda", dtype=torch.bfloat16)
+
+
+def ids(n, seed):
+    return torch.randint(0, ModelConfig.qwen3_5_0_8b().vocab_size, (1, n), generator=torch.Generator().manual_seed(seed))
+
+
+def one_step_trace(tier, prompt, token):
+    state = tier.new_state(max_seq_len=512)
+    tier.prefill(prompt, state)
+    trace = {}
+    tier.decode(token, state, trace=trace)
+    return trace
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("prompt_len", [16, 300])
+def test_every_layer_within_bf16_bounds(mk, ref32, bf16_baseline, prompt_len):
+    prompt, token = ids(prompt_len, 1), ids(1, 2)[0]
+    oracle = one_step_trace(ref32, prompt, token)
+    got = one_step_trace(mk, prompt, token)
+    name, base_tier = bf16_baseline
+    base = one_step_trace(base_tier, prompt, token)
+    keys = ["embed"] + [f"layers.{i}" for i in range(24)] + ["norm", "logits"]
+    report = []
+    for k in keys:
+        e, eb = rel(got[k], oracle[k]), rel(base[k], oracle[k])
+        report.append(f"{k}: megakernel {e:.2e}, {name} {eb:.2e}")
+        assert e < 0.08, "\n".join(report)
+        assert e <= 1.5 * eb + 5e-3, "\n".join(report)
+
+
+@gpu
+@needs_gpu
+def test_teacher_forced_128_steps_no_drift(mk, ref32):
+    prompt, forced = ids(16, 3), ids(128, 4)[0]
+    s_mk, s_ref = mk.new_state(max_seq_len=160), ref32.new_state(max_seq_len=160)
+    mk.prefill(prompt, s_mk)
+    ref32.prefill(prompt, s_ref)
+    errs, agree = [], 0
+    for t in range(128):
+        a = mk.decode(forced[t:t + 1], s_mk)
+        b = ref32.decode(forced[t:t + 1], s_ref)
+        errs.append(rel(a, b))
+        agree += int(a.argmax() == b.argmax())
+    first, last = sum(errs[:32]) / 32, sum(errs[-32:]) / 32
+    assert max(errs) < 0.08, errs
+    assert last <= 1.5 * first + 0.01, (first, last)
+    assert agree >= 0.75 * 128, agree
+
+
+@gpu
+@needs_gpu
+def test_prefill_then_decode_equals_prefill_of_everything(mk):
+    seq = ids(24, 5)
+    a = mk.new_state(max_seq_len=64)
+    mk.prefill(seq[:, :18], a)
+    for t in range(18, 24):
+        la = mk.decode(seq[0, t:t + 1], a)
+    b = mk.new_state(max_seq_len=64)
+    lb = mk.prefill(seq, b)
+    assert a.seq_len == b.seq_len == 24
+    # bf16 paths that round in different places (the reference's own chunked vs whole prefill differ ~3%)
+    assert rel(la, lb) < 0.08
+    assert rel(a.dn_state, b.dn_state) < 0.08
+    assert rel(a.k_cache[:, :, :24], b.k_cache[:, :, :24]) < 0.08
+    # and a second prefill continues a decoded state (chunked prefill on the kernel's state)
+    c = mk.new_state(max_seq_len=64)
+    mk.prefill(seq[:, :10], c)
+    mk.decode(seq[0, 10:11], c)
+    lc = mk.prefill(seq[:, 11:], c)
+    assert rel(lc, lb) < 0.08
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("prompt_len", [16, 70])
+def test_fused_argmax_repeatable_and_poison_proof(mk, prompt_len):
+    prompt, token = ids(prompt_len, 6), ids(1, 7)[0]
+    s0 = mk.new_state(max_seq_len=128)
+    mk.prefill(prompt, s0)
+    s1, s2, s3, s4 = (mk.clone_state(s0) for _ in range(4))
+    t1, t2, t3 = {}, {}, {}
+    l1 = mk.decode(token, s1, trace=t1)
+    l2 = mk.decode(token, s2, trace=t2)
+    mk.debug_poison = True
+    try:
+        l3 = mk.decode(token, s3, trace=t3)
+        nxt = mk.decode_argmax(token, s4)
+    finally:
+        mk.debug_poison = False
+    assert torch.isfinite(l1).all()
+    assert torch.equal(l1, l2) and torch.equal(l1, l3), "not bitwise repeatable (a race?) or read unwritten memory"
+    for k in t1:
+        assert torch.equal(t1[k], t2[k]) and torch.equal(t1[k], t3[k]), k
+    assert torch.equal(s1.dn_state, s2.dn_state) and torch.equal(s1.dn_state, s3.dn_state)
+    assert torch.equal(s1.k_cache[:, :, :s1.seq_len], s3.k_cache[:, :, :s3.seq_len])
+    assert int(nxt) == int(l1.argmax()), "fused argmax differs from argmax of the logits"
+    assert torch.equal(s4.dn_state, s1.dn_state)
+
+
+@gpu
+@needs_gpu
+def test_any_grid_and_schedule_gives_the_same_bits(mk):
+    prompt, token = ids(40, 8), ids(1, 9)[0]
+    s0 = mk.new_state(max_seq_len=64)
+    mk.prefill(prompt, s0)
+    s1, s2 = mk.clone_state(s0), mk.clone_state(s0)
+    full = mk.decode(token, s1)
+    mk.grid = 97  # fewer blocks than units: every phase loops
+    try:
+        small = mk.decode(token, s2)
+    finally:
+        mk.grid = mk.max_grid
+    assert torch.equal(full, small)
+    assert torch.equal(s1.dn_state, s2.dn_state)
+    # the schedule variants (register early-issue on/off, L2 prefetch kinds) compute the same bits
+    saved = mk.flags, mk.pf_dist
+    try:
+        for flags, pf in ((0, 0), (tier_mod.MKF_EARLY, 0), (tier_mod.MKF_LIGHT_BAR, 0),
+                          (tier_mod.MKF_PF_END | tier_mod.MKF_PF_LINES, 1),
+                          (tier_mod.MKF_EARLY | tier_mod.MKF_PF_SPREAD | tier_mod.MKF_LM_PF, 2)):
+            mk.flags, mk.pf_dist = flags, pf
+            assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), (flags, pf)
+    finally:
+        mk.flags, mk.pf_dist = saved
+
+
+@gpu
+@needs_gpu
+def test_batch_above_one_is_refused(mk):
+    with pytest.raises(TierInputError, match="batch 1 only"):
+        mk.new_state(batch_size=2)
+
+
+@gpu
+@needs_gpu
+def test_layer_times(mk):
+    state = mk.new_state(max_seq_len=32)
+    mk.prefill(ids(8, 10), state)
+    times = mk.decode_layer_times(ids(1, 11)[0], state)
+    assert state.seq_len == 9
+    assert list(times) == ["embed"] + [f"layers.{i}" for i in range(24)] + ["norm", "lm_head"]
+    assert all(v >= 0 for v in times.values()) and sum(times.values()) > 0
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
+def test_compute_sanitizer_clean(tool):
+    exe = shutil.which("compute-sanitizer") or (
+        os.path.join(os.path.dirname(nvcc_path()), "compute-sanitizer") if nvcc_path() else None)
+    if not exe or not os.path.exists(exe):
+        pytest.skip("compute-sanitizer is not installed")
+    env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+    cmd = [exe, "--tool", tool, "--kernel-name", "kns=mk_decode_kernel", "--error-exitcode", "3",
+           sys.executable, "-m", "megakernel", "sanitize-run", "--steps", "2"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "ERROR SUMMARY: 0 errors" in out, out[-4000:]
