@@ -1,0 +1,99 @@
+// Qwen3.5-0.8B decode megakernel: the shapes it is compiled for and its launch interface.
+// Plain C++ (no CUDA types beyond cudaStream_t), so the torch binding includes it with g++.
+#pragma once
+#include <cstdint>
+#include <cuda_runtime.h>
+
+namespace mk {
+
+// ---- model shapes (compile-time constants: the kernel serves qwen3.5-0.8b only) ----
+constexpr int D = 1024;           // hidden size
+constexpr int INTER = 3584;       // MLP intermediate size
+constexpr int VOCAB = 248320;     // tied embedding / lm_head rows
+constexpr int NLAYER = 24;        // (L, L, L, F) x 6
+constexpr int NDN = 18, NFA = 6;
+constexpr int DN_H = 16, DN_DK = 128, DN_DV = 128;
+constexpr int DN_KEY = DN_H * DN_DK;                 // 2048
+constexpr int DN_VAL = DN_H * DN_DV;                 // 2048
+constexpr int DN_CONV = 2 * DN_KEY + DN_VAL;         // 6144 conv channels [q | k | v]
+constexpr int DN_WIN = DN_CONV + DN_VAL + 2 * DN_H;  // packed in-projection rows [qkv | z | b | a] = 8224
+constexpr int FA_HQ = 8, FA_HKV = 2, FA_HD = 256, FA_ROT = 64;
+constexpr int FA_QKV = 2 * FA_HQ * FA_HD + 2 * FA_HKV * FA_HD;  // packed [q+gate 4096 | k 512 | v 512] = 5120
+constexpr int FA_OIN = FA_HQ * FA_HD;                           // 2048
+
+// ---- launch geometry and schedule ----
+constexpr int THREADS = 512, NWARPS = 16;
+constexpr int PHASES_PER_LAYER = 5;                  // in-proj | mixer core | out-proj | gate/up | down
+constexpr int NPHASES = NLAYER * PHASES_PER_LAYER + 1;  // + final norm / lm_head / argmax
+constexpr int NBARRIERS = NLAYER * PHASES_PER_LAYER;     // a grid barrier after every layer phase
+constexpr int DN_VSLICES = 8;                        // a DeltaNet head's 128 v rows split over 8 units
+constexpr int DN_UNITS = DN_H * DN_VSLICES;          // 128 recurrence units
+constexpr int ATT_MAX_SPLIT = 64;                    // split-K units per kv head (attention)
+constexpr int ATT_PART = FA_HD + 4;                  // one partial: m, l, 2 pad, acc[256]
+constexpr int NTIMES = NPHASES + 3;                  // globaltimer stamps (see kernel)
+constexpr int LM_ROWS_PER_IT = NWARPS * 4;           // lm_head rows a block covers per loop iteration
+
+// layer table: NSLOT device pointers per layer (unused slots are 0)
+enum : int {
+  SL_IN_NORM = 0, SL_POST_NORM = 1, SL_WIN = 2,     // WIN: DN [8224,1024] or FA [5120,1024]
+  SL_CONV_W = 3, SL_A_LOG = 4, SL_DT_BIAS = 5, SL_GNORM = 6,  // DeltaNet only
+  SL_Q_NORM = 3, SL_K_NORM = 4,                      // attention only (reuse slots 3, 4)
+  SL_OUT = 7, SL_GATE_UP = 8, SL_DOWN = 9, NSLOT = 10
+};
+
+// sync words: each on its own 128-byte line (32 uint32)
+enum : int { SYNC_BAR = 0, SYNC_ATT = 32, SYNC_LM = 32 * (1 + FA_HKV), SYNC_WORDS = 32 * (2 + FA_HKV) };
+
+// schedule variants (Args::flags)
+enum : int {
+  MKF_EARLY = 1,       // each warp loads its weights of phase q+1 into registers before barrier q
+  MKF_PF_END = 2,      // L2 prefetch issued after a phase's compute (else at its start)
+  MKF_PF_SPREAD = 4,   // bulk prefetch pieces spread over all warps (else warp 0)
+  MKF_PF_LINES = 8,    // per-128-byte-line prefetch.global.L2 over all threads (else bulk)
+  MKF_LM_PF = 16,      // lm_head: prefetch pf_dist loop iterations ahead
+  MKF_LIGHT_BAR = 32,  // grid barrier by release/acquire alone (no membar.gl before and after)
+};
+
+struct Args {
+  // weights
+  const uint64_t* layers;   // [NLAYER][NSLOT] device pointers (bf16 tensors)
+  const uint16_t* embed;    // [VOCAB][D] bf16 (also the lm_head)
+  const uint16_t* final_norm;
+  // per-sequence state
+  float* dn_state;          // [NDN][DN_H][128 v][128 k] fp32
+  uint16_t* conv_ring;      // [NDN][4][DN_CONV] bf16: pre-conv inputs, column = position % 4
+  uint16_t* k_cache;        // [NFA][FA_HKV][max_seq][FA_HD] bf16 (k after norm + RoPE)
+  uint16_t* v_cache;
+  const uint16_t* rope;     // [max_seq][2][32] bf16: cos, sin of position * inv_freq (torch computes it)
+  // scratch (per tier)
+  uint16_t* hidden;         // [D] residual stream, bf16
+  uint16_t* zab;            // [DN_VAL + 2*DN_H]: z | b | a
+  uint16_t* obuf;           // [DN_VAL] DeltaNet core output (bf16)
+  uint16_t* qkv;            // [FA_QKV] attention projections
+  uint16_t* attn;           // [FA_OIN] gated attention output
+  uint16_t* act;            // [INTER] silu(gate) * up
+  float* apart;             // [FA_HKV][ATT_MAX_SPLIT][4][ATT_PART] attention partials
+  float* amax_val;          // [grid] per-block best logit
+  int* amax_idx;            // [grid]
+  unsigned* sync;           // [SYNC_WORDS], zeroed once at init, never by the host per token
+  // per call
+  const int64_t* token;     // [1] input token id (device)
+  int64_t* out_token;       // [1] greedy next id (device)
+  float* logits;            // [VOCAB] fp32 or null
+  float* trace;             // [NLAYER + 2][D] fp32 or null: embed, layers.0..23, norm
+  unsigned long long* times;  // [NTIMES + grid * NBARRIERS] globaltimer stamps or null (then: every block's barrier arrivals)
+  int max_seq;
+  int pos;                  // position of this token (= tokens already in the cache)
+  int nsplit;               // attention split-K units per kv head, 1..ATT_MAX_SPLIT, <= pos + 1
+  unsigned bar_base;        // barrier counter value at launch start (epoch)
+  int pf_dist;              // L2 prefetch distance in phases (0 = off)
+  int stop_after;           // debug: last phase to run (-1 = all)
+  int flags;                // MKF_* bits (schedule variants, for measurement)
+};
+
+int smem_bytes();
+// Sets the kernel's shared-memory limit and returns how many blocks of it fit on one SM.
+cudaError_t configure(int device, int* blocks_per_sm, int* num_sms);
+cudaError_t launch(const Args& a, int grid, cudaStream_t stream);
+
+}  // namespace mk

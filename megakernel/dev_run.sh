@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The megakernel's development run in ONE device call: JIT build, phase-by-phase and
+# layer-by-layer checks + tg128 timing (python -m megakernel.dev_check), the GPU tests,
+# and (stage "sanitize") compute-sanitizer memcheck + racecheck. From the repo root:
+#     bash megakernel/dev_run.sh [all|check|tests|sanitize]...     (default: check tests)
+# Test tools missing on the GPU machine are installed from ./.mkwhl (carried) when present.
+set -uo pipefail
+export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+OUT=${OUT:-mk-results}
+mkdir -p "$OUT"
+export QWEN35_MEGAKERNEL_CACHE=${QWEN35_MEGAKERNEL_CACHE:-/tmp/qwen35-megakernel}
+stages=${*:-check tests}
+[[ " $stages " == *" all "* ]] && stages="check tests sanitize"
+
+for mod in pytest:pytest,pluggy,iniconfig,packaging,pygments hypothesis:hypothesis,attrs,sortedcontainers; do
+    name=${mod%%:*}
+    if ! python3 -c "import $name" 2>/dev/null && ls .mkwhl/*.whl >/dev/null 2>&1; then
+        for w in ${mod#*:}; do
+            python3 -c "import $w" 2>/dev/null || python3 -m pip install -q --no-index --no-deps --no-compile \
+                --no-cache-dir --target /tmp/site .mkwhl/$w-*.whl
+        done
+        export PYTHONPATH=$PYTHONPATH:/tmp/site
+    fi
+done
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/device.txt"
+t0=$(date +%s)
+python3 -c "import megakernel.build as b; m = b.load(); print('built', b.archs_for_device(), b.cache_dir(b.archs_for_device()))" \
+    2>&1 | tail -5 | tee "$OUT/build.log"
+echo "build: $(( $(date +%s) - t0 )) s"
+
+if [[ " $stages " == *" check "* ]]; then
+    timeout 240 python3 -m megakernel.dev_check 2>&1 | tee "$OUT/dev_check.log"
+fi
+if [[ " $stages " == *" tests "* ]]; then
+    timeout 200 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel.py -k "not sanitizer" 2>&1 \
+        | tee "$OUT/tests.log" | tail -40
+fi
+if [[ " $stages " == *" sanitize "* ]]; then
+    timeout 320 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel.py -k sanitizer 2>&1 \
+        | tee "$OUT/sanitize.log" | tail -40
+fi
+echo "total: $(( $(date +%s) - t0 )) s"

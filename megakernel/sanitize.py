@@ -1,0 +1,69 @@
+"""A short GPU run of the megakernel for compute-sanitizer (memcheck / racecheck):
+
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck --kernel-name kns=mk_decode \
+        python -m megakernel sanitize-run --steps 2
+
+Weights are drawn on the GPU (seeded, std 0.02, norms off their init values), a 5-token
+prompt is prefilled, then `steps` decode launches run (logits, trace and argmax paths,
+and one with a split attention). Prints one line per step and exits non-zero on NaN.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def gpu_random_weights(config, seed=0, device="cuda"):
+    from reference.weights import NORM_ZERO_CENTRED, expected_shapes
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    w = {}
+    for name, shape in expected_shapes(config).items():
+        if name.endswith(NORM_ZERO_CENTRED) or name == "model.norm.weight":
+            t = torch.randn(shape, generator=gen, device=device) * 0.05
+        elif name.endswith(("linear_attn.norm.weight", "dt_bias")):
+            t = 1.0 + torch.randn(shape, generator=gen, device=device) * 0.05
+        elif name.endswith("A_log"):
+            t = torch.empty(shape, device=device).uniform_(0.01, 16, generator=gen).log_()
+        else:
+            t = torch.randn(shape, generator=gen, device=device) * config.initializer_range
+        w[name] = t.to(torch.bfloat16)
+    return w
+
+
+def sanitize_run(steps: int = 2) -> int:
+    from reference import ModelConfig
+
+    from .tier import MegakernelTier
+
+    config = ModelConfig.qwen3_5_0_8b()
+    tier = MegakernelTier(config, gpu_random_weights(config), device="cuda")
+    state = tier.new_state(max_seq_len=64)
+    gen = torch.Generator().manual_seed(0)
+    prompt = torch.randint(0, config.vocab_size, (1, 5), generator=gen)
+    tier.prefill(prompt, state)
+    ids = torch.randint(0, config.vocab_size, (1,), generator=gen)
+    bad = 0
+    for step in range(steps):  # even steps: logits + trace (plain schedule); odd: fused argmax (default)
+        if step % 2 == 0:
+            saved, tier.flags = tier.flags, 0
+            logits = tier.decode(ids, state, trace={})
+            tier.flags = saved
+            nxt = logits.argmax(-1)
+        else:
+            nxt = tier.decode_argmax(ids, state)
+            logits = torch.zeros(1)
+        torch.cuda.synchronize()
+        ok = bool(torch.isfinite(logits).all())
+        bad += not ok
+        print(f"step {step}: pos {state.seq_len}, next {int(nxt)}, finite {ok}", flush=True)
+        ids = nxt.view(1)
+    # a longer context so the attention takes the split-K (last-arriver merge) path
+    state2 = tier.new_state(max_seq_len=64)
+    tier.prefill(torch.randint(0, config.vocab_size, (1, 40), generator=gen), state2)
+    logits = tier.decode(ids, state2)
+    torch.cuda.synchronize()
+    ok = bool(torch.isfinite(logits).all())
+    bad += not ok
+    print(f"split-K step: pos {state2.seq_len}, finite {ok}", flush=True)
+    return 1 if bad else 0
