@@ -27,5 +27,6 @@ timeout ${BENCH_LIMIT:-240} python3 -m compare bench --layers --repeats 3 --laye
 echo "bench: exit $?"; cat "$OUT/bench.md"
 timeout ${DIFF_LIMIT:-90} python3 -m compare diff --json "$OUT/diff.json" --png "$OUT/diff.png" > "$OUT/diff.txt" 2>&1
 echo "diff: exit $?"; cat "$OUT/diff.txt"
-timeout ${TEST_LIMIT:-150} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests ${TEST_ARGS:-} > "$OUT/gpu_tests.log" 2>&1
+timeout ${TEST_LIMIT:-150} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests -k "${TEST_K:-not nothing}" \
+    > "$OUT/gpu_tests.log" 2>&1
 echo "gpu tests: exit $?"; tail -15 "$OUT/gpu_tests.log"
