@@ -10,16 +10,19 @@
 set -uo pipefail
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
-for dir in .whl .mkwhl; do
-    if ls $dir/*.whl >/dev/null 2>&1; then
-        for whl in $dir/*.whl; do
-            mod=$(basename "$whl" | cut -d- -f1)
-            [ "$dir" = .mkwhl ] && python3 -c "import $mod" 2>/dev/null && continue
-            python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$whl"
-        done
-    fi
+# one pip call per folder: fla-core and flash-linear-attention share the fla/ package folder
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+fi
+missing=()
+for whl in .mkwhl/*.whl; do
+    [ -e "$whl" ] || continue
+    python3 -c "import $(basename "$whl" | cut -d- -f1)" 2>/dev/null || missing+=("$whl")
 done
-export PYTHONPATH=$PWD:/tmp/site:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+if [ ${#missing[@]} -gt 0 ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-tools "${missing[@]}"
+fi
+export PYTHONPATH=$PWD:/tmp/site:/tmp/site-tools:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 export QWEN35_MEGAKERNEL_CACHE=${QWEN35_MEGAKERNEL_CACHE:-/tmp/qwen35-megakernel}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/device.txt"
 timeout ${BENCH_LIMIT:-240} python3 -m compare bench --layers --repeats 3 --layer-steps 5 --hf-repeats 1 --no-progress \
