@@ -1,5 +1,6 @@
 """Every ```python block of the walkthrough runs, lesson by lesson, so the docs cannot rot.
-Blocks of one lesson share a namespace, in order, like a notebook."""
+Blocks of one lesson share a namespace, in order, like a notebook, run from the repo root
+(as the lessons tell a reader to)."""
 
 import pathlib
 import re
@@ -11,7 +12,8 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
-def test_lesson_runs(lesson, capsys):
+def test_lesson_runs(lesson, capsys, monkeypatch):
+    monkeypatch.chdir(lesson.parents[2])
     blocks = BLOCK.findall(lesson.read_text())
     assert blocks, f"{lesson.name} has no python blocks"
     namespace = {"__name__": f"lesson_{lesson.stem}"}
