@@ -38,7 +38,7 @@ def rel_err(x: torch.Tensor, ref: torch.Tensor) -> float:
     """‖x − ref‖ / ‖ref‖ in fp64; inf when x holds NaN/inf or the shapes differ."""
     if x.shape != ref.shape:
         return math.inf
-    x, ref = x.double(), ref.double()
+    x, ref = x.detach().double().cpu(), ref.detach().double().cpu()
     if not torch.isfinite(x).all():
         return math.inf
     return ((x - ref).norm() / ref.norm().clamp_min(1e-30)).item()

@@ -1,13 +1,20 @@
-"""Small helpers the tests share: relative error that never lets NaN pass."""
+"""What the tests share: the relative-error check (reference/testing.py) and the
+conditions under which Triton kernels can run here."""
 
-from reference.tolerances import rel_err  # noqa: F401  (re-exported for tests)
+import os
 
+import pytest
+import torch
 
-def assert_close(x, ref, tol, what=""):
-    assert x.shape == ref.shape, f"{what}: shape {tuple(x.shape)} != {tuple(ref.shape)}"
-    err = rel_err(x, ref)
-    if not err <= tol:
-        diff = (x.double() - ref.double()).abs().flatten()
-        idx = diff.nan_to_num(float("inf")).topk(min(5, diff.numel())).indices
-        worst = ", ".join(f"[{i}] {x.flatten()[i].item():.6g} vs {ref.flatten()[i].item():.6g}" for i in idx.tolist())
-        raise AssertionError(f"{what}: relative error {err:.3g} > {tol:g}; worst: {worst}")
+from reference.testing import assert_close, poisoned_allocations, rel_err  # noqa: F401  (re-exported)
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+TRITON_CAN_RUN = DEVICE == "cuda" or INTERPRET
+
+# marks of the Triton CPU suites: interpreter-only when there is no GPU
+TRITON_MARKS = [
+    pytest.mark.triton_cpu,
+    pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy, on values the interpreter masks away
+    pytest.mark.skipif(not TRITON_CAN_RUN, reason="no GPU: Triton kernels need TRITON_INTERPRET=1 (set by tests/conftest.py)"),
+]

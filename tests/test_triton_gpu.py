@@ -24,7 +24,7 @@ if torch.cuda.is_available():
     import triton_kernels.ops as tri
     from triton_kernels import gemv
     from triton_kernels.delta_rule import recurrent_step_
-    from triton_kernels.testing import assert_close, poisoned_allocations, rel_err
+    from helpers import assert_close, poisoned_allocations, rel_err
     from triton_kernels.tier import TritonTier
 
 CONFIG = ModelConfig.qwen3_5_0_8b()

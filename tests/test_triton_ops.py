@@ -8,9 +8,7 @@ kernel forgets to write fails. fla's kernels run on the CPU through
 
 from __future__ import annotations
 
-import os
 
-import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import example, given, settings
@@ -18,22 +16,16 @@ from hypothesis import strategies as st
 
 import reference.ops as ref
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+from helpers import DEVICE, TRITON_CAN_RUN, TRITON_MARKS
 
-pytestmark = [
-    pytest.mark.triton_cpu,
-    pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy, on values the interpreter masks away
-    pytest.mark.skipif(DEVICE == "cpu" and not INTERPRET,
-                       reason="no GPU: Triton kernels need TRITON_INTERPRET=1 (set by tests/conftest.py)"),
-]
+pytestmark = TRITON_MARKS
 
-if DEVICE == "cuda" or INTERPRET:
+if TRITON_CAN_RUN:
     import triton_kernels.ops as tri
     from triton_kernels import conv1d, gemv, qk_norm_rope
     from triton_kernels.attention_decode import gated_attention_decode
     from triton_kernels.delta_rule import recurrent_step_
-    from triton_kernels.testing import assert_close, poisoned_allocations
+    from helpers import assert_close, poisoned_allocations
 
 TOL = 1e-5
 # fla's chunk kernel runs its dots in TF32 on a GPU (exact in the interpreter)

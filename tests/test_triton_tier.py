@@ -7,7 +7,6 @@ visible), on a GPU natively (eager and CUDA-graph decode both).
 
 from __future__ import annotations
 
-import os
 
 import pytest
 import torch
@@ -15,19 +14,13 @@ import torch
 import reference.ops as reference_ops
 from reference import HybridModel, ModelConfig, ReferenceTier, TierInputError, new_model_state, perturb_norms, random_weights
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+from helpers import DEVICE, TRITON_CAN_RUN, TRITON_MARKS
 
-pytestmark = [
-    pytest.mark.triton_cpu,
-    pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy, on values the interpreter masks away
-    pytest.mark.skipif(DEVICE == "cpu" and not INTERPRET,
-                       reason="no GPU: Triton kernels need TRITON_INTERPRET=1 (set by tests/conftest.py)"),
-]
+pytestmark = TRITON_MARKS
 
-if DEVICE == "cuda" or INTERPRET:
+if TRITON_CAN_RUN:
     import triton_kernels.ops as triton_ops
-    from triton_kernels.testing import assert_close, rel_err
+    from helpers import assert_close, rel_err
     from triton_kernels.tier import TritonTier
 
 # fla's chunk kernel runs its fp32 dots in TF32 on a GPU (exact in the interpreter)

@@ -1,5 +1,5 @@
-"""What the Triton tier's tests and its device script share: the relative error, a check
-that prints the worst elements, and NaN-poisoned allocations."""
+"""What every tier's tests share: a relative-error check that prints the worst elements
+and never lets NaN pass, and NaN-poisoned allocations."""
 
 from __future__ import annotations
 
@@ -7,15 +7,7 @@ import contextlib
 
 import torch
 
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """‖out − ref‖ / ‖ref‖ in fp64 (inf when out holds a NaN or an inf)."""
-    out, ref = out.detach().double().cpu(), ref.detach().double().cpu()
-    if not torch.isfinite(out).all():
-        return float("inf")
-    denom = ref.norm().item()
-    diff = (out - ref).norm().item()
-    return diff / denom if denom > 0 else diff
+from .tolerances import rel_err
 
 
 def assert_close(out, ref, tol, name="output"):
