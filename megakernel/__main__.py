@@ -16,6 +16,8 @@ def main(argv=None) -> int:
     b.add_argument("--verbose", action="store_true")
     s = sub.add_parser("sanitize-run", help="a short decode run on the GPU, meant to run under compute-sanitizer")
     s.add_argument("--steps", type=int, default=2)
+    s.add_argument("--flags", type=int, default=None, help="schedule flags (MKF_* bits; default: the tier's)")
+    s.add_argument("--grid", type=int, default=None, help="blocks per launch (default: one per SM)")
     args = parser.parse_args(argv)
 
     if args.command == "build":
@@ -32,7 +34,7 @@ def main(argv=None) -> int:
     if args.command == "sanitize-run":
         from .sanitize import sanitize_run
 
-        return sanitize_run(steps=args.steps)
+        return sanitize_run(steps=args.steps, flags=args.flags, grid=args.grid)
     return 2
 
 

@@ -213,17 +213,22 @@ def main(argv=None):
 
     # 3. schedule variants: same bits, different speed
     from megakernel.bench import layer_times, tg
-    from megakernel.tier import MKF_EARLY, MKF_LIGHT_BAR, MKF_LM_PF, MKF_PF_LINES, MKF_PF_SPREAD
+    from megakernel.tier import MKF_DN_FLAGS, MKF_EARLY, MKF_FA_FLAGS, MKF_GEN_BAR, MKF_LIGHT_BAR, MKF_PF_LINES
 
     default = (mk.flags, mk.pf_dist)
-    L = MKF_LIGHT_BAR
+    L, EL = MKF_LIGHT_BAR, MKF_EARLY | MKF_LIGHT_BAR
     variants = [
+        ("early+light (v4 default)", EL, 0),
         ("plain (v1 schedule)", 0, 0),
         ("plain+light", L, 0),
-        ("early+light", MKF_EARLY | L, 0),
-        ("early+light+pf2 spread", MKF_EARLY | L | MKF_PF_SPREAD, 2),
-        ("early+light+pf2 lines", MKF_EARLY | L | MKF_PF_LINES, 2),
-        ("early+light+pf2 spread+lm", MKF_EARLY | L | MKF_PF_SPREAD | MKF_LM_PF, 2),
+        ("early+light+pf2 lines", EL | MKF_PF_LINES, 2),
+        # v5: barrier variants (megakernel/NOTES.md, "v5")
+        ("v5 gen", EL | MKF_GEN_BAR, 0),
+        ("v5 dnflags", EL | MKF_DN_FLAGS, 0),
+        ("v5 dn+faflags", EL | MKF_DN_FLAGS | MKF_FA_FLAGS, 0),
+        ("v5 gen+dnflags", EL | MKF_GEN_BAR | MKF_DN_FLAGS, 0),
+        ("v5 gen+dn+faflags", EL | MKF_GEN_BAR | MKF_DN_FLAGS | MKF_FA_FLAGS, 0),
+        ("v5 plain+light+gen", L | MKF_GEN_BAR, 0),
     ]
     if args.skip_bench:
         variants = variants[:2]
@@ -250,6 +255,17 @@ def main(argv=None):
               flush=True)
     mk.flags, mk.pf_dist = default
     results["all_variants_same_bits"] = all(v["same_bits"] for v in results["variants"].values())
+    # the summary the default is chosen from: fastest first (tg128 median of 5 repetitions)
+    print("\nschedule variants, fastest first (tg128, median of 5; copy BW 2.87 TB/s):", flush=True)
+    print(f"  {'variant':26s} {'flags':>5s} {'tok/s':>7s} {'min':>6s} {'max':>6s} {'ms/tok':>7s} {'%copyBW':>8s} "
+          f"{'bar skew':>8s} {'bar exit':>8s}  same bits", flush=True)
+    rank = sorted(results["variants"].items(), key=lambda kv: -kv[1]["tok_s_median"])
+    for name, v in rank:
+        bm = v["barrier"]
+        print(f"  {name:26s} {v['flags']:5d} {v['tok_s_median']:7.0f} {v.get('tok_s_min', 0):6.0f} "
+              f"{v.get('tok_s_max', 0):6.0f} {v['ms_per_token']:7.3f} {100 * v['bw_fraction']:7.1f}% "
+              f"{sum(bm['skew_us']) / 120:7.2f}us {sum(bm['latency_us']) / 120:7.2f}us  {v['same_bits']}", flush=True)
+    results["fastest_variant"] = rank[0][0]
     with open(os.path.join(out_dir, "dev_check.json"), "w") as f:
         json.dump(results, f, indent=1, default=float)
     print(f"[{time.time() - t0:.0f}s] done", flush=True)

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The megakernel's development run in ONE device call: JIT build, phase-by-phase and
-# layer-by-layer checks + tg128 timing (python -m megakernel.dev_check), the GPU tests,
-# and (stage "sanitize") compute-sanitizer memcheck + racecheck. From the repo root:
+# layer-by-layer checks + tg128 timing of every schedule variant (python -m megakernel.dev_check),
+# the GPU tests, and (stage "sanitize") compute-sanitizer memcheck + racecheck. From the repo root:
 #     bash megakernel/dev_run.sh [all|check|tests|sanitize]...     (default: check tests)
+# Writes at most 6 files to $OUT: run.log (device, build, stage times), dev_check.log / .json,
+# tests.log, sanitize.log (pytest) and sanitizers.log (every sanitizer run's whole report).
 # Test tools missing on the GPU machine are installed from ./.mkwhl (carried) when present.
 set -uo pipefail
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 OUT=${OUT:-mk-results}
 mkdir -p "$OUT"
+export OUT
 export QWEN35_MEGAKERNEL_CACHE=${QWEN35_MEGAKERNEL_CACHE:-/tmp/qwen35-megakernel}
 stages=${*:-check tests}
 [[ " $stages " == *" all "* ]] && stages="check tests sanitize"
@@ -23,21 +26,26 @@ for mod in pytest:pytest,pluggy,iniconfig,packaging,pygments hypothesis:hypothes
     fi
 done
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/device.txt"
+log() { echo "$*" | tee -a "$OUT/run.log"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee -a "$OUT/run.log"
 t0=$(date +%s)
 python3 -c "import megakernel.build as b; m = b.load(); print('built', b.archs_for_device(), b.cache_dir(b.archs_for_device()))" \
-    2>&1 | tail -5 | tee "$OUT/build.log"
-echo "build: $(( $(date +%s) - t0 )) s"
+    2>&1 | tail -5 | tee -a "$OUT/run.log"
+log "build: $(( $(date +%s) - t0 )) s"
 
 if [[ " $stages " == *" check "* ]]; then
     timeout 240 python3 -m megakernel.dev_check 2>&1 | tee "$OUT/dev_check.log"
+    log "check done: $(( $(date +%s) - t0 )) s"
 fi
 if [[ " $stages " == *" tests "* ]]; then
     timeout 200 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel.py -k "not sanitizer" 2>&1 \
         | tee "$OUT/tests.log" | tail -40
+    log "tests done: $(( $(date +%s) - t0 )) s"
 fi
 if [[ " $stages " == *" sanitize "* ]]; then
-    timeout 320 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel.py -k sanitizer 2>&1 \
-        | tee "$OUT/sanitize.log" | tail -40
+    rm -f "$OUT/sanitizers.log"
+    timeout 330 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel.py -k sanitizer 2>&1 \
+        | tee "$OUT/sanitize.log" | tail -60
+    log "sanitize done: $(( $(date +%s) - t0 )) s"
 fi
-echo "total: $(( $(date +%s) - t0 )) s"
+log "total: $(( $(date +%s) - t0 )) s"

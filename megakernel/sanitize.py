@@ -31,20 +31,31 @@ def gpu_random_weights(config, seed=0, device="cuda"):
     return w
 
 
-def sanitize_run(steps: int = 2) -> int:
+def sanitize_run(steps: int = 2, flags: int | None = None, grid: int | None = None) -> int:
+    """`flags`: the schedule of the odd (fused-argmax) steps and the split-K step (None: the
+    tier's default); even steps always run the plain schedule (flags 0). `grid`: fewer blocks
+    (less instrumented work per launch). Every stage prints a line first, so a crash in the
+    instrumented process shows where it happened."""
     from reference import ModelConfig
 
     from .tier import MegakernelTier
 
     config = ModelConfig.qwen3_5_0_8b()
     tier = MegakernelTier(config, gpu_random_weights(config), device="cuda")
+    if flags is not None:
+        tier.flags = flags
+    if grid is not None:
+        tier.grid = grid
+    print(f"schedule flags {tier.flags}, grid {tier.grid}; prefill of 5 tokens", flush=True)
     state = tier.new_state(max_seq_len=64)
     gen = torch.Generator().manual_seed(0)
     prompt = torch.randint(0, config.vocab_size, (1, 5), generator=gen)
     tier.prefill(prompt, state)
+    torch.cuda.synchronize()
     ids = torch.randint(0, config.vocab_size, (1,), generator=gen)
     bad = 0
     for step in range(steps):  # even steps: logits + trace (plain schedule); odd: fused argmax (default)
+        print(f"step {step}: launching", flush=True)
         if step % 2 == 0:
             saved, tier.flags = tier.flags, 0
             logits = tier.decode(ids, state, trace={})
@@ -59,8 +70,11 @@ def sanitize_run(steps: int = 2) -> int:
         print(f"step {step}: pos {state.seq_len}, next {int(nxt)}, finite {ok}", flush=True)
         ids = nxt.view(1)
     # a longer context so the attention takes the split-K (last-arriver merge) path
+    print("split-K: prefill of 40 tokens", flush=True)
     state2 = tier.new_state(max_seq_len=64)
     tier.prefill(torch.randint(0, config.vocab_size, (1, 40), generator=gen), state2)
+    torch.cuda.synchronize()
+    print(f"split-K: launching (token {int(ids)})", flush=True)
     logits = tier.decode(ids, state2)
     torch.cuda.synchronize()
     ok = bool(torch.isfinite(logits).all())

@@ -35,8 +35,12 @@ CONV = SUPPORTED.conv_dim
 SL_IN_NORM, SL_POST_NORM, SL_WIN, SL_CONV_W, SL_A_LOG, SL_DT_BIAS, SL_GNORM = 0, 1, 2, 3, 4, 5, 6
 SL_Q_NORM, SL_K_NORM, SL_OUT, SL_GATE_UP, SL_DOWN, NSLOT = 3, 4, 7, 8, 9, 10
 NPHASES, NBARRIERS, NTIMES = 24 * 5 + 1, 24 * 5, 24 * 5 + 4
-SYNC_WORDS, ATT_MAX_SPLIT, ATT_PART = 128, 64, 260
+MAX_GRID = 1024  # the sync buffer has one publish word per block
+SYNC_WORDS, ATT_MAX_SPLIT, ATT_PART = 32 * 5 + MAX_GRID, 64, 260
 MKF_EARLY, MKF_PF_END, MKF_PF_SPREAD, MKF_PF_LINES, MKF_LM_PF, MKF_LIGHT_BAR = 1, 2, 4, 8, 16, 32
+# v5 barrier variants (csrc/megakernel.cuh): generation-word exit; partial in-proj -> core barriers
+# (the partial ones take effect with MKF_EARLY only: the plain kernel ignores them)
+MKF_GEN_BAR, MKF_DN_FLAGS, MKF_FA_FLAGS = 64, 128, 256
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head, at most 64
 
 
@@ -114,7 +118,7 @@ class MegakernelTier(Tier):
         if blocks_per_sm < 1:
             raise TierUnavailable(f"the megakernel's block (512 threads, {self.smem_bytes} B shared memory) does not fit on an SM")
         # one block per SM: the persistent grid must be resident at once (the launch is cooperative too)
-        self.max_grid = num_sms * min(blocks_per_sm, 1)
+        self.max_grid = min(num_sms * min(blocks_per_sm, 1), MAX_GRID)
         self.grid = self.max_grid
         with torch.no_grad():
             self._pack_weights(weights)
@@ -195,6 +199,8 @@ class MegakernelTier(Tier):
             "amax_val": torch.zeros(self.max_grid, dtype=f32, device=dev),
             "amax_idx": torch.zeros(self.max_grid, dtype=torch.int32, device=dev),
         }
+        if self.ext.SYNC_WORDS != SYNC_WORDS:
+            raise RuntimeError(f"megakernel: SYNC_WORDS {SYNC_WORDS} in tier.py but {self.ext.SYNC_WORDS} in the kernel")
         self.sync = torch.zeros(SYNC_WORDS, dtype=torch.int32, device=dev)
 
     # ---- state ------------------------------------------------------------------

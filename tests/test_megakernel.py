@@ -6,6 +6,7 @@ size, sanitizers)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -213,6 +214,9 @@ def test_fused_argmax_repeatable_and_poison_proof(mk, prompt_len):
     assert torch.equal(s4.dn_state, s1.dn_state)
 
 
+V5_FLAGS = tier_mod.MKF_GEN_BAR | tier_mod.MKF_DN_FLAGS | tier_mod.MKF_FA_FLAGS
+
+
 @gpu
 @needs_gpu
 def test_any_grid_and_schedule_gives_the_same_bits(mk):
@@ -228,17 +232,47 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
         mk.grid = mk.max_grid
     assert torch.equal(full, small)
     assert torch.equal(s1.dn_state, s2.dn_state)
-    # the schedule variants (register early-issue on/off, L2 prefetch kinds) compute the same bits
+    E, L = tier_mod.MKF_EARLY, tier_mod.MKF_LIGHT_BAR
+    # the schedule variants (register early-issue on/off, L2 prefetch kinds, v5 barriers) compute the same bits
     saved = mk.flags, mk.pf_dist
     try:
-        for flags, pf in ((0, 0), (tier_mod.MKF_EARLY, 0), (tier_mod.MKF_LIGHT_BAR, 0),
-                          (tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | tier_mod.MKF_PF_LINES, 2),
+        for flags, pf in ((0, 0), (E, 0), (L, 0), (E | L | tier_mod.MKF_PF_LINES, 2),
                           (tier_mod.MKF_PF_END | tier_mod.MKF_PF_LINES, 1),
-                          (tier_mod.MKF_EARLY | tier_mod.MKF_PF_SPREAD | tier_mod.MKF_LM_PF, 2)):
+                          (E | tier_mod.MKF_PF_SPREAD | tier_mod.MKF_LM_PF, 2),
+                          (L | tier_mod.MKF_GEN_BAR, 0), (E | L | tier_mod.MKF_GEN_BAR, 0),
+                          (E | L | tier_mod.MKF_DN_FLAGS, 0), (E | L | tier_mod.MKF_FA_FLAGS, 0),
+                          (E | L | V5_FLAGS, 0), (E | V5_FLAGS, 0)):
             mk.flags, mk.pf_dist = flags, pf
             assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), (flags, pf)
+        mk.flags, mk.grid = E | L | V5_FLAGS, 97  # partial barriers with several units per block
+        assert torch.equal(mk.decode(token, mk.clone_state(s0)), full)
     finally:
         mk.flags, mk.pf_dist = saved
+        mk.grid = mk.max_grid
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("flags", [tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | V5_FLAGS,
+                                   tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | tier_mod.MKF_DN_FLAGS])
+def test_v5_barriers_over_many_steps(mk, flags):
+    """Consecutive launches (the publish / generation words carry over between them), a few
+    positions on each side of an attention split change, against the default schedule."""
+    prompt, forced = ids(28, 12), ids(12, 13)[0]
+    a, b = mk.new_state(max_seq_len=64), mk.new_state(max_seq_len=64)
+    mk.prefill(prompt, a)
+    mk.prefill(prompt, b)
+    saved = mk.flags
+    try:
+        for t in range(12):
+            mk.flags = saved
+            la = mk.decode(forced[t:t + 1], a)
+            mk.flags = flags
+            lb = mk.decode(forced[t:t + 1], b)
+            assert torch.equal(la, lb), t
+        assert torch.equal(a.dn_state, b.dn_state) and torch.equal(a.k_cache, b.k_cache)
+    finally:
+        mk.flags = saved
 
 
 @gpu
@@ -261,20 +295,31 @@ def test_layer_times(mk):
 
 @gpu
 @needs_gpu
-@pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
-def test_compute_sanitizer_clean(tool, tmp_path):
+@pytest.mark.parametrize("tool,flags", [("memcheck", "default"), ("racecheck", "plain"), ("racecheck", "default"),
+                                        ("memcheck", "v5"), ("racecheck", "v5")])
+def test_compute_sanitizer_clean(tool, flags, tmp_path):
     exe = shutil.which("compute-sanitizer") or (
         os.path.join(os.path.dirname(nvcc_path()), "compute-sanitizer") if nvcc_path() else None)
     if not exe or not os.path.exists(exe):
         pytest.skip("compute-sanitizer is not installed")
-    env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+    value = {"default": MegakernelTier.flags, "plain": 0,
+             "v5": tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | V5_FLAGS}[flags]
+    env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", CUDA_LAUNCH_BLOCKING="1")
     cmd = [exe, "--tool", tool, "--kernel-name", "kns=mk_decode_kernel", "--error-exitcode", "3",
-           sys.executable, "-m", "megakernel", "sanitize-run", "--steps", "2"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=150)
-    out = proc.stdout + proc.stderr
+           sys.executable, "-m", "megakernel", "sanitize-run", "--steps", "2", "--flags", str(value)]
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=100)
+        out, status = proc.stdout + proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as e:  # e.g. a grid barrier that never opens under instrumentation
+        text = [x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (e.stdout, e.stderr)]
+        out, status = "TIMEOUT after 100 s\n" + "".join(text), -1
+    # every run's whole report, appended to one file ($OUT when set)
     log_dir = os.environ.get("OUT") or str(tmp_path)
-    with open(os.path.join(log_dir, f"sanitizer_{tool}.log"), "w") as f:
-        f.write(out)
+    with open(os.path.join(log_dir, "sanitizers.log"), "a") as f:
+        f.write(f"\n##### {tool} / {flags} schedule ({value}): exit status {status}\n{' '.join(cmd)}\n{out}")
     # the sanitizer's own report lines ("=========") first: the hazard or bad access is described there
     report = [line for line in out.splitlines() if line.startswith("=========")]
-    assert proc.returncode == 0 and "ERROR SUMMARY: 0 errors" in out, "\n".join(report[:80]) or out[-4000:]
+    # memcheck ends with "ERROR SUMMARY: 0 errors", racecheck with "RACECHECK SUMMARY: n hazards displayed
+    # (0 errors, n warnings)" (warnings: same-value writes, benign)
+    clean = re.search(r"ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: \d+ hazards? displayed \(0 errors", out)
+    assert status == 0 and clean, "\n".join(report[:80]) or out[-4000:]

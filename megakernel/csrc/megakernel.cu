@@ -5,7 +5,8 @@
 // Who owns what
 //   grid   one block per SM (occupancy-checked, cooperative launch: all blocks resident).
 //   phase  the token is a fixed list of 121 phases (5 per layer + lm_head); a grid barrier
-//          (monotonic counter, epoch from the host: never cleared per token) ends each layer phase.
+//          (monotonic counter, epoch from the host: never cleared per token) ends each layer phase;
+//          Args::flags picks its variant (generation-word exit, per-producer waits before a core).
 //   block  in matrix phases: a contiguous slice of the rows (rows*b/G .. rows*(b+1)/G), so its
 //          weights are one contiguous byte range; in unit phases: units b, b+G, b+2G, ...
 //          (DeltaNet: unit = head x 16-row v-slice; attention: unit = kv head x position split).
@@ -92,13 +93,21 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
 __device__ __forceinline__ void red_add_release(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
 }
+__device__ __forceinline__ unsigned atom_add_acq_rel(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
+}
 __device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
 
-// Grid barrier k of this launch: everyone adds 1, then waits for bar_base + (k+1)*G.
+// Grid barrier k of this launch: everyone adds 1, then waits for target = bar_base + (k+1)*G.
 // The counter only grows (wrap-safe compare), so the host never clears it between tokens.
 // The grid barrier is split: arrive (after the block's writes) ... wait. Between the two the
 // warps issue their loads of the next phase (weights only: they depend on no other block), so
@@ -108,21 +117,67 @@ __device__ __forceinline__ unsigned long long globaltimer() {
 // the block's writes (made visible to that thread by bar.sync; release is cumulative)
 // before everyone's reads after the barrier; all cross-block reads here are ld.global.cg
 // (L2), never a stale L1 line. Not light: a membar.gl before the arrive and after the wait.
+// gen (MKF_GEN_BAR): arrivals are atom.acq_rel (they return the old count); the one that
+// completes the count stores the target into SYNC_GEN (release), and waiters poll that word,
+// which is written once per barrier, instead of the counter that all G arrivals hammer. They
+// wait for equality: the word holds exactly this target until they themselves arrive again,
+// so a stale value from long ago (variant off for a while, counter wrapped) never passes.
+// publish (MKF_DN_FLAGS / MKF_FA_FLAGS after an in-proj): the block also stores `pub` into its
+// own word SYNC_PUB + b (release) for consumers that wait on a few blocks only.
 constexpr int BAR_THREAD = THREADS - 32;
-__device__ __forceinline__ void barrier_arrive(unsigned* ctr, bool light) {
+__device__ __forceinline__ void barrier_arrive(unsigned* sync, unsigned target, int flags, bool publish, unsigned pub) {
   __syncthreads();
   if (threadIdx.x == BAR_THREAD) {
-    if (!light) __threadfence();
-    red_add_release(ctr, 1u);
+    if (!(flags & MKF_LIGHT_BAR)) __threadfence();
+    if (flags & MKF_GEN_BAR) {
+      if (atom_add_acq_rel(sync + SYNC_BAR, 1u) == target - 1u) st_release(sync + SYNC_GEN, target);
+    } else {
+      red_add_release(sync + SYNC_BAR, 1u);
+    }
+    if (publish) st_release(sync + SYNC_PUB + blockIdx.x, pub);
   }
 }
-__device__ __forceinline__ void barrier_wait(const unsigned* ctr, unsigned target, bool light) {
+__device__ __forceinline__ void barrier_wait(const unsigned* sync, unsigned target, int flags) {
   if (threadIdx.x == BAR_THREAD) {
-    while ((int)(ld_acquire(ctr) - target) < 0) {
+    if (flags & MKF_GEN_BAR) {
+      while (ld_acquire(sync + SYNC_GEN) != target) {  // (the word cannot pass target before we arrive again)
+      }
+    } else {
+      while ((int)(ld_acquire(sync + SYNC_BAR) - target) < 0) {
+      }
     }
-    if (!light) __threadfence();
+    if (!(flags & MKF_LIGHT_BAR)) __threadfence();
   }
   __syncthreads();
+}
+
+// MKF_DN_FLAGS / MKF_FA_FLAGS: is phase q (>= 0) an in-proj whose barrier is partial?
+__device__ __forceinline__ bool partial_in_proj(int flags, int q) {
+  if (q < 0) return false;
+  const int mask = ((q / PHASES_PER_LAYER) & 3) == 3 ? MKF_FA_FLAGS : MKF_DN_FLAGS;
+  return (flags & mask) && q % PHASES_PER_LAYER == 0;
+}
+// the block whose row slice [part(R, b, G), part(R, b+1, G)) holds row r
+__device__ __forceinline__ int part(int n, int b, int G) { return (int)(((long long)n * b) / G); }
+__device__ __forceinline__ int row_owner(int R, int r, int G) {  // (R, G <= MAX_GRID: 32-bit products)
+  int b = (int)((unsigned)(r * G) / (unsigned)R);  // part(R, b, G) <= r for this b
+  while (b + 1 < G && (int)((unsigned)(R * (b + 1)) / (unsigned)G) <= r) ++b;
+  return b;
+}
+// Partial barrier (MKF_DN_FLAGS / MKF_FA_FLAGS), before the core phase of layer l: the block
+// waits until every block owning an in-proj row that its unit reads has published `pub`
+// (equality: a producer cannot publish its next in-proj before this block passes the next grid
+// barrier). DeltaNet unit (h, j): q and k rows of head h, its 16 v rows, b[h], a[h]; attention
+// unit (g, s): q + gate rows of heads 4g..4g+3, k and v rows of head g. A block with several
+// units (grid < units) waits for every block. The last warp polls, a lane group per row range,
+// each lane a few owner blocks, with relaxed loads (four in flight per lane), then
+// fence.acq_rel (after reads of the producers' release stores: orders everything after it)
+// and bar.sync.
+// Deadlock-free: the owners' in-proj depends on no other block, and all blocks are resident.
+__device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
+  return v;
 }
 
 // ---- L2 prefetch (a hint; correctness never depends on it) ----
@@ -165,13 +220,53 @@ __device__ __forceinline__ void block_prefetch(const void* p, size_t bytes, int 
   }
 }
 
-__device__ __forceinline__ int part(int n, int b, int G) { return (int)(((long long)n * b) / G); }
 __device__ __forceinline__ bool is_fa(int layer) { return (layer & 3) == 3; }
 __device__ __forceinline__ int dn_slot(int layer) { return layer - (layer >> 2); }
 __device__ __forceinline__ int fa_slot(int layer) { return layer >> 2; }
 template <class T>
 __device__ __forceinline__ const T* lw(const Args& a, int layer, int slot) {
   return reinterpret_cast<const T*>(a.layers[layer * NSLOT + slot]);
+}
+
+__device__ __forceinline__ void wait_core_producers(const Args& a, int l, unsigned pub) {
+  const int G = gridDim.x, b = blockIdx.x;
+  const bool fa = is_fa(l);
+  const int units = fa ? FA_HKV * a.nsplit : DN_UNITS, R = fa ? FA_QKV : DN_WIN;
+  if (b >= units) return;  // no unit in this block
+  if ((threadIdx.x >> 5) == BAR_THREAD / 32) {
+    const int lane = threadIdx.x & 31;
+    int r0 = 0, r1 = 0, first = 0, nl = 32;  // this lane's row range, its lane group [first, first + nl)
+    if (b + G < units) {
+      r1 = R;
+    } else if (fa) {  // lanes 0-19: q + gate (2048 rows), 20-25: k, 26-31: v
+      const int g = b / a.nsplit, i = lane < 20 ? 0 : lane < 26 ? 1 : 2;
+      r0 = i == 0 ? g * 4 * 2 * FA_HD : i == 1 ? 2 * FA_HQ * FA_HD + g * FA_HD : 2 * FA_HQ * FA_HD + FA_HKV * FA_HD + g * FA_HD;
+      r1 = r0 + (i == 0 ? 4 * 2 * FA_HD : FA_HD);
+      first = i == 0 ? 0 : i == 1 ? 20 : 26;
+      nl = i == 0 ? 20 : 6;
+    } else {  // 6 lanes each: q, k, the unit's 16 v rows, b[h], a[h]; lanes 30, 31 idle
+      const int h = b / DN_VSLICES, j = b % DN_VSLICES, i = lane / 6;
+      r0 = i == 0 ? h * DN_DK : i == 1 ? DN_KEY + h * DN_DK : i == 2 ? 2 * DN_KEY + h * DN_DV + j * 16
+         : i == 3 ? DN_CONV + DN_VAL + h : DN_CONV + DN_VAL + DN_H + h;
+      r1 = i <= 1 ? r0 + DN_DK : i == 2 ? r0 + 16 : i <= 4 ? r0 + 1 : r0;
+      first = 6 * i;
+      nl = 6;
+    }
+    const int lo = r1 > r0 ? row_owner(R, r0, G) + lane - first : 1, hi = r1 > r0 ? row_owner(R, r1 - 1, G) : 0;
+    bool done;
+    do {  // four polls in flight per lane and round
+      done = true;
+      for (int p = lo; p <= hi; p += 4 * nl) {
+        unsigned v[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[k] = p + k * nl <= hi ? ld_relaxed(a.sync + SYNC_PUB + p + k * nl) : pub;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) done &= v[k] == pub;
+      }
+    } while (!__all_sync(0xffffffffu, done));
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  }
+  __syncthreads();
 }
 
 // ---- matrix-vector products -------------------------------------------------
@@ -842,7 +937,7 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
 }
 
 // EARLY: each warp issues its loads of phase q+1 before barrier q (else after it)
-template <bool EARLY>
+template <bool EARLY, bool PARTIAL>
 __global__ void __launch_bounds__(THREADS, 1) mk_decode_kernel(const Args a) {
   extern __shared__ __align__(16) uint8_t sm[];
   const int t = threadIdx.x;
@@ -862,6 +957,11 @@ __global__ void __launch_bounds__(THREADS, 1) mk_decode_kernel(const Args a) {
       break;
     }
     const int l = q / PHASES_PER_LAYER, sub = q % PHASES_PER_LAYER;
+    // MKF_DN_FLAGS / MKF_FA_FLAGS (PARTIAL kernel): the in-proj -> core barrier is partial: its
+    // arrive publishes bar_base + q + 1 for the block, no grid wait; before the core phase the
+    // block waits for its unit's producers. Every block still adds its arrival to the counter,
+    // so the grid barriers' targets stay bar_base + (k+1)*G.
+    if (PARTIAL && partial_in_proj(a.flags, q - 1)) wait_core_producers(a, l, a.bar_base + (unsigned)q);
     if (is_fa(l)) {
       if (sub == 0) fa_in_proj(a, l, sm, wv);
       else if (sub == 1) fa_attention(a, l, sm);
@@ -874,17 +974,14 @@ __global__ void __launch_bounds__(THREADS, 1) mk_decode_kernel(const Args a) {
     if (sub == 3) mlp_gate_up(a, l, sm, wv);
     else if (sub == 4) mlp_down(a, l, sm, wv);
     if (a.times && t == BAR_THREAD) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
-    const bool light = a.flags & MKF_LIGHT_BAR;
-    unsigned* ctr = a.sync + SYNC_BAR;
-    barrier_arrive(ctr, light);
+    const unsigned target = a.bar_base + (unsigned)(q + 1) * (unsigned)G;
+    const bool wait = !PARTIAL || !partial_in_proj(a.flags, q);
+    barrier_arrive(a.sync, target, a.flags, !wait, a.bar_base + (unsigned)(q + 1));
     if (a.pf_dist > 0 && pf_end) prefetch_phase(a, q + a.pf_dist);
-    if (EARLY) {
-      if ((t >> 5) != BAR_THREAD / 32) issue_phase(a, q + 1, wv);
-      barrier_wait(ctr, a.bar_base + (unsigned)(q + 1) * (unsigned)G, light);
-      if ((t >> 5) == BAR_THREAD / 32) issue_phase(a, q + 1, wv);
-    } else {
-      barrier_wait(ctr, a.bar_base + (unsigned)(q + 1) * (unsigned)G, light);
-    }
+    const bool bar_warp = (t >> 5) == BAR_THREAD / 32;
+    if (EARLY && !bar_warp) issue_phase(a, q + 1, wv);
+    if (wait) barrier_wait(a.sync, target, a.flags);
+    if (EARLY && bar_warp) issue_phase(a, q + 1, wv);
     if (a.times && blockIdx.x == 0 && t == 0) a.times[q + 1] = globaltimer();
   }
 }
@@ -893,25 +990,37 @@ __global__ void __launch_bounds__(THREADS, 1) mk_decode_kernel(const Args a) {
 
 int smem_bytes() { return SM_END; }
 
+// the kernel instances: v4's schedules (no partial barrier code at all) and the partial-barrier one
+constexpr int NKERNELS = 3;
+const void* kernel_fn(int k) {
+  return k == 0 ? reinterpret_cast<const void*>(mk_decode_kernel<false, false>)
+       : k == 1 ? reinterpret_cast<const void*>(mk_decode_kernel<true, false>)
+                : reinterpret_cast<const void*>(mk_decode_kernel<true, true>);
+}
+
 cudaError_t configure(int device, int* blocks_per_sm, int* num_sms) {
-  cudaError_t e = cudaFuncSetAttribute(mk_decode_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SM_END);
-  if (e == cudaSuccess) e = cudaFuncSetAttribute(mk_decode_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SM_END);
+  cudaError_t e = cudaSuccess;
+  for (int k = 0; k < NKERNELS && e == cudaSuccess; ++k)
+    e = cudaFuncSetAttribute(kernel_fn(k), cudaFuncAttributeMaxDynamicSharedMemorySize, SM_END);
   if (e != cudaSuccess) return e;
   e = cudaDeviceGetAttribute(num_sms, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) return e;
-  int other = 0;
-  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, mk_decode_kernel<true>, THREADS, SM_END);
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&other, mk_decode_kernel<false>, THREADS, SM_END);
-  if (other < *blocks_per_sm) *blocks_per_sm = other;
+  *blocks_per_sm = 1 << 30;
+  for (int k = 0; k < NKERNELS && e == cudaSuccess; ++k) {
+    int n = 0;
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(k), THREADS, SM_END);
+    if (n < *blocks_per_sm) *blocks_per_sm = n;
+  }
   return e;
 }
 
 cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
+  if (grid > MAX_GRID) return cudaErrorInvalidValue;  // SYNC_PUB has one word per block
   Args copy = a;
   void* params[] = {&copy};
-  const void* fn = (a.flags & MKF_EARLY) ? reinterpret_cast<const void*>(mk_decode_kernel<true>)
-                                         : reinterpret_cast<const void*>(mk_decode_kernel<false>);
-  return cudaLaunchCooperativeKernel(fn, dim3(grid), dim3(THREADS), params, SM_END, stream);
+  const bool partial = a.flags & (MKF_DN_FLAGS | MKF_FA_FLAGS);
+  const int k = !(a.flags & MKF_EARLY) ? 0 : partial ? 2 : 1;
+  return cudaLaunchCooperativeKernel(kernel_fn(k), dim3(grid), dim3(THREADS), params, SM_END, stream);
 }
 
 }  // namespace mk

@@ -41,8 +41,16 @@ enum : int {
   SL_OUT = 7, SL_GATE_UP = 8, SL_DOWN = 9, NSLOT = 10
 };
 
-// sync words: each on its own 128-byte line (32 uint32)
-enum : int { SYNC_BAR = 0, SYNC_ATT = 32, SYNC_LM = 32 * (1 + FA_HKV), SYNC_WORDS = 32 * (2 + FA_HKV) };
+// sync words: each on its own 128-byte line (32 uint32), then one publish word per block
+constexpr int MAX_GRID = 1024;  // blocks the per-block publish words cover
+enum : int {
+  SYNC_BAR = 0,                      // grid barrier arrival counter
+  SYNC_GEN = 32,                     // MKF_GEN_BAR: the last arriver writes the barrier's target here
+  SYNC_ATT = 64,                     // [FA_HKV] split-K merge counters, one line each
+  SYNC_LM = 32 * (2 + FA_HKV),       // lm_head argmax counter
+  SYNC_PUB = 32 * (3 + FA_HKV),      // [MAX_GRID] MKF_DN_FLAGS / MKF_FA_FLAGS: block b's last finished in-proj
+  SYNC_WORDS = SYNC_PUB + MAX_GRID
+};
 
 // schedule variants (Args::flags)
 enum : int {
@@ -52,6 +60,11 @@ enum : int {
   MKF_PF_LINES = 8,    // per-128-byte-line prefetch.global.L2 over all threads (else bulk)
   MKF_LM_PF = 16,      // lm_head: prefetch pf_dist loop iterations ahead
   MKF_LIGHT_BAR = 32,  // grid barrier by release/acquire alone (no membar.gl before and after)
+  MKF_GEN_BAR = 64,    // barrier exit: arrivals by atom.acq_rel, the last arriver stores the target into a
+                       // generation word on its own line, blocks poll that word (not the contended counter)
+  MKF_DN_FLAGS = 128,  // DeltaNet in-proj -> core: no grid wait; each block publishes "in-proj done" and a
+                       // core unit (head h) waits only for the blocks owning its q/k/v/b/a rows
+  MKF_FA_FLAGS = 256,  // the same for attention in-proj -> attention (unit waits for its kv head's rows)
 };
 
 struct Args {
