@@ -3,8 +3,9 @@
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck --kernel-name kns=mk_decode \
         python -m megakernel sanitize-run --steps 2
 
-Weights are drawn on the GPU (seeded, std 0.02, norms off their init values), a 5-token
-prompt is prefilled, then `steps` decode launches run (logits, trace and argmax paths,
+Weights are drawn on the GPU (seeded, std 0.02, norms off their init values), the state
+is filled with a random 5-token context (no prefill: see `random_context`), then `steps`
+decode launches run (logits, trace and argmax paths,
 and one with a split attention). Prints one line per step and exits non-zero on NaN.
 """
 
@@ -31,6 +32,17 @@ def gpu_random_weights(config, seed=0, device="cuda"):
     return w
 
 
+def random_context(state, n: int, seed: int):
+    """Fill `state` as if n tokens had been prefilled, with random values, on the GPU: the
+    decode kernel reads the same memory as after a real prefill, but the instrumented
+    process runs no cuBLAS (compute-sanitizer racecheck fails inside Hopper cuBLAS GEMMs
+    with an internal error before the megakernel is ever reached)."""
+    gen = torch.Generator(device=state.dn_state.device).manual_seed(seed)
+    for t, scale in ((state.dn_state, 0.05), (state.conv_ring, 1.0), (state.k_cache, 1.0), (state.v_cache, 1.0)):
+        t.copy_(torch.randn(t.shape, generator=gen, device=t.device) * scale)
+    state.seq_len = n
+
+
 def sanitize_run(steps: int = 2, flags: int | None = None, grid: int | None = None) -> int:
     """`flags`: the schedule of the odd (fused-argmax) steps and the split-K step (None: the
     tier's default); even steps always run the plain schedule (flags 0). `grid`: fewer blocks
@@ -46,11 +58,10 @@ def sanitize_run(steps: int = 2, flags: int | None = None, grid: int | None = No
         tier.flags = flags
     if grid is not None:
         tier.grid = grid
-    print(f"schedule flags {tier.flags}, grid {tier.grid}; prefill of 5 tokens", flush=True)
+    print(f"schedule flags {tier.flags}, grid {tier.grid}; a random context of 5 tokens", flush=True)
     state = tier.new_state(max_seq_len=64)
     gen = torch.Generator().manual_seed(0)
-    prompt = torch.randint(0, config.vocab_size, (1, 5), generator=gen)
-    tier.prefill(prompt, state)
+    random_context(state, 5, seed=1)
     torch.cuda.synchronize()
     ids = torch.randint(0, config.vocab_size, (1,), generator=gen)
     bad = 0
@@ -70,9 +81,9 @@ def sanitize_run(steps: int = 2, flags: int | None = None, grid: int | None = No
         print(f"step {step}: pos {state.seq_len}, next {int(nxt)}, finite {ok}", flush=True)
         ids = nxt.view(1)
     # a longer context so the attention takes the split-K (last-arriver merge) path
-    print("split-K: prefill of 40 tokens", flush=True)
+    print("split-K: a random context of 40 tokens", flush=True)
     state2 = tier.new_state(max_seq_len=64)
-    tier.prefill(torch.randint(0, config.vocab_size, (1, 40), generator=gen), state2)
+    random_context(state2, 40, seed=2)
     torch.cuda.synchronize()
     print(f"split-K: launching (token {int(ids)})", flush=True)
     logits = tier.decode(ids, state2)
