@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 from ._util import interpreting, next_pow2
+from .online_softmax import online_softmax_step
 
 
 @triton.jit
@@ -45,20 +46,7 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, pos_ptr, acc_ptr, m_ptr, l_ptr,
         valid = n < end
         k = tl.load(k_ptr + kv + n[:, None] * sk_s + d[None, :], mask=valid[:, None], other=0.0)
         v = tl.load(v_ptr + kv + n[:, None] * sk_s + d[None, :], mask=valid[:, None], other=0.0)
-        if IEEE:
-            s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale
-        else:
-            s = tl.dot(q, tl.trans(k)) * scale
-        s = tl.where(valid[None, :], s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m - m_new)
-        l = l * alpha + tl.sum(p, axis=1)
-        if IEEE:
-            acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
-        else:
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m = m_new
+        m, l, acc = online_softmax_step(q, k, v, valid[None, :], m, l, acc, scale, IEEE)
     part = (b * Hkv * GROUP + heads) * NUM_SPLITS + split         # [B, Hq, NUM_SPLITS] index
     tl.store(acc_ptr + part[:, None] * D + d[None, :], acc, mask=g[:, None] < GROUP)
     tl.store(m_ptr + part, m, mask=g < GROUP)

@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from ._util import interpreting, next_pow2
+from .online_softmax import online_softmax_step
 
 
 @triton.jit
@@ -40,20 +41,8 @@ def _prefill_kernel(q_ptr, g_ptr, k_ptr, v_ptr, out_ptr, T, start_pos, Hq, Hkv,
         valid = n < n_end
         k = tl.load(k_ptr + kv + n[:, None] * sk_s + d[None, :], mask=valid[:, None], other=0.0)
         v = tl.load(v_ptr + kv + n[:, None] * sk_s + d[None, :], mask=valid[:, None], other=0.0)
-        if IEEE:
-            s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale
-        else:
-            s = tl.dot(q, tl.trans(k)) * scale
-        s = tl.where(valid[None, :] & (n[None, :] <= q_pos[:, None]), s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m - m_new)
-        l = l * alpha + tl.sum(p, axis=1)
-        if IEEE:
-            acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
-        else:
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m = m_new
+        causal = valid[None, :] & (n[None, :] <= q_pos[:, None])
+        m, l, acc = online_softmax_step(q, k, v, causal, m, l, acc, scale, IEEE)
     dtype = out_ptr.dtype.element_ty
     o = (acc / l[:, None]).to(dtype).to(tl.float32)
     gate = tl.load(g_ptr + b * sg_b + i[:, None] * sg_t + h * sg_h + d[None, :], mask=rows[:, None], other=0.0)
