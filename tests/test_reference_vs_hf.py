@@ -5,26 +5,12 @@ import pytest
 import torch
 
 from compare import load_tier
+from compare.diff import part_names, run_tier
 from helpers import assert_close, rel_err
 from reference import ModelConfig, perturb_norms, random_weights, tolerances
 
-NAMES = lambda c: ["embed"] + [f"layers.{i}" for i in range(c.num_layers)] + ["norm", "logits"]  # noqa: E731
-
-
 def traces(tier, prompt, steps):
-    state = tier.new_state(prompt.shape[0], prompt.shape[1] + len(steps) + 1)
-    out = [{}]
-    tier.prefill(prompt, state, out[0])
-    for tok in steps:
-        out.append({})
-        tier.decode(tok, state, out[-1])
-    return out
-
-
-def compare_tiers(config, weights, prompt, steps, dtype):
-    ref = traces(load_tier("reference", config, weights, dtype=torch.float32), prompt, steps)
-    got = {name: traces(load_tier(name, config, weights, dtype=dtype), prompt, steps) for name in ("reference", "hf")}
-    return ref, got
+    return run_tier(tier, prompt, steps, max_seq_len=prompt.shape[1] + len(steps) + 1)
 
 
 @pytest.mark.parametrize("batch", [1, 2])
@@ -35,7 +21,7 @@ def test_tiny_fp32(tiny_config, tiny_weights, batch):
     hf = traces(load_tier("hf", tiny_config, tiny_weights, dtype=torch.float32), prompt, steps)
     ref = traces(load_tier("reference", tiny_config, tiny_weights, dtype=torch.float32), prompt, steps)
     for call, (a, b) in enumerate(zip(ref, hf)):
-        for name in NAMES(tiny_config):
+        for name in part_names(tiny_config):
             assert_close(a[name], b[name], tolerances.FP32_REL, f"call {call} {name}")
 
 
@@ -49,12 +35,12 @@ def test_real_shapes_fp32_and_bf16():
     oracle = traces(load_tier("reference", config, weights, dtype=torch.float32), prompt, steps)
     hf32 = traces(load_tier("hf", config, weights, dtype=torch.float32), prompt, steps)
     for call, (a, b) in enumerate(zip(hf32, oracle)):
-        for name in NAMES(config):
+        for name in part_names(config):
             assert_close(a[name], b[name], tolerances.FP32_REL, f"fp32 call {call} {name}")
     ref16 = traces(load_tier("reference", config, weights, dtype=torch.bfloat16), prompt, steps)
     hf16 = traces(load_tier("hf", config, weights, dtype=torch.bfloat16), prompt, steps)
     for call in range(len(oracle)):
-        for name in NAMES(config):
+        for name in part_names(config):
             yard = rel_err(hf16[call][name], oracle[call][name])
             err = rel_err(ref16[call][name], oracle[call][name])
             assert tolerances.within(err, torch.bfloat16, yard), f"bf16 call {call} {name}: {err:.3g} vs hf {yard:.3g}"
