@@ -181,6 +181,8 @@ def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
             if w.kind == "tg" and steps > settings["hf_steps"]:
                 notes.append(f"{settings['hf_steps']} of {steps} steps")
                 steps = settings["hf_steps"]
+        if w.kind == "pp" and getattr(tier, "prefill_note", None):
+            notes.append(tier.prefill_note)
         seconds, joules = [], []
         for r in range(settings["warmup"] + repeats):
             progress.show(f"{w.name} {tier.name}")

@@ -1,5 +1,5 @@
 """`python -m megakernel build --arch sm_90a`: compile-check the kernel with the local nvcc
-(no GPU needed). `python -m megakernel sanitize-run`: a short decode run for compute-sanitizer."""
+(no GPU needed). `python -m megakernel sanitize-run`: a short decode (or prefill) run for compute-sanitizer."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ def main(argv=None) -> int:
     s.add_argument("--steps", type=int, default=2)
     s.add_argument("--flags", type=int, default=None, help="schedule flags (MKF_* bits; default: the tier's)")
     s.add_argument("--grid", type=int, default=None, help="blocks per launch (default: one per SM)")
+    s.add_argument("--prefill", type=int, default=0, metavar="N",
+                   help="run the fast prefill of N + N tokens and one decode step instead")
     args = parser.parse_args(argv)
 
     if args.command == "build":
@@ -32,8 +34,10 @@ def main(argv=None) -> int:
                 status = 1
         return status
     if args.command == "sanitize-run":
-        from .sanitize import sanitize_run
+        from .sanitize import sanitize_prefill, sanitize_run
 
+        if args.prefill:
+            return sanitize_prefill(args.prefill)
         return sanitize_run(steps=args.steps, flags=args.flags, grid=args.grid)
     return 2
 

@@ -2,7 +2,10 @@
 # The megakernel's development run in ONE device call: JIT build, phase-by-phase and
 # layer-by-layer checks + tg128 timing of every schedule variant (python -m megakernel.dev_check),
 # the GPU tests, and (stage "sanitize") compute-sanitizer memcheck + racecheck. From the repo root:
-#     bash megakernel/dev_run.sh [all|check|tests|sanitize]...     (default: check tests)
+#     bash megakernel/dev_run.sh [all|check|tests|sanitize|prefill]...     (default: check tests)
+# Stage "prefill": the fast-prefill GPU tests (tests/test_megakernel_prefill.py, memcheck included)
+# and python -m megakernel.bench_prefill (prefill_tests.log, prefill_bench.{md,json}); fla is
+# installed from ./.whl (carried) when it is not importable.
 # Writes at most 6 files to $OUT: run.log (device, build, stage times), dev_check.log / .json,
 # tests.log, sanitize.log (pytest) and sanitizers.log (every sanitizer run's whole report).
 # Test tools missing on the GPU machine are installed from ./.mkwhl (carried) when present.
@@ -26,6 +29,12 @@ for mod in pytest:pytest,pluggy,iniconfig,packaging,pygments hypothesis:hypothes
     fi
 done
 
+if ! python3 -c "import fla" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+    # one pip call: fla-core and flash-linear-attention share the fla/ package folder
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-fla .whl/*.whl
+    export PYTHONPATH=$PYTHONPATH:/tmp/site-fla
+fi
+
 log() { echo "$*" | tee -a "$OUT/run.log"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee -a "$OUT/run.log"
 t0=$(date +%s)
@@ -47,5 +56,12 @@ if [[ " $stages " == *" sanitize "* ]]; then
     timeout 330 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel.py -k sanitizer 2>&1 \
         | tee "$OUT/sanitize.log" | tail -60
     log "sanitize done: $(( $(date +%s) - t0 )) s"
+fi
+if [[ " $stages " == *" prefill "* ]]; then
+    timeout ${PREFILL_TEST_LIMIT:-300} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel_prefill.py \
+        2>&1 | tee "$OUT/prefill_tests.log" | tail -40
+    log "prefill tests done: $(( $(date +%s) - t0 )) s"
+    timeout ${PREFILL_BENCH_LIMIT:-200} python3 -m megakernel.bench_prefill --out "$OUT" ${PREFILL_BENCH_ARGS:-} 2>&1 | tail -30
+    log "prefill bench done: $(( $(date +%s) - t0 )) s"
 fi
 log "total: $(( $(date +%s) - t0 )) s"

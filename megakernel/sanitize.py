@@ -7,6 +7,10 @@ Weights are drawn on the GPU (seeded, std 0.02, norms off their init values), th
 is filled with a random 5-token context (no prefill: see `random_context`), then `steps`
 decode launches run (logits, trace and argmax paths,
 and one with a split attention). Prints one line per step and exits non-zero on NaN.
+
+`--prefill N` instead runs the fast prefill (eagerly, no graph) of N tokens on a fresh
+state, then of N more after them (the continuing path: cache prefix copy, masked
+attention, conv ring), then one decode step: memcheck of every kernel it launches.
 """
 
 from __future__ import annotations
@@ -91,4 +95,32 @@ def sanitize_run(steps: int = 2, flags: int | None = None, grid: int | None = No
     ok = bool(torch.isfinite(logits).all())
     bad += not ok
     print(f"split-K step: pos {state2.seq_len}, finite {ok}", flush=True)
+    return 1 if bad else 0
+
+
+def sanitize_prefill(n: int) -> int:
+    """Fast prefill of n tokens, then n more, then one decode step; non-zero exit on NaN."""
+    from reference import ModelConfig
+
+    from .prefill import FastPrefill
+    from .tier import MegakernelTier
+
+    config = ModelConfig.qwen3_5_0_8b()
+    tier = MegakernelTier(config, gpu_random_weights(config), device="cuda")
+    if tier.fast_prefill is None:
+        print(f"no fast prefill here: {tier.prefill_note}", flush=True)
+        return 2
+    tier.fast_prefill = FastPrefill(tier, use_graph=False)
+    state = tier.new_state(max_seq_len=2 * n + 1)
+    ids = torch.randint(0, config.vocab_size, (1, 2 * n + 1), generator=torch.Generator().manual_seed(0))
+    bad = 0
+    for what, run in (("prefill of the first half", lambda: tier.prefill(ids[:, :n], state)),
+                      ("prefill of the second half", lambda: tier.prefill(ids[:, n:2 * n], state)),
+                      ("decode", lambda: tier.decode(ids[0, 2 * n:], state))):
+        print(f"{what}: launching", flush=True)
+        logits = run()
+        torch.cuda.synchronize()
+        ok = bool(torch.isfinite(logits).all())
+        bad += not ok
+        print(f"{what}: seq_len {state.seq_len}, finite {ok}", flush=True)
     return 1 if bad else 0

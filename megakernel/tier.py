@@ -2,9 +2,12 @@
 that runs the embedding row, 18 Gated DeltaNet and 6 gated attention layers, the final
 norm, the lm_head and the greedy argmax. Batch 1, bf16, the qwen3.5-0.8b shapes only.
 
-Prefill runs `reference.HybridModel` over `reference.ops` on the GPU in bf16 (simple, not
-fast) on views of this tier's own state, so prefill → decode continues exactly where the
-prompt left off. State layout (MegakernelState):
+Prefill (`prefill="fast"`, the default) runs the prompt through tensor-core GEMMs, fla's
+chunked delta rule, flash attention and this tier's fused CUDA kernels, replayed from a CUDA
+graph per prompt shape (megakernel/prefill.py); it reads and writes the state below in place,
+so prefill → decode continues exactly where the prompt left off. `prefill="reference"` (or a
+machine without flash-linear-attention) runs `reference.HybridModel` on the GPU instead, on
+views of the same state. State layout (MegakernelState):
     dn_state  [18, 16, 128 v, 128 k] fp32   (K contiguous: the transpose of ModelState's S)
     conv_ring [18, 4, 6144] bf16            pre-conv inputs, column = position % 4
     k_cache, v_cache [6, 2, max_seq, 256] bf16 (= ModelState's caches without the batch dim)
@@ -20,6 +23,8 @@ import torch
 from reference import ModelConfig, Tier, TierInputError, TierState, TierUnavailable, record
 from reference import ops as reference_ops
 from reference.model import HybridModel, ModelState
+
+from .prefill import FastPrefill, fla_unavailable_reason, layer_weights
 
 SUPPORTED = ModelConfig.qwen3_5_0_8b()
 # the fields the kernel hard-codes (everything but the name, eos ids and max positions)
@@ -41,6 +46,7 @@ MKF_EARLY, MKF_PF_END, MKF_PF_SPREAD, MKF_PF_LINES, MKF_LM_PF, MKF_LIGHT_BAR = 1
 # v5 barrier variants (csrc/megakernel.cuh): generation-word exit; partial in-proj -> core barriers
 # (the partial ones take effect with MKF_EARLY only: the plain kernel ignores them)
 MKF_GEN_BAR, MKF_DN_FLAGS, MKF_FA_FLAGS = 64, 128, 256
+PREFILL_PATHS = ("fast", "reference")
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head, at most 64
 
 
@@ -100,7 +106,9 @@ class MegakernelTier(Tier):
             return "nvcc was not found (set CUDA_HOME or put nvcc on PATH): the kernel is built just in time"
         return None
 
-    def __init__(self, config, weights, device="cuda", dtype=torch.bfloat16):
+    def __init__(self, config, weights, device="cuda", dtype=torch.bfloat16, prefill="fast"):
+        if prefill not in PREFILL_PATHS:
+            raise TierInputError(f"prefill={prefill!r}; expected one of {list(PREFILL_PATHS)}")
         if isinstance(config, ModelConfig):
             check_config(config)
         reason = self.unavailable_reason(device)
@@ -124,6 +132,15 @@ class MegakernelTier(Tier):
             self._pack_weights(weights)
             self._alloc_scratch()
         self.model = HybridModel(config, self.weights, reference_ops)
+        self.prefill_weights = layer_weights(self)
+        self.fast_prefill, self.prefill_note = None, "prefill: the reference's PyTorch ops (prefill='reference')"
+        if prefill == "fast":
+            reason = fla_unavailable_reason()
+            if reason is None:
+                self.fast_prefill = FastPrefill(self)
+                self.prefill_note = None
+            else:
+                self.prefill_note = f"slow prefill (reference ops): {reason}"
         self._bar_base = 0
         self.debug_poison = False
 
@@ -147,10 +164,10 @@ class MegakernelTier(Tier):
             return buf
 
         self.weights = {}
+        self.packed_in_proj, self.packed_gate_up = [], []  # per layer, the packed buffers below
         self.weights["model.embed_tokens.weight"] = put("model.embed_tokens.weight")
         self.weights["model.norm.weight"] = put("model.norm.weight")
         table = torch.zeros(c.num_layers, NSLOT, dtype=torch.int64)
-        keep = []
         for i, kind in enumerate(c.layer_types):
             p = f"model.layers.{i}."
             for n in ("input_layernorm.weight", "post_attention_layernorm.weight", "mlp.down_proj.weight"):
@@ -171,7 +188,6 @@ class MegakernelTier(Tier):
                 table[i, SL_DT_BIAS] = self.weights[a + "dt_bias"].data_ptr()
                 table[i, SL_GNORM] = self.weights[a + "norm.weight"].data_ptr()
                 table[i, SL_OUT] = self.weights[a + "out_proj.weight"].data_ptr()
-                keep += [win]
             else:
                 a = p + "self_attn."
                 win = pack([a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"])
@@ -181,9 +197,8 @@ class MegakernelTier(Tier):
                 table[i, SL_Q_NORM] = self.weights[a + "q_norm.weight"].data_ptr()
                 table[i, SL_K_NORM] = self.weights[a + "k_norm.weight"].data_ptr()
                 table[i, SL_OUT] = self.weights[a + "o_proj.weight"].data_ptr()
-                keep += [win]
-            keep += [gu]
-        self._packed = keep  # the packed buffers (the dict holds views into them)
+            self.packed_in_proj.append(win)
+            self.packed_gate_up.append(gu)
         self.layer_table = table.to(dev)
 
     def _alloc_scratch(self):
@@ -248,9 +263,11 @@ class MegakernelTier(Tier):
         cols = self._conv_columns(seq_len)
         state.conv_ring[:, cols, :] = conv[:, 0].permute(0, 2, 1).to(torch.bfloat16)
 
-    # ---- prefill: the reference forward pass on the GPU, in this tier's state ----
+    # ---- prefill: fast (prefill.py), or the reference forward pass on this tier's state ----
     @torch.inference_mode()
     def _prefill(self, input_ids, state, trace):
+        if self.fast_prefill is not None:
+            return self.fast_prefill(input_ids, state, trace)
         ms = self.to_model_state(state)
         logits = self.model.forward(input_ids, ms, trace)
         self._store_conv(state, ms.conv, state.seq_len + input_ids.shape[1])

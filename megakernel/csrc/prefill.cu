@@ -1,0 +1,362 @@
+// Prefill kernels of the megakernel tier (interface and layouts: prefill.cuh).
+//
+// Every kernel but the copies and the lm_head is "one block per token": a block owns one row
+// of the [T, ...] activations, each thread 8 consecutive bf16 values (one 16-byte load), and
+// a head's reduction is a shuffle over the lanes that hold it. Arithmetic and rounding points
+// follow reference/ops.py in bf16 (fp32 inside, rounded where torch rounds).
+#include <cuda_bf16.h>
+
+#include "prefill.cuh"
+
+namespace mkp {
+namespace {
+
+constexpr int D = 1024, INTER = 3584;
+constexpr int DN_H = 16, DN_HD = 128, DN_CONV = 6144, DN_WIN = 8224, DN_Z = 6144, DN_B = 8192, DN_A = 8208;
+constexpr int DN_STATE = DN_H * DN_HD * DN_HD;  // floats per layer
+constexpr int N_DN = 18;
+constexpr int FA_HQ = 8, FA_HKV = 2, FA_HD = 256, FA_QKV = 5120, FA_K = 4096, FA_V = 4608, FA_ROT_HALF = 32;
+
+__device__ __forceinline__ float rnd(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float siluf_(float x) { return x / (1.f + expf(-x)); }
+__device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ float bf(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
+
+__device__ __forceinline__ void load8(const uint16_t* p, float (&f)[8]) {
+  const uint4 v = *reinterpret_cast<const uint4*>(p);
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(w[i] << 16);
+    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+
+__device__ __forceinline__ void store8(uint16_t* p, const float (&f)[8]) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t a = __bfloat16_as_ushort(__float2bfloat16_rn(f[2 * i]));
+    const uint32_t b = __bfloat16_as_ushort(__float2bfloat16_rn(f[2 * i + 1]));
+    w[i] = a | (b << 16);
+  }
+  *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// sum over groups of `width` consecutive lanes (width a power of two <= 32)
+template <int WIDTH>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <class T>
+__device__ __forceinline__ T* table_ptr(const int64_t* table, int i) {
+  return reinterpret_cast<T*>(static_cast<uintptr_t>(table[i]));
+}
+
+// ---- add + RMSNorm: block = one token, 128 threads x 8 values ---------------------------
+__global__ void __launch_bounds__(128) add_rms_norm_kernel(const uint16_t* __restrict__ x, const int64_t* __restrict__ ids,
+                                                           const uint16_t* __restrict__ embed, uint16_t* residual,
+                                                           const uint16_t* __restrict__ w, uint16_t* __restrict__ out,
+                                                           float eps) {
+  __shared__ float part[4];
+  const int t = blockIdx.x, i = threadIdx.x * 8;
+  float r[8];
+  if (ids != nullptr) {
+    load8(embed + ids[t] * D + i, r);
+  } else {
+    load8(residual + static_cast<size_t>(t) * D + i, r);
+    if (x != nullptr) {
+      float xv[8];
+      load8(x + static_cast<size_t>(t) * D + i, xv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) r[j] = rnd(r[j] + xv[j]);
+    }
+  }
+  if (ids != nullptr || x != nullptr) store8(residual + static_cast<size_t>(t) * D + i, r);
+  float ss = 0.f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) ss += r[j] * r[j];
+  ss = group_sum<32>(ss);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  const float inv = rsqrtf((part[0] + part[1] + part[2] + part[3]) / D + eps);
+  float wv[8], y[8];
+  load8(w + i, wv);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) y[j] = (r[j] * inv) * (1.f + wv[j]);
+  store8(out + static_cast<size_t>(t) * D + i, y);
+}
+
+// ---- DeltaNet inputs: block = one token, 256 threads; pass p = q, k, v covers 2048 channels,
+// thread owns channels p*2048 + tid*8 .. +8, a head = 16 consecutive threads -----------------
+__global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
+                                                      int slot, int start, const uint16_t* __restrict__ conv_w,
+                                                      const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
+                                                      uint16_t* __restrict__ q, uint16_t* __restrict__ k,
+                                                      uint16_t* __restrict__ v, float* __restrict__ g,
+                                                      float* __restrict__ beta) {
+  const int t = blockIdx.x, tid = threadIdx.x;
+  const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
+  for (int p = 0; p < 3; ++p) {
+    const int c = p * 2048 + tid * 8;
+    float cw[4][8];  // conv_w [6144][4]: channels c..c+7 are 32 consecutive values, cw[m][n] = w[c + 2m + n/4][n%4]
+#pragma unroll
+    for (int m = 0; m < 4; ++m) load8(conv_w + c * 4 + 8 * m, cw[m]);
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // tap j multiplies the input at t - 3 + j
+      const int tt = t - 3 + j;
+      const uint16_t* src = tt >= 0 ? proj + static_cast<size_t>(tt) * DN_WIN + c
+                                    : ring + static_cast<size_t>((start + tt) & 3) * DN_CONV + c;
+      float xv[8];
+      load8(src, xv);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] += cw[e >> 1][(e & 1) * 4 + j] * xv[e];
+    }
+    float y[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(rnd(acc[e])));
+    uint16_t* dst = (p == 0 ? q : p == 1 ? k : v) + static_cast<size_t>(t) * 2048 + tid * 8;
+    if (p < 2) {  // l2norm over the head's 128 channels (16 threads)
+      float ss = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) ss += y[e] * y[e];
+      const float inv = rsqrtf(group_sum<16>(ss) + 1e-6f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) y[e] *= inv;
+    }
+    store8(dst, y);
+  }
+  if (tid < DN_H) {
+    const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
+    const float x = bf(row[DN_A + tid]) + bf(dt_bias[tid]);
+    const float softplus = x > 20.f ? x : log1pf(expf(x));
+    g[t * DN_H + tid] = -expf(bf(a_log[tid])) * softplus;
+    beta[t * DN_H + tid] = rnd(sigmoidf_(bf(row[DN_B + tid])));
+  }
+}
+
+// ---- DeltaNet output norm: block = one token, 256 threads x 8 = 16 heads x 128 -------------
+__global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __restrict__ o, const uint16_t* __restrict__ proj,
+                                                          const uint16_t* __restrict__ w, const int64_t* __restrict__ table,
+                                                          int slot, int start, int T, uint16_t* __restrict__ out,
+                                                          float eps) {
+  const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
+  const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
+  float x[8], z[8], wv[8], y[8];
+  load8(o + static_cast<size_t>(t) * 2048 + i, x);
+  load8(row + DN_Z + i, z);
+  load8(w + (i & (DN_HD - 1)), wv);
+  float ss = 0.f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) ss += x[e] * x[e];
+  const float inv = rsqrtf(group_sum<16>(ss) / DN_HD + eps);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) y[e] = rnd(wv[e] * rnd(x[e] * inv)) * siluf_(z[e]);
+  store8(out + static_cast<size_t>(t) * 2048 + i, y);
+  if (t >= T - 3) {  // this token's pre-conv inputs are among the last three: keep them for decode
+    uint16_t* ring = table_ptr<uint16_t>(table, ST_CONV) + (static_cast<size_t>(slot) * 4 + ((start + t) & 3)) * DN_CONV;
+    for (int c = i; c < DN_CONV; c += 2048)
+      *reinterpret_cast<uint4*>(ring + c) = *reinterpret_cast<const uint4*>(row + c);
+  }
+}
+
+// ---- fp32 state copies (16-byte vectors) ------------------------------------------------
+__global__ void dn_state_in_kernel(const int64_t* __restrict__ table, float4* __restrict__ dst) {
+  const float4* src = table_ptr<const float4>(table, ST_DN);
+  const size_t n4 = static_cast<size_t>(N_DN) * DN_STATE / 4;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += gridDim.x * static_cast<size_t>(blockDim.x))
+    dst[i] = src[i];
+}
+
+__global__ void dn_state_out_kernel(const int64_t* __restrict__ table, int slot, const float4* __restrict__ src) {
+  float4* dst = table_ptr<float4>(table, ST_DN) + static_cast<size_t>(slot) * DN_STATE / 4;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < DN_STATE / 4; i += gridDim.x * blockDim.x) dst[i] = src[i];
+}
+
+// ---- SwiGLU: one thread per 8 outputs -----------------------------------------------------
+__global__ void silu_mul_kernel(const uint16_t* __restrict__ gu, uint16_t* __restrict__ out, int T) {
+  const int n8 = T * (INTER / 8);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += gridDim.x * blockDim.x) {
+    const int t = i / (INTER / 8), c = (i % (INTER / 8)) * 8;
+    float gv[8], uv[8], y[8];
+    load8(gu + static_cast<size_t>(t) * 2 * INTER + c, gv);
+    load8(gu + static_cast<size_t>(t) * 2 * INTER + INTER + c, uv);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(gv[e])) * uv[e];
+    store8(out + static_cast<size_t>(t) * INTER + c, y);
+  }
+}
+
+// ---- attention inputs: block = one token, 12 warps; warp h < 8 owns q head h, warps 8-9 the
+// k heads, 10-11 the v heads; lane owns dims lane*8 .. +8 of its head ---------------------------
+__device__ __forceinline__ void norm_rope_head(float (&x)[8], const uint16_t* w, const uint16_t* cs, int lane, float eps) {
+  float ss = 0.f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) ss += x[e] * x[e];
+  const float inv = rsqrtf(group_sum<32>(ss) / FA_HD + eps);
+  float wv[8];
+  load8(w + lane * 8, wv);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) x[e] = rnd((x[e] * inv) * (1.f + wv[e]));
+  // NeoX rotation of dims [0, 64): lanes 0-3 hold [0, 32), their partners 4-7 hold [32, 64)
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const float partner = __shfl_xor_sync(0xffffffffu, x[e], 4);
+    if (lane < 8) {
+      const int d = (lane & 3) * 8 + e;  // index into the 32 cos / sin values
+      const float c = bf(cs[d]), s = bf(cs[FA_ROT_HALF + d]);
+      x[e] = lane < 4 ? rnd(rnd(x[e] * c) + rnd(-partner * s)) : rnd(rnd(x[e] * c) + rnd(partner * s));
+    }
+  }
+}
+
+__global__ void __launch_bounds__(384) attn_prep_kernel(const uint16_t* __restrict__ proj, const uint16_t* __restrict__ q_w,
+                                                        const uint16_t* __restrict__ k_w, const int64_t* __restrict__ table,
+                                                        int slot, int start, int max_seq, uint16_t* __restrict__ qbuf,
+                                                        uint16_t* __restrict__ kv, int T, int n_ctx, float eps) {
+  const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, pos = start + t;
+  const uint16_t* row = proj + static_cast<size_t>(t) * FA_QKV;
+  const uint16_t* cs = table_ptr<const uint16_t>(table, ST_ROPE) + static_cast<size_t>(pos) * 2 * FA_ROT_HALF;
+  float x[8];
+  if (warp < FA_HQ) {
+    load8(row + warp * 2 * FA_HD + lane * 8, x);
+    norm_rope_head(x, q_w, cs, lane, eps);
+    store8(qbuf + (static_cast<size_t>(warp) * T + t) * FA_HD + lane * 8, x);
+    return;
+  }
+  const bool is_k = warp < FA_HQ + FA_HKV;
+  const int h = (warp - FA_HQ) % FA_HKV;
+  load8(row + (is_k ? FA_K : FA_V) + h * FA_HD + lane * 8, x);
+  if (is_k) norm_rope_head(x, k_w, cs, lane, eps);
+  uint16_t* cache = table_ptr<uint16_t>(table, is_k ? ST_K : ST_V);
+  store8(cache + ((static_cast<size_t>(slot) * FA_HKV + h) * max_seq + pos) * FA_HD + lane * 8, x);
+  store8(kv + ((static_cast<size_t>(is_k ? 0 : 1) * FA_HKV + h) * n_ctx + pos) * FA_HD + lane * 8, x);
+}
+
+__global__ void kv_prefix_kernel(const int64_t* __restrict__ table, int slot, int start, int max_seq,
+                                 uint16_t* __restrict__ kv, int n_ctx) {
+  const int per_head = start * FA_HD / 8;  // 16-byte vectors per (k|v, head)
+  const int n = 2 * FA_HKV * per_head;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int which = i / (FA_HKV * per_head), h = (i / per_head) % FA_HKV, r = i % per_head;
+    const uint4* src = reinterpret_cast<const uint4*>(table_ptr<const uint16_t>(table, which == 0 ? ST_K : ST_V) +
+                                                      (static_cast<size_t>(slot) * FA_HKV + h) * max_seq * FA_HD);
+    uint4* dst = reinterpret_cast<uint4*>(kv + (static_cast<size_t>(which) * FA_HKV + h) * n_ctx * FA_HD);
+    dst[r] = src[r];
+  }
+}
+
+// ---- attention output gate: block = one token, 256 threads x 8 = 8 heads x 256 -----------------
+__global__ void __launch_bounds__(256) attn_gate_kernel(const uint16_t* __restrict__ o, long long sh, long long st,
+                                                        const uint16_t* __restrict__ proj, uint16_t* __restrict__ out) {
+  const int t = blockIdx.x, h = threadIdx.x >> 5, d = (threadIdx.x & 31) * 8;
+  float ov[8], gv[8], y[8];
+  load8(o + h * sh + t * st + d, ov);
+  load8(proj + static_cast<size_t>(t) * FA_QKV + h * 2 * FA_HD + FA_HD + d, gv);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) y[e] = ov[e] * rnd(sigmoidf_(gv[e]));
+  store8(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d, y);
+}
+
+// ---- lm_head GEMV: block = 8 warps x 4 rows; lane reads 16 bytes at lane*8 + 256*c of a row ------
+constexpr int LM_ROWS_PER_WARP = 4, LM_WARPS = 8;
+__global__ void __launch_bounds__(256) lm_head_kernel(const uint16_t* __restrict__ x, const uint16_t* __restrict__ w,
+                                                      float* __restrict__ logits, int vocab) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int row0 = (blockIdx.x * LM_WARPS + warp) * LM_ROWS_PER_WARP;
+  float xv[4][8];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) load8(x + lane * 8 + 256 * c, xv[c]);
+  uint4 wv[LM_ROWS_PER_WARP][4];
+#pragma unroll
+  for (int r = 0; r < LM_ROWS_PER_WARP; ++r)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      wv[r][c] = row0 + r < vocab ? __ldcs(reinterpret_cast<const uint4*>(w + static_cast<size_t>(row0 + r) * D + lane * 8 + 256 * c))
+                                  : make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int r = 0; r < LM_ROWS_PER_WARP; ++r) {
+    float acc = 0.f;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const uint32_t u[4] = {wv[r][c].x, wv[r][c].y, wv[r][c].z, wv[r][c].w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        acc += __uint_as_float(u[e] << 16) * xv[c][2 * e] + __uint_as_float(u[e] & 0xffff0000u) * xv[c][2 * e + 1];
+    }
+    acc = group_sum<32>(acc);
+    if (lane == 0 && row0 + r < vocab) logits[row0 + r] = rnd(acc);
+  }
+}
+
+inline int blocks_for(size_t n, int threads, int cap = 132 * 8) {
+  const size_t b = (n + threads - 1) / threads;
+  return static_cast<int>(b < static_cast<size_t>(cap) ? (b > 0 ? b : 1) : cap);
+}
+
+}  // namespace
+
+cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* embed, uint16_t* residual,
+                         const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s) {
+  add_rms_norm_kernel<<<T, 128, 0, s>>>(x, ids, embed, residual, w, out, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, int start, const uint16_t* conv_w,
+                    const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
+                    float* g, float* beta, int T, cudaStream_t s) {
+  dn_prep_kernel<<<T, 256, 0, s>>>(proj, table, slot, start, conv_w, a_log, dt_bias, q, k, v, g, beta);
+  return cudaGetLastError();
+}
+
+cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
+                        int start, uint16_t* out, int T, float eps, cudaStream_t s) {
+  dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, table, slot, start, T, out, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s) {
+  dn_state_in_kernel<<<blocks_for(static_cast<size_t>(N_DN) * DN_STATE / 4, 256), 256, 0, s>>>(table, reinterpret_cast<float4*>(dst));
+  return cudaGetLastError();
+}
+
+cudaError_t dn_state_out(const int64_t* table, int slot, const float* src, cudaStream_t s) {
+  dn_state_out_kernel<<<blocks_for(DN_STATE / 4, 256), 256, 0, s>>>(table, slot, reinterpret_cast<const float4*>(src));
+  return cudaGetLastError();
+}
+
+cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s) {
+  silu_mul_kernel<<<blocks_for(static_cast<size_t>(T) * INTER / 8, 256), 256, 0, s>>>(gu, out, T);
+  return cudaGetLastError();
+}
+
+cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table, int slot,
+                      int start, int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s) {
+  attn_prep_kernel<<<T, 384, 0, s>>>(proj, q_w, k_w, table, slot, start, max_seq, qbuf, kv, T, start + T, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t kv_prefix(const int64_t* table, int slot, int start, int max_seq, uint16_t* kv, int n_ctx, cudaStream_t s) {
+  if (start == 0) return cudaSuccess;
+  kv_prefix_kernel<<<blocks_for(static_cast<size_t>(start) * 2 * FA_HKV * FA_HD / 8, 256), 256, 0, s>>>(
+      table, slot, start, max_seq, kv, n_ctx);
+  return cudaGetLastError();
+}
+
+cudaError_t attn_gate(const uint16_t* o, long long o_stride_h, long long o_stride_t, const uint16_t* proj,
+                      uint16_t* out, int T, cudaStream_t s) {
+  attn_gate_kernel<<<T, 256, 0, s>>>(o, o_stride_h, o_stride_t, proj, out);
+  return cudaGetLastError();
+}
+
+cudaError_t lm_head(const uint16_t* x, const uint16_t* w, float* logits, int vocab, cudaStream_t s) {
+  const int rows = LM_WARPS * LM_ROWS_PER_WARP;
+  lm_head_kernel<<<(vocab + rows - 1) / rows, 256, 0, s>>>(x, w, logits, vocab);
+  return cudaGetLastError();
+}
+
+}  // namespace mkp

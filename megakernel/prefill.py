@@ -1,0 +1,193 @@
+"""Fast prefill for the megakernel tier: the whole prompt through the 24 layers on the
+tensor cores, captured once per prompt shape as a CUDA graph and replayed.
+
+Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu):
+    add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v], cuBLAS) →
+    DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → fla's chunked delta rule (state read and
+              written in the decode kernel's [V][K] layout) → state copy → gated norm + conv ring
+    attention: q/k norm + RoPE + cache write (1 kernel) → flash causal attention (torch SDPA) →
+              output gate
+    → out-proj GEMM → add+RMSNorm → gate/up GEMM → SwiGLU → down GEMM
+then the final norm of the last position and the lm_head GEMV: no logits for the rest of
+the prompt. Why a graph of ~300 launches and not one kernel: megakernel/NOTES.md ("Prefill").
+
+The state is reached through a 5-pointer device table (csrc/prefill.cuh), so one graph per
+(prompt length, start position, max_seq_len) serves every state of that shape; the graph
+reads and writes the state in place (no copies in or out, nothing through the host).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import torch
+import torch.nn.functional as F
+
+from reference import record
+from reference.config import LINEAR
+
+D, VOCAB = 1024, 248320
+DN_H, DN_D, DN_WIN = 16, 128, 8224
+FA_HQ, FA_HKV, FA_D, FA_QKV = 8, 2, 256, 5120
+N_DN = 18
+INTER = 3584
+MAX_PLANS = 4  # captured graphs kept (least recently used dropped first)
+
+
+def fla_unavailable_reason() -> str | None:
+    """Why fla's chunked delta rule cannot be used here, or None."""
+    try:
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule  # noqa: F401
+    except Exception as e:  # ImportError, or triton failing to initialise
+        return f"flash-linear-attention is not importable ({type(e).__name__}: {e})"
+    return None
+
+
+def layer_weights(tier) -> list[dict]:
+    """Per layer: the tensors the prefill reads (views of the tier's packed weights)."""
+    w, c = tier.weights, tier.config
+    out = []
+    for i, kind in enumerate(c.layer_types):
+        p = f"model.layers.{i}."
+        lw = {"in_norm": w[p + "input_layernorm.weight"], "post_norm": w[p + "post_attention_layernorm.weight"],
+              "win": tier.packed_in_proj[i], "gate_up": tier.packed_gate_up[i], "down": w[p + "mlp.down_proj.weight"]}
+        if kind == LINEAR:
+            a = p + "linear_attn."
+            lw.update(conv_w=w[a + "conv1d.weight"].view(-1, c.linear_conv_kernel_dim), a_log=w[a + "A_log"],
+                      dt_bias=w[a + "dt_bias"], gnorm=w[a + "norm.weight"], out=w[a + "out_proj.weight"])
+        else:
+            a = p + "self_attn."
+            lw.update(q_norm=w[a + "q_norm.weight"], k_norm=w[a + "k_norm.weight"], out=w[a + "o_proj.weight"])
+        out.append(lw)
+    return out
+
+
+def state_table(state) -> torch.Tensor:
+    """The 5 state pointers (csrc/prefill.cuh StateSlot order) as a CPU int64 tensor."""
+    return torch.tensor([state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(),
+                         state.v_cache.data_ptr(), state.rope.data_ptr()], dtype=torch.int64)
+
+
+class PrefillPlan:
+    """Static buffers and the launch sequence of one prefill shape: T tokens at positions
+    [start, start + T) of a state with `max_seq` positions."""
+
+    def __init__(self, tier, T: int, start: int, max_seq: int):
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+
+        self.delta_rule = chunk_gated_delta_rule
+        self.tier, self.ext, self.T, self.start, self.max_seq = tier, tier.ext, T, start, max_seq
+        self.eps = tier.config.rms_norm_eps
+        dev, bf, f32 = tier.device, torch.bfloat16, torch.float32
+        n_ctx = start + T
+        self.ids = torch.zeros(T, dtype=torch.int64, device=dev)
+        self.table = torch.zeros(5, dtype=torch.int64, device=dev)
+        self.res = torch.empty(T, D, dtype=bf, device=dev)       # residual stream
+        self.h = torch.empty(T, D, dtype=bf, device=dev)         # normed input of the next GEMM
+        self.x = torch.empty(T, D, dtype=bf, device=dev)         # output of the last GEMM
+        self.proj_buf = torch.empty(T * DN_WIN, dtype=bf, device=dev)
+        self.mix = torch.empty(T, 2048, dtype=bf, device=dev)    # mixer output, the out-proj's input
+        self.gu = torch.empty(T, 2 * INTER, dtype=bf, device=dev)
+        self.act = torch.empty(T, INTER, dtype=bf, device=dev)
+        self.q, self.k, self.v = (torch.empty(1, T, DN_H, DN_D, dtype=bf, device=dev) for _ in range(3))
+        self.g, self.beta = (torch.empty(1, T, DN_H, dtype=f32, device=dev) for _ in range(2))
+        self.h0 = torch.empty(N_DN, DN_H, DN_D, DN_D, dtype=f32, device=dev)
+        self.qbuf = torch.empty(1, FA_HQ, T, FA_D, dtype=bf, device=dev)
+        self.kv = torch.empty(2, 1, FA_HKV, n_ctx, FA_D, dtype=bf, device=dev)
+        # a prefill after earlier tokens: query i (position start + i) sees keys <= start + i
+        self.mask = None if start == 0 else (torch.arange(n_ctx, device=dev)[None, :]
+                                             <= torch.arange(start, n_ctx, device=dev)[:, None])
+        self.logits = torch.empty(VOCAB, dtype=f32, device=dev)
+        self.graph = None
+
+    # ---- the launch sequence --------------------------------------------------------
+    def run(self, trace=None):
+        """One prefill on the state the table points at (eager, or being captured)."""
+        t, ext, T, eps = self.tier, self.ext, self.T, self.eps
+        W = t.prefill_weights
+        embed = t.weights["model.embed_tokens.weight"]
+        ext.p_dn_state_in(self.table, self.h0)
+        ext.p_add_rms_norm(None, self.ids, embed, self.res, W[0]["in_norm"], self.h, eps)
+        record(trace, "embed", self.res.view(1, T, D))
+        for i, kind in enumerate(t.config.layer_types):
+            w, slot = W[i], t.config.layer_slot(i)
+            if i > 0:
+                ext.p_add_rms_norm(self.x, None, embed, self.res, w["in_norm"], self.h, eps)
+            if kind == LINEAR:
+                self.deltanet(w, slot)
+            else:
+                self.attention(w, slot)
+            ext.p_add_rms_norm(self.x, None, embed, self.res, w["post_norm"], self.h, eps)
+            torch.mm(self.h, w["gate_up"].t(), out=self.gu)
+            ext.p_silu_mul(self.gu, self.act)
+            torch.mm(self.act, w["down"].t(), out=self.x)
+            if trace is not None:
+                record(trace, f"layers.{i}", (self.res + self.x).view(1, T, D))
+        rows = slice(0, T) if trace is not None else slice(T - 1, T)  # only the last position needs the norm
+        ext.p_add_rms_norm(self.x[rows], None, embed, self.res[rows], t.weights["model.norm.weight"], self.h[rows], eps)
+        record(trace, "norm", self.h.view(1, T, D))
+        ext.p_lm_head(self.h[T - 1], embed, self.logits)
+
+    def deltanet(self, w, slot):
+        ext, T = self.ext, self.T
+        proj = self.proj_buf.view(T, DN_WIN)
+        torch.mm(self.h, w["win"].t(), out=proj)
+        ext.p_dn_prep(proj, self.table, slot, self.start, w["conv_w"], w["a_log"], w["dt_bias"],
+                      self.q, self.k, self.v, self.g, self.beta)
+        o, final = self.delta_rule(self.q, self.k, self.v, self.g, self.beta, scale=DN_D ** -0.5,
+                                   initial_state=self.h0[slot:slot + 1], output_final_state=True, state_v_first=True)
+        ext.p_dn_state_out(self.table, slot, final)
+        ext.p_dn_out_norm(o, proj, w["gnorm"], self.table, slot, self.start, self.mix, self.eps)
+        torch.mm(self.mix, w["out"].t(), out=self.x)
+
+    def attention(self, w, slot):
+        ext, T = self.ext, self.T
+        proj = self.proj_buf[:T * FA_QKV].view(T, FA_QKV)
+        torch.mm(self.h, w["win"].t(), out=proj)
+        ext.p_attn_prep(proj, w["q_norm"], w["k_norm"], self.table, slot, self.start, self.max_seq, self.qbuf,
+                        self.kv, self.eps)
+        ext.p_kv_prefix(self.table, slot, self.start, self.max_seq, self.kv)
+        o = F.scaled_dot_product_attention(self.qbuf, self.kv[0], self.kv[1], attn_mask=self.mask,
+                                           is_causal=self.mask is None, scale=FA_D ** -0.5, enable_gqa=True)
+        ext.p_attn_gate(o, proj, self.mix)
+        torch.mm(self.mix, w["out"].t(), out=self.x)
+
+    # ---- graph ------------------------------------------------------------------------
+    def bind(self, ids, state):
+        self.ids.copy_(ids[0])
+        self.table.copy_(state_table(state))
+
+    def capture(self):
+        """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self.run()
+        self.graph = graph
+
+
+class FastPrefill:
+    """The tier's prefill plans, one per (T, start, max_seq), least recently used dropped."""
+
+    def __init__(self, tier, use_graph: bool = True):
+        self.tier, self.use_graph = tier, use_graph
+        self.plans: collections.OrderedDict = collections.OrderedDict()
+
+    def __call__(self, ids, state, trace=None) -> torch.Tensor:
+        """Prefill ids [1, T] into `state` (its seq_len is the start) → fp32 logits [1, vocab]."""
+        T, start = ids.shape[1], state.seq_len
+        key = (T, start, state.max_seq_len)
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = PrefillPlan(self.tier, T, start, state.max_seq_len)
+            while len(self.plans) > MAX_PLANS:
+                self.plans.popitem(last=False)
+        self.plans.move_to_end(key)
+        plan.bind(ids, state)
+        if trace is not None or not self.use_graph:
+            plan.run(trace)
+        elif plan.graph is None:
+            plan.run()  # the real prefill: also compiles and tunes every kernel before the capture
+            plan.capture()
+        else:
+            plan.graph.replay()
+        return plan.logits.view(1, VOCAB).clone()
