@@ -89,13 +89,17 @@ def environment() -> dict:
 
 
 def git_commit() -> str:
+    """WORKBENCH_COMMIT when set (the GPU machine gets a copy of the tree whose .git, if any,
+    is not the commit being run), else `git rev-parse` here, "-dirty" with local changes."""
+    if os.environ.get("WORKBENCH_COMMIT"):
+        return os.environ["WORKBENCH_COMMIT"]
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
                                capture_output=True, text=True, timeout=5)
-        if out.returncode != 0 or not out.stdout.strip():  # a copy of the tree without .git (the GPU machine)
-            return os.environ.get("WORKBENCH_COMMIT", "unknown")
+        if out.returncode != 0 or not out.stdout.strip():
+            return "unknown"
         return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get("WORKBENCH_COMMIT", "unknown")
+        return "unknown"
