@@ -5,6 +5,7 @@ min / max; then one replay under torch.profiler with the kernels grouped into GE
 floors: matrix FLOPs / the measured bf16 dense rate, weight bytes / the copy bandwidth.
 
     python -m megakernel.bench_prefill [--pp 520,4096,32768] [--reference-pp 520] [--out DIR]
+    python -m megakernel.bench_prefill --rerender DIR/prefill_bench.json   (derived columns only, no GPU)
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # b
 
 
 def matrix_flops(config, T: int) -> float:
-    """2·T·(weights of every projection) + the lm_head for one position + causal attention."""
+    """2·T·(every projection matrix) + the lm_head for one position + causal attention."""
     from reference.weights import expected_shapes
 
     total = 0.0
     for name, shape in expected_shapes(config).items():
-        if name.endswith("proj.weight") and len(shape) == 2:
+        if len(shape) == 2 and name != "model.embed_tokens.weight":
             total += 2.0 * T * shape[0] * shape[1]
     total += 2.0 * config.vocab_size * config.hidden_size
     attn = 2 * 2 * (T * (T + 1) / 2) * config.head_dim * config.num_attention_heads  # QK^T and PV, causal half
@@ -85,13 +86,49 @@ def breakdown(tier, T: int, seed: int = 0):
     return {c: {"us": sums[c], "kernels": counts[c], "top": top[c]} for c in sums}
 
 
+def derive(row: dict, config) -> dict:
+    """Add the figures computed from a measured row: achieved TFLOP/s and the FLOP floor."""
+    flops = matrix_flops(config, row["T"])
+    row.update(tflops=flops / (row["ms_median"] / 1000.0) / 1e12, flop_floor_ms=1000.0 * flops / DENSE_BF16)
+    return row
+
+
+def render(rows) -> str:
+    lines = ["| prompt | tok/s (median) | min–max | ms | TFLOP/s | matrix floor ms | GEMM µs | fla µs | attention µs | ours µs | other µs | kernels |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        b = r["breakdown"]
+        us = lambda c: f"{b.get(c, {}).get('us', 0.0):,.0f}"  # noqa: E731
+        n = sum(v["kernels"] for v in b.values())
+        lines.append(f"| pp{r['T']} | {r['tok_s_median']:,.0f} | {r['tok_s_min']:,.0f}–{r['tok_s_max']:,.0f} | "
+                     f"{r['ms_median']:.3f} | {r['tflops']:.0f} | {r['flop_floor_ms']:.3f} | {us('GEMM (cuBLAS)')} | "
+                     f"{us('delta rule (fla)')} | {us('attention (SDPA)')} | {us('ours (prefill.cu)')} | {us('other')} | {n} |")
+    return "\n".join(lines) + "\n"
+
+
+def rerender(path: str) -> None:
+    """Recompute the derived columns of a prefill_bench.json (and its .md beside it) from its measured times."""
+    config = ModelConfig.qwen3_5_0_8b()
+    with open(path) as f:
+        doc = json.load(f)
+    doc["fast"] = [derive(r, config) for r in doc["fast"]]
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(os.path.join(os.path.dirname(path), "prefill_bench.md"), "w") as f:
+        f.write(render(doc["fast"]))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m megakernel.bench_prefill")
     p.add_argument("--pp", default="1,63,520,4096,32768")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--reference-pp", default="520", help="lengths also timed with prefill='reference'")
     p.add_argument("--out", default=os.environ.get("OUT", "."))
+    p.add_argument("--rerender", metavar="JSON", help="only recompute the derived columns of a written prefill_bench.json")
     args = p.parse_args(argv)
+    if args.rerender:
+        rerender(args.rerender)
+        return 0
     from .tier import MegakernelTier
 
     config = ModelConfig.qwen3_5_0_8b()
@@ -103,10 +140,8 @@ def main(argv=None) -> int:
     rows = []
     for T in (int(x) for x in args.pp.split(",") if x):
         r = time_pp(tier, T, args.reps if T <= 4096 else 3)
-        flops = matrix_flops(config, T)
-        r.update(tflops=flops / (r["ms_median"] / 1000.0) / 1e12, flop_floor_ms=1000.0 * flops / DENSE_BF16,
-                 breakdown=breakdown(tier, T))
-        rows.append(r)
+        r["breakdown"] = breakdown(tier, T)
+        rows.append(derive(r, config))
         print(f"pp{T}: {r['tok_s_median']:,.0f} tok/s ({r['ms_median']:.3f} ms; {r['tflops']:.0f} TFLOP/s; "
               f"floor {r['flop_floor_ms']:.3f} ms) " + ", ".join(f"{c} {v['us']:.0f} µs/{v['kernels']}"
                                                             for c, v in r["breakdown"].items()), flush=True)
@@ -119,18 +154,10 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "prefill_bench.json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "fast": rows, "reference": ref_rows}, f, indent=1)
-    lines = ["| prompt | tok/s (median) | min–max | ms | TFLOP/s | matrix floor ms | GEMM µs | fla µs | attention µs | ours µs | other µs | kernels |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for r in rows:
-        b = r["breakdown"]
-        us = lambda c: f"{b.get(c, {}).get('us', 0.0):,.0f}"  # noqa: E731
-        n = sum(v["kernels"] for v in b.values())
-        lines.append(f"| pp{r['T']} | {r['tok_s_median']:,.0f} | {r['tok_s_min']:,.0f}–{r['tok_s_max']:,.0f} | "
-                     f"{r['ms_median']:.3f} | {r['tflops']:.0f} | {r['flop_floor_ms']:.3f} | {us('GEMM (cuBLAS)')} | "
-                     f"{us('delta rule (fla)')} | {us('attention (SDPA)')} | {us('ours (prefill.cu)')} | {us('other')} | {n} |")
+    table = render(rows)
     with open(os.path.join(args.out, "prefill_bench.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        f.write(table)
+    print(table)
     return 0
 
 

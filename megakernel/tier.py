@@ -266,6 +266,8 @@ class MegakernelTier(Tier):
     # ---- prefill: fast (prefill.py), or the reference forward pass on this tier's state ----
     @torch.inference_mode()
     def _prefill(self, input_ids, state, trace):
+        if input_ids.shape[1] == 1:  # one token is one decode step: the single launch reads the weights once
+            return self._decode(input_ids[:, 0], state, trace)
         if self.fast_prefill is not None:
             return self.fast_prefill(input_ids, state, trace)
         ms = self.to_model_state(state)
