@@ -24,7 +24,7 @@ DENSE_BF16 = 739e12  # measured dense bf16 rate of the lent H100 (shared/benchma
 COPY_BW = 2.87e12
 CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # before GEMM: cuDNN's names hold "sm90_"
               ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
-              ("ours (prefill.cu)", ("mkp", "add_rms_norm", "dn_prep", "dn_out_norm", "dn_state", "silu_mul",
+              ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "dn_state", "silu_mul",
                                      "attn_prep", "kv_prefix", "attn_gate", "lm_head_kernel")),
               ("delta rule (fla)", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge")))
 
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m megakernel.bench_prefill")
     p.add_argument("--pp", default="1,63,520,4096,32768")
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--reference-pp", default="520", help="lengths also timed with prefill='reference'")
+    p.add_argument("--reference-pp", default="520", help="lengths also timed with prefill='reference' (0: none)")
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     p.add_argument("--rerender", metavar="JSON", help="only recompute the derived columns of a written prefill_bench.json")
     args = p.parse_args(argv)
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
                                                             for c, v in r["breakdown"].items()), flush=True)
     ref_rows = []
     slow = MegakernelTier(config, weights, device="cuda", prefill="reference")
-    for T in (int(x) for x in args.reference_pp.split(",") if x):
+    for T in (int(x) for x in args.reference_pp.split(",") if x and int(x) > 0):
         r = time_pp(slow, T, 2)
         ref_rows.append(r)
         print(f"pp{T} (prefill='reference'): {r['tok_s_median']:,.0f} tok/s", flush=True)
