@@ -7,7 +7,8 @@ chunked delta rule, flash attention and this tier's fused CUDA kernels, replayed
 graph per prompt shape (megakernel/prefill.py); it reads and writes the state below in place,
 so prefill → decode continues exactly where the prompt left off. `prefill="reference"` (or a
 machine without flash-linear-attention) runs `reference.HybridModel` on the GPU instead, on
-views of the same state. State layout (MegakernelState):
+views of the same state. A one-token prompt is one decode launch on either path.
+State layout (MegakernelState):
     dn_state  [18, 16, 128 v, 128 k] fp32   (K contiguous: the transpose of ModelState's S)
     conv_ring [18, 4, 6144] bf16            pre-conv inputs, column = position % 4
     k_cache, v_cache [6, 2, max_seq, 256] bf16 (= ModelState's caches without the batch dim)
