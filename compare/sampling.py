@@ -9,18 +9,22 @@ import torch
 
 def choose(logits: torch.Tensor, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
            generator: torch.Generator | None = None) -> int:
-    """logits [vocab] → a token id. temperature 0 is greedy; top_k 0 and top_p 1 keep all."""
+    """logits [vocab] → a token id. temperature 0 is greedy; top_k 0 and top_p 1 keep all.
+    With top_k, the k best are picked where the logits are (a CPU pass over the whole
+    vocabulary costs ~10 ms a token) and only they come to the CPU for the draw."""
     if temperature == 0:
         return int(logits.argmax())
-    scaled = logits.detach().float().cpu() / temperature                # [V]
-    if 0 < top_k < scaled.numel():
-        kth = torch.topk(scaled, top_k).values[-1]
-        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-    if top_p < 1.0:
-        order = torch.argsort(scaled, descending=True)
-        probs = torch.softmax(scaled[order], dim=-1)
+    logits = logits.detach().float()
+    if 0 < top_k < logits.numel():
+        values, ids = (t.cpu() for t in torch.topk(logits, top_k))        # [k], best first
+    elif top_p < 1.0:
+        values, ids = torch.sort(logits.cpu(), descending=True)
+    else:
+        values, ids = logits.cpu(), None
+    scaled = values / temperature
+    if top_p < 1.0:                                                      # values are sorted here
+        probs = torch.softmax(scaled, dim=-1)
         before = torch.cumsum(probs, dim=-1) - probs                     # mass of the better tokens
-        drop = order[before >= top_p]                                    # the best token always stays
-        scaled[drop] = float("-inf")
-    probs = torch.softmax(scaled, dim=-1)
-    return int(torch.multinomial(probs, 1, generator=generator))
+        scaled = scaled.masked_fill(before >= top_p, float("-inf"))      # the best token always stays
+    pick = int(torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=generator))
+    return pick if ids is None else int(ids[pick])
