@@ -27,6 +27,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
+from compare import unavailable_reason  # noqa: E402
+from reference import ModelConfig, ReferenceTier, perturb_norms, random_weights  # noqa: E402
+
 settings.register_profile("ci", deadline=None, max_examples=15, derandomize=False, print_blob=True)
 settings.load_profile("ci")
 
@@ -53,3 +56,25 @@ def tiny_weights(tiny_config):
     from reference import perturb_norms, random_weights
 
     return perturb_norms(random_weights(tiny_config, seed=0, dtype=torch.bfloat16))
+
+
+# ---- the megakernel GPU modules' model: 0.8B shapes, seeded random weights (built when a test asks) ----
+@pytest.fixture(scope="module")
+def model():
+    config = ModelConfig.qwen3_5_0_8b()
+    return config, perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16))
+
+
+@pytest.fixture(scope="module")
+def ref32(model):
+    return ReferenceTier(*model, device="cuda", dtype=torch.float32)
+
+
+@pytest.fixture(scope="module")
+def bf16_baseline(model):
+    """transformers' bf16 run when this transformers has Qwen3.5, else the bf16 reference."""
+    if unavailable_reason("hf", "cuda") is None:
+        from compare.hf_tier import HFTier
+
+        return "hf", HFTier(*model, device="cuda", dtype=torch.bfloat16)
+    return "reference-bf16", ReferenceTier(*model, device="cuda", dtype=torch.bfloat16)

@@ -18,3 +18,8 @@ TRITON_MARKS = [
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy, on values the interpreter masks away
     pytest.mark.skipif(not TRITON_CAN_RUN, reason="no GPU: Triton kernels need TRITON_INTERPRET=1 (set by tests/conftest.py)"),
 ]
+
+
+def random_ids(n, seed, vocab_size=248320):
+    """[1, n] int64 prompt ids from a seeded CPU generator (default: the 0.8B vocabulary)."""
+    return torch.randint(0, vocab_size, (1, n), generator=torch.Generator().manual_seed(seed))

@@ -13,13 +13,19 @@ import sys
 
 import pytest
 import torch
-
-from compare import load_tier, unavailable_reason
-from reference import ModelConfig, ReferenceTier, TierInputError, TierUnavailable, perturb_norms, random_weights
+from helpers import random_ids as ids
+from helpers import rel_err as rel
 
 import megakernel.tier as tier_mod
+from compare import load_tier, unavailable_reason
 from megakernel.build import BuildError, compile_check, normalize_arch, nvcc_path
-from megakernel.tier import MegakernelTier, attention_splits, check_batch, config_mismatch
+from megakernel.tier import (
+    MegakernelTier,
+    attention_splits,
+    check_batch,
+    config_mismatch,
+)
+from reference import ModelConfig, TierInputError, TierUnavailable, random_weights
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 gpu = pytest.mark.gpu
@@ -27,10 +33,6 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CU
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed (CUDA toolkit missing)")
 
 
-def rel(a, b):
-    a, b = a.float().flatten().cpu(), b.float().flatten().cpu()
-    assert torch.isfinite(a).all(), "non-finite values"
-    return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
 # ---- CPU ---------------------------------------------------------------------------
@@ -89,10 +91,6 @@ def test_attention_splits():
 
 # ---- GPU ---------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def model():
-    config = ModelConfig.qwen3_5_0_8b()
-    return config, perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16))
 
 
 @pytest.fixture(scope="module")
@@ -100,23 +98,10 @@ def mk(model):
     return MegakernelTier(*model, device="cuda")
 
 
-@pytest.fixture(scope="module")
-def ref32(model):
-    return ReferenceTier(*model, device="cuda", dtype=torch.float32)
 
 
-@pytest.fixture(scope="module")
-def bf16_baseline(model):
-    """transformers' bf16 run when this transformers has Qwen3.5, else the bf16 reference."""
-    if unavailable_reason("hf", "cuda") is None:
-        from compare.hf_tier import HFTier
-
-        return "hf", HFTier(*model, device="cuda", dtype=torch.bfloat16)
-    return "reference-bf16", ReferenceTier(*model, device="cuda", dtype=torch.bfloat16)
 
 
-def ids(n, seed):
-    return torch.randint(0, ModelConfig.qwen3_5_0_8b().vocab_size, (1, n), generator=torch.Generator().manual_seed(seed))
 
 
 def one_step_trace(tier, prompt, token):

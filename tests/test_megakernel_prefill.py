@@ -15,13 +15,13 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from compare import unavailable_reason
-from reference import ModelConfig, ReferenceTier, TierInputError, perturb_norms, random_weights
+from helpers import random_ids as ids
+from helpers import rel_err as rel
 
 from megakernel.build import nvcc_path
 from megakernel.prefill import FastPrefill
 from megakernel.tier import MegakernelTier
+from reference import ModelConfig, TierInputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 gpu = pytest.mark.gpu
@@ -29,14 +29,8 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CU
 KEYS = ["embed"] + [f"layers.{i}" for i in range(24)] + ["norm", "logits"]
 
 
-def rel(a, b):
-    a, b = a.float().flatten().cpu(), b.float().flatten().cpu()
-    assert torch.isfinite(a).all(), "non-finite values"
-    return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
-def ids(n, seed):
-    return torch.randint(0, ModelConfig.qwen3_5_0_8b().vocab_size, (1, n), generator=torch.Generator().manual_seed(seed))
 
 
 def test_unknown_prefill_path_is_a_clear_error():
@@ -45,10 +39,6 @@ def test_unknown_prefill_path_is_a_clear_error():
         MegakernelTier(config, {}, device="cuda", prefill="flash")
 
 
-@pytest.fixture(scope="module")
-def model():
-    config = ModelConfig.qwen3_5_0_8b()
-    return config, perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16))
 
 
 @pytest.fixture(scope="module")
@@ -59,18 +49,8 @@ def mk(model):
     return tier
 
 
-@pytest.fixture(scope="module")
-def ref32(model):
-    return ReferenceTier(*model, device="cuda", dtype=torch.float32)
 
 
-@pytest.fixture(scope="module")
-def bf16_baseline(model):
-    if unavailable_reason("hf", "cuda") is None:
-        from compare.hf_tier import HFTier
-
-        return "hf", HFTier(*model, device="cuda", dtype=torch.bfloat16)
-    return "reference-bf16", ReferenceTier(*model, device="cuda", dtype=torch.bfloat16)
 
 
 def prefill_trace(tier, prompt, max_seq_len):
