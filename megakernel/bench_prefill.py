@@ -126,6 +126,17 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     p.add_argument("--rerender", metavar="JSON", help="only recompute the derived columns of a written prefill_bench.json")
     args = p.parse_args(argv)
+
+    def lengths(text, what, allow_zero=False):
+        try:
+            values = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            p.error(f"{what} {text!r}: expected comma-separated whole numbers, e.g. 520,4096")
+        if any(v < (0 if allow_zero else 1) for v in values):
+            p.error(f"{what} {text!r}: lengths must be {'0 or more' if allow_zero else 'at least 1'}")
+        return [v for v in values if v > 0]
+
+    pp, reference_pp = lengths(args.pp, "--pp"), lengths(args.reference_pp, "--reference-pp", allow_zero=True)
     if args.rerender:
         rerender(args.rerender)
         return 0
@@ -138,7 +149,7 @@ def main(argv=None) -> int:
         print(f"no fast prefill: {tier.prefill_note}", file=sys.stderr)
         return 1
     rows = []
-    for T in (int(x) for x in args.pp.split(",") if x):
+    for T in pp:
         r = time_pp(tier, T, args.reps if T <= 4096 else 3)
         r["breakdown"] = breakdown(tier, T)
         rows.append(derive(r, config))
@@ -147,7 +158,7 @@ def main(argv=None) -> int:
                                                             for c, v in r["breakdown"].items()), flush=True)
     ref_rows = []
     slow = MegakernelTier(config, weights, device="cuda", prefill="reference")
-    for T in (int(x) for x in args.reference_pp.split(",") if x and int(x) > 0):
+    for T in reference_pp:
         r = time_pp(slow, T, 2)
         ref_rows.append(r)
         print(f"pp{T} (prefill='reference'): {r['tok_s_median']:,.0f} tok/s", flush=True)

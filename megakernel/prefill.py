@@ -152,6 +152,12 @@ class PrefillPlan:
         ext.p_attn_gate(o, proj, self.mix)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
+    def poison(self):
+        """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
+        for t in (self.res, self.h, self.x, self.proj_buf, self.mix, self.gu, self.act, self.q, self.k, self.v,
+                  self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits):
+            t.fill_(float("nan"))
+
     # ---- graph ------------------------------------------------------------------------
     def bind(self, ids, state):
         self.ids.copy_(ids[0])
@@ -182,6 +188,9 @@ class FastPrefill:
             while len(self.plans) > MAX_PLANS:
                 self.plans.popitem(last=False)
         self.plans.move_to_end(key)
+        if self.tier.debug_poison:
+            self.tier.poison(state)
+            plan.poison()
         plan.bind(ids, state)
         if trace is not None or not self.use_graph:
             plan.run(trace)

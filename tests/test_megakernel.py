@@ -13,6 +13,7 @@ import sys
 
 import pytest
 import torch
+from helpers import assert_layers_within_bf16_bounds
 from helpers import random_ids as ids
 from helpers import rel_err as rel
 
@@ -122,12 +123,7 @@ def test_every_layer_within_bf16_bounds(mk, ref32, bf16_baseline, prompt_len):
     name, base_tier = bf16_baseline
     base = one_step_trace(base_tier, prompt, token)
     keys = ["embed"] + [f"layers.{i}" for i in range(24)] + ["norm", "logits"]
-    report = []
-    for k in keys:
-        e, eb = rel(got[k], oracle[k]), rel(base[k], oracle[k])
-        report.append(f"{k}: megakernel {e:.2e}, {name} {eb:.2e}")
-        assert e < 0.08, "\n".join(report)
-        assert e <= 1.5 * eb + 5e-3, "\n".join(report)
+    assert_layers_within_bf16_bounds(got, oracle, base, name, keys)
 
 
 @gpu
