@@ -53,3 +53,27 @@ def layer_times(tier, prompt_len=16, steps=8, seed=0):
     phases = [(tier.last_phase_stamps[q + 1] - tier.last_phase_stamps[q]) / 1000.0 for q in range(120)]
     tier.last_barrier_means = {"skew_us": skew, "latency_us": lat}
     return acc, phases
+
+
+def launch_gaps(tier, steps=16, prompt_len=16, seed=0):
+    """Back-to-back greedy steps (no host sync between them) with globaltimer stamps: the
+    kernel's span (first block's start to the argmax's end) and the gap from one launch's end
+    to the next one's start, µs, means over `steps` - 1 pairs."""
+    from .tier import NBARRIERS, NPHASES, NTIMES
+
+    gen = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(0, tier.config.vocab_size, (1, prompt_len), generator=gen)
+    state = tier.new_state(max_seq_len=prompt_len + steps + 1)
+    ids = tier.prefill(prompt, state).argmax(-1).to(tier.device)
+    bufs = [torch.zeros(NTIMES + tier.max_grid * NBARRIERS, dtype=torch.int64, device=tier.device) for _ in range(steps)]
+    torch.cuda.synchronize()
+    for buf in bufs:
+        out = torch.empty(1, dtype=torch.int64, device=tier.device)
+        tier._launch(state, ids, out, times=buf)
+        state.seq_len += 1
+        ids = out
+    torch.cuda.synchronize()
+    t = [b[:NTIMES].cpu().tolist() for b in bufs]
+    spans = [(x[NPHASES] - x[0]) / 1000.0 for x in t]
+    gaps = [(t[k + 1][0] - t[k][NPHASES]) / 1000.0 for k in range(steps - 1)]
+    return {"span_us": statistics.mean(spans[1:]), "gap_us": statistics.mean(gaps), "gap_min_us": min(gaps)}

@@ -21,7 +21,7 @@ import subprocess
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
 CU_SOURCES = ("megakernel.cu", "prefill.cu")
 CPP_SOURCES = ("binding.cpp",)
-HEADERS = ("megakernel.cuh", "prefill.cuh")
+HEADERS = ("megakernel.cuh", "prefill.cuh", "ring.cuh")
 SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 # ptxas may spill a word or two of the EARLY variant at the 128-register cap (512 threads)
 MAX_SPILL_BYTES = 16

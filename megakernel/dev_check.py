@@ -142,7 +142,9 @@ def main(argv=None):
     mk = MegakernelTier(config, weights, device="cuda")
     results["build_and_load_s"] = time.time() - t1
     results["grid"], results["smem_bytes"] = mk.grid, mk.smem_bytes
-    print(f"[{time.time() - t0:.0f}s] megakernel ready: grid {mk.grid}, smem {mk.smem_bytes} B", flush=True)
+    results["ring_slots"], results["ring_smem_bytes"] = mk.ring_slots, mk.ring_smem_bytes
+    print(f"[{time.time() - t0:.0f}s] megakernel ready: grid {mk.grid}, smem {mk.smem_bytes} B, ring {mk.ring_slots} "
+          f"slots ({mk.ring_smem_bytes} B)", flush=True)
 
     gen = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, config.vocab_size, (1, args.prompt), generator=gen)
@@ -212,48 +214,51 @@ def main(argv=None):
     print(f"\nbitwise repeat: {results['bitwise_repeat']}, fused argmax == argmax(logits): {results['argmax_matches']}", flush=True)
 
     # 3. schedule variants: same bits, different speed
-    from megakernel.bench import layer_times, tg
-    from megakernel.tier import MKF_DN_FLAGS, MKF_EARLY, MKF_FA_FLAGS, MKF_GEN_BAR, MKF_LIGHT_BAR, MKF_PF_LINES
+    from megakernel.bench import launch_gaps, layer_times, tg
+    from megakernel.tier import (MKF_DN_FLAGS, MKF_EARLY, MKF_GEN_BAR, MKF_LIGHT_BAR,
+                                 MKF_PLAIN_LAUNCH, MKF_RING, MKF_RING_TMA)
 
-    default = (mk.flags, mk.pf_dist)
-    L, EL = MKF_LIGHT_BAR, MKF_EARLY | MKF_LIGHT_BAR
-    variants = [
-        ("early+light (v4 default)", EL, 0),
-        ("plain (v1 schedule)", 0, 0),
-        ("plain+light", L, 0),
-        ("early+light+pf2 lines", EL | MKF_PF_LINES, 2),
+    default = (mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight)
+    L, EL, RL = MKF_LIGHT_BAR, MKF_EARLY | MKF_LIGHT_BAR, MKF_RING | MKF_LIGHT_BAR
+    S = mk.ring_slots
+    # v6: the ring (slots: its size; in flight: the most chunks the producer keeps in flight, 0 = slots)
+    ring = [(f"v6 ring cp.async, {m or S} in flight", RL, 0, S, m) for m in (2, 4, 0)]
+    ring += [("v6 ring cp.async, 2, plain launch", RL | MKF_PLAIN_LAUNCH, 0, S, 2)]
+    ring += [(f"v6 ring TMA, {m} in flight", RL | MKF_RING_TMA, 0, S, m) for m in (1, 0)]
+    variants = (ring if S else []) + [
+        ("early+light (v4)", EL, 0, S, 0),
+        ("plain (v1 schedule)", 0, 0, S, 0),
         # v5: barrier variants (megakernel/NOTES.md, "v5")
-        ("v5 gen", EL | MKF_GEN_BAR, 0),
-        ("v5 dnflags", EL | MKF_DN_FLAGS, 0),
-        ("v5 dn+faflags", EL | MKF_DN_FLAGS | MKF_FA_FLAGS, 0),
-        ("v5 gen+dnflags", EL | MKF_GEN_BAR | MKF_DN_FLAGS, 0),
-        ("v5 gen+dn+faflags", EL | MKF_GEN_BAR | MKF_DN_FLAGS | MKF_FA_FLAGS, 0),
-        ("v5 plain+light+gen", L | MKF_GEN_BAR, 0),
+        ("v5 gen", EL | MKF_GEN_BAR, 0, S, 0),
+        ("v5 dnflags", EL | MKF_DN_FLAGS, 0, S, 0),
     ]
     if args.skip_bench:
         variants = variants[:2]
     ref_logits = None
     results["variants"] = {}
     print("\nvariant                    same bits   tok/s  ms/tok  %copyBW | DeltaNet phases us (in mix out gu down) | attention phases | lm_head", flush=True)
-    for name, flags, pf in variants:
-        mk.flags, mk.pf_dist = flags, pf
+    for name, flags, pf, slots, inflight in variants:
+        mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight = flags, pf, slots, inflight
         sv = mk.clone_state(s1_base)
         lv = mk.decode(token, sv)
         same = ref_logits is None or torch.equal(lv, ref_logits)
         ref_logits = lv if ref_logits is None else ref_logits
         r = tg(mk, reps=5) if not args.skip_bench else {"tok_s_median": 0, "ms_per_token": 0, "bw_fraction": 0}
         lt, phases = layer_times(mk, steps=3)
+        gaps = launch_gaps(mk)
         dn = [sum(phases[5 * ly + j] for ly in range(24) if ly % 4 != 3) / 18 for j in range(5)]
         fa = [sum(phases[5 * ly + j] for ly in range(24) if ly % 4 == 3) / 6 for j in range(5)]
         bm = mk.last_barrier_means
-        results["variants"][name] = {"flags": flags, "pf_dist": pf, "same_bits": same, **r, "layer_times_us": lt,
-                                     "phase_times_us": phases, "barrier": bm}
+        results["variants"][name] = {"flags": flags, "pf_dist": pf, "ring_slots": slots, "ring_inflight": inflight, "same_bits": same, **r, "layer_times_us": lt,
+                                     "phase_times_us": phases, "barrier": bm, "launch": gaps}
+        print(f"   launch: kernel span {gaps['span_us']:.1f} us, gap to the next launch {gaps['gap_us']:.1f} us "
+              f"(min {gaps['gap_min_us']:.1f})", flush=True)
         print(f"   barrier: mean arrival skew {sum(bm['skew_us']) / 120:.2f} us, mean exit latency after the last "
               f"arrival {sum(bm['latency_us']) / 120:.2f} us (block 0's view)", flush=True)
         print(f"{name:26s} {str(same):9s} {r['tok_s_median']:6.0f} {r['ms_per_token']:7.3f} {100 * r['bw_fraction']:6.1f}% | "
               + " ".join(f"{x:4.1f}" for x in dn) + " | " + " ".join(f"{x:4.1f}" for x in fa) + f" | {lt['lm_head']:.1f}",
               flush=True)
-    mk.flags, mk.pf_dist = default
+    mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight = default
     results["all_variants_same_bits"] = all(v["same_bits"] for v in results["variants"].values())
     # the summary the default is chosen from: fastest first (tg128 median of 5 repetitions)
     print("\nschedule variants, fastest first (tg128, median of 5; copy BW 2.87 TB/s):", flush=True)

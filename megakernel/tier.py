@@ -47,6 +47,12 @@ MKF_EARLY, MKF_PF_END, MKF_PF_SPREAD, MKF_PF_LINES, MKF_LM_PF, MKF_LIGHT_BAR = 1
 # v5 barrier variants (csrc/megakernel.cuh): generation-word exit; partial in-proj -> core barriers
 # (the partial ones take effect with MKF_EARLY only: the plain kernel ignores them)
 MKF_GEN_BAR, MKF_DN_FLAGS, MKF_FA_FLAGS = 64, 128, 256
+# v6: weights streamed through a shared-memory ring (TMA bulk copies on sm_90; cp.async forced by the second)
+MKF_RING, MKF_RING_TMA = 512, 1024
+MKF_PLAIN_LAUNCH = 2048  # an ordinary launch instead of a cooperative one (measurement)
+RING_MIN_SLOTS = 8  # csrc/megakernel.cuh: a matrix phase's item reads up to 8 slots at once
+REGISTER_SCHEDULE = MKF_EARLY | MKF_LIGHT_BAR  # v4: the default where the ring does not fit
+RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR
 PREFILL_PATHS = ("fast", "reference")
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head, at most 64
 
@@ -89,7 +95,8 @@ class MegakernelTier(Tier):
     state_class = MegakernelState
     # schedule (see csrc/megakernel.cuh MKF_*): measured in megakernel/NOTES.md
     pf_dist = 0  # L2 prefetch distance in phases (0 turns prefetching off)
-    flags = MKF_EARLY | MKF_LIGHT_BAR
+    flags = RING_SCHEDULE  # (REGISTER_SCHEDULE on GPUs whose shared memory cannot hold the ring)
+    ring_inflight = 2  # the ring's producer keeps at most this many 16 KB chunks in flight (0: up to ring_slots)
 
     @classmethod
     def unavailable_reason(cls, device) -> str | None:
@@ -123,7 +130,9 @@ class MegakernelTier(Tier):
         from .build import load
 
         self.ext = load(self.device)
-        blocks_per_sm, num_sms, self.smem_bytes = self.ext.configure(self.device.index)
+        blocks_per_sm, num_sms, self.smem_bytes, self.ring_slots, self.ring_smem_bytes = self.ext.configure(self.device.index)
+        if not self.ring_slots:
+            self.flags = REGISTER_SCHEDULE
         if blocks_per_sm < 1:
             raise TierUnavailable(f"the megakernel's block (512 threads, {self.smem_bytes} B shared memory) does not fit on an SM")
         # one block per SM: the persistent grid must be resident at once (the launch is cooperative too)
@@ -295,6 +304,9 @@ class MegakernelTier(Tier):
     def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1):
         if not 1 <= self.grid <= self.max_grid:
             raise TierInputError(f"grid={self.grid} outside [1, {self.max_grid}] (blocks that can be resident at once)")
+        if self.flags & MKF_RING and not self.ring_slots:
+            raise TierInputError("flags ask for the ring schedule (MKF_RING), but this GPU's shared memory cannot hold "
+                                 f"{RING_MIN_SLOTS} slots of 16 KB; use REGISTER_SCHEDULE")
         if self.debug_poison:
             self.poison(state)
         s = self.scratch
@@ -311,7 +323,7 @@ class MegakernelTier(Tier):
         ]
         pos = state.seq_len
         ints = [state.max_seq_len, pos, attention_splits(pos), self._bar_base, int(self.pf_dist), int(stop_after),
-                self.grid, int(self.flags)]
+                self.grid, int(self.flags), self.ring_slots, int(self.ring_inflight)]
         self.ext.launch(self.device.index, ptrs, ints)
         barriers = NBARRIERS if stop_after < 0 or stop_after >= NBARRIERS else stop_after + 1
         self._bar_base = (self._bar_base + barriers * self.grid) & 0xFFFFFFFF

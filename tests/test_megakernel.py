@@ -213,11 +213,13 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
         mk.grid = mk.max_grid
     assert torch.equal(full, small)
     assert torch.equal(s1.dn_state, s2.dn_state)
-    E, L = tier_mod.MKF_EARLY, tier_mod.MKF_LIGHT_BAR
-    # the schedule variants (register early-issue on/off, L2 prefetch kinds, v5 barriers) compute the same bits
-    saved = mk.flags, mk.pf_dist
+    E, L, R = tier_mod.MKF_EARLY, tier_mod.MKF_LIGHT_BAR, tier_mod.MKF_RING
+    # the schedule variants (register early-issue on/off, L2 prefetch kinds, v5 barriers, the v6
+    # ring filled by TMA or by cp.async) compute the same bits
+    saved, saved_inflight = (mk.flags, mk.pf_dist), mk.ring_inflight
     try:
-        for flags, pf in ((0, 0), (E, 0), (L, 0), (E | L | tier_mod.MKF_PF_LINES, 2),
+        for flags, pf in ((R | L, 0), (R, 0), (R | L | tier_mod.MKF_RING_TMA, 0), (R | L | tier_mod.MKF_GEN_BAR, 0),
+                          (0, 0), (E, 0), (L, 0), (E | L | tier_mod.MKF_PF_LINES, 2),
                           (tier_mod.MKF_PF_END | tier_mod.MKF_PF_LINES, 1),
                           (E | tier_mod.MKF_PF_SPREAD | tier_mod.MKF_LM_PF, 2),
                           (L | tier_mod.MKF_GEN_BAR, 0), (E | L | tier_mod.MKF_GEN_BAR, 0),
@@ -225,20 +227,28 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
                           (E | L | V5_FLAGS, 0), (E | V5_FLAGS, 0)):
             mk.flags, mk.pf_dist = flags, pf
             assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), (flags, pf)
-        mk.flags, mk.grid = E | L | V5_FLAGS, 97  # partial barriers with several units per block
-        assert torch.equal(mk.decode(token, mk.clone_state(s0)), full)
+        mk.flags, mk.ring_inflight = tier_mod.RING_SCHEDULE, 0  # the ring's producer not paced
+        assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), "ring_inflight=0"
+        mk.ring_inflight = saved_inflight
+        mk.grid = 97  # several units per block; phases of several ring items
+        for flags in (E | L | V5_FLAGS, R | L, R | L | tier_mod.MKF_RING_TMA, tier_mod.REGISTER_SCHEDULE):
+            mk.flags = flags
+            assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), (flags, 97)
     finally:
         mk.flags, mk.pf_dist = saved
-        mk.grid = mk.max_grid
+        mk.grid, mk.ring_inflight = mk.max_grid, saved_inflight
 
 
 @gpu
 @needs_gpu
 @pytest.mark.parametrize("flags", [tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | V5_FLAGS,
-                                   tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | tier_mod.MKF_DN_FLAGS])
-def test_v5_barriers_over_many_steps(mk, flags):
-    """Consecutive launches (the publish / generation words carry over between them), a few
-    positions on each side of an attention split change, against the default schedule."""
+                                   tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | tier_mod.MKF_DN_FLAGS,
+                                   tier_mod.REGISTER_SCHEDULE,
+                                   tier_mod.RING_SCHEDULE | tier_mod.MKF_RING_TMA])
+def test_schedules_over_many_steps(mk, flags):
+    """Consecutive launches (the publish / generation words carry over between them, the ring
+    starts empty in each), a few positions on each side of an attention split change, against
+    the default schedule."""
     prompt, forced = ids(28, 12), ids(12, 13)[0]
     a, b = mk.new_state(max_seq_len=64), mk.new_state(max_seq_len=64)
     mk.prefill(prompt, a)
@@ -277,14 +287,15 @@ def test_layer_times(mk):
 @gpu
 @needs_gpu
 @pytest.mark.parametrize("tool,flags", [("memcheck", "default"), ("racecheck", "plain"), ("racecheck", "default"),
-                                        ("memcheck", "v5"), ("racecheck", "v5")])
+                                        ("memcheck", "v5"), ("racecheck", "v5"), ("racecheck", "ring-tma")])
 def test_compute_sanitizer_clean(tool, flags, tmp_path):
     exe = shutil.which("compute-sanitizer") or (
         os.path.join(os.path.dirname(nvcc_path()), "compute-sanitizer") if nvcc_path() else None)
     if not exe or not os.path.exists(exe):
         pytest.skip("compute-sanitizer is not installed")
     value = {"default": MegakernelTier.flags, "plain": 0,
-             "v5": tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | V5_FLAGS}[flags]
+             "v5": tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | V5_FLAGS,
+             "ring-tma": tier_mod.RING_SCHEDULE | tier_mod.MKF_RING_TMA}[flags]
     env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", CUDA_LAUNCH_BLOCKING="1")
     cmd = [exe, "--tool", tool, "--kernel-name", "kns=mk_decode_kernel", "--error-exitcode", "3",
            sys.executable, "-m", "megakernel", "sanitize-run", "--steps", "2", "--flags", str(value)]

@@ -9,15 +9,15 @@
 namespace {
 
 constexpr int N_PTRS = 23;
-constexpr int N_INTS = 8;
+constexpr int N_INTS = 10;
 
-// -> [blocks_per_sm, num_sms, smem_bytes]
+// -> [blocks_per_sm, num_sms, smem_bytes, ring_slots, ring_smem_bytes] (ring_slots 0: no MKF_RING here)
 std::vector<int64_t> configure(int64_t device) {
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
-  int blocks_per_sm = 0, num_sms = 0;
-  const cudaError_t e = mk::configure(static_cast<int>(device), &blocks_per_sm, &num_sms);
+  int blocks_per_sm = 0, num_sms = 0, ring_slots = 0;
+  const cudaError_t e = mk::configure(static_cast<int>(device), &blocks_per_sm, &num_sms, &ring_slots);
   TORCH_CHECK(e == cudaSuccess, "megakernel: configuring the kernel failed: ", cudaGetErrorString(e));
-  return {blocks_per_sm, num_sms, mk::smem_bytes()};
+  return {blocks_per_sm, num_sms, mk::smem_bytes(), ring_slots, ring_slots ? mk::ring_smem_bytes(ring_slots) : 0};
 }
 
 template <class T>
@@ -58,6 +58,11 @@ void launch(int64_t device, const std::vector<int64_t>& p, const std::vector<int
   a.stop_after = static_cast<int>(n[5]);
   const int grid = static_cast<int>(n[6]);
   a.flags = static_cast<int>(n[7]);
+  a.ring_slots = static_cast<int>(n[8]);
+  a.ring_inflight = static_cast<int>(n[9]);
+  TORCH_CHECK(!(a.flags & mk::MKF_RING) || (a.ring_slots >= mk::RING_MIN_SLOTS && a.ring_slots <= mk::RING_MAX_SLOTS),
+              "megakernel.launch: the ring schedule (MKF_RING) needs ", mk::RING_MIN_SLOTS, "..", mk::RING_MAX_SLOTS,
+              " slots; configure() found room for ", a.ring_slots, " on this GPU");
   TORCH_CHECK(a.nsplit >= 1 && a.nsplit <= mk::ATT_MAX_SPLIT && a.nsplit <= a.pos + 1,
               "megakernel.launch: nsplit ", a.nsplit, " outside [1, min(", mk::ATT_MAX_SPLIT, ", pos + 1)]");
   TORCH_CHECK(a.pos >= 0 && a.pos < a.max_seq, "megakernel.launch: pos ", a.pos, " outside [0, max_seq=", a.max_seq, ")");
@@ -175,8 +180,8 @@ void p_lm_head(const torch::Tensor& x, const torch::Tensor& w, const torch::Tens
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "Qwen3.5-0.8B single-launch decode megakernel";
-  m.def("configure", &configure, "set the smem limit; -> [blocks_per_sm, num_sms, smem_bytes]");
-  m.def("launch", &launch, "one decode step: launch(device, pointers[23], ints[8])");
+  m.def("configure", &configure, "set the smem limits; -> [blocks_per_sm, num_sms, smem_bytes, ring_slots, ring_smem_bytes]");
+  m.def("launch", &launch, "one decode step: launch(device, pointers[23], ints[10])");
   m.def("p_add_rms_norm", &p_add_rms_norm);
   m.def("p_dn_prep", &p_dn_prep);
   m.def("p_dn_out_norm", &p_dn_out_norm);

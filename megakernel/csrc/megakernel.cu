@@ -20,6 +20,8 @@
 
 #include <cuda_bf16.h>
 
+#include "ring.cuh"
+
 namespace mk {
 namespace {
 
@@ -42,6 +44,7 @@ constexpr int SM_AT_M = SM_AT_VB + 512;           // float [8][4]
 constexpr int SM_AT_L = SM_AT_M + 128;            // float [8][4]
 constexpr int SM_AT_ACC = SM_AT_L + 128;          // float [8][4][256]
 constexpr int SM_END = SM_AT_ACC + 8 * 4 * FA_HD * 4;
+constexpr int SM_RING = (SM_END + 127) & ~127;    // MKF_RING: ring_slots slots of ring::SLOT bytes, then their mbarriers
 static_assert(SM_DN_V + 64 <= SM_END, "smem");
 static_assert(NWARPS == DN_H, "gated norm: one warp per DeltaNet head");
 static_assert(NWARPS == DN_DV / DN_VSLICES, "recurrence: one warp per v row of a unit");
@@ -66,6 +69,9 @@ __device__ __forceinline__ float dot8(const uint4& w, const float (&x)[8], float
   acc = fmaf(lo(w.w), x[6], acc); acc = fmaf(hi(w.w), x[7], acc);
   return acc;
 }
+// the block barrier of the 16 compute warps: named barrier 1, which the ring's producer warp
+// (MKF_RING: a 17th warp) never joins
+__device__ __forceinline__ void sync_warps() { asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory"); }
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -126,7 +132,7 @@ __device__ __forceinline__ unsigned long long globaltimer() {
 // own word SYNC_PUB + b (release) for consumers that wait on a few blocks only.
 constexpr int BAR_THREAD = THREADS - 32;
 __device__ __forceinline__ void barrier_arrive(unsigned* sync, unsigned target, int flags, bool publish, unsigned pub) {
-  __syncthreads();
+  sync_warps();
   if (threadIdx.x == BAR_THREAD) {
     if (!(flags & MKF_LIGHT_BAR)) __threadfence();
     if (flags & MKF_GEN_BAR) {
@@ -148,7 +154,7 @@ __device__ __forceinline__ void barrier_wait(const unsigned* sync, unsigned targ
     }
     if (!(flags & MKF_LIGHT_BAR)) __threadfence();
   }
-  __syncthreads();
+  sync_warps();
 }
 
 // MKF_DN_FLAGS / MKF_FA_FLAGS: is phase q (>= 0) an in-proj whose barrier is partial?
@@ -266,7 +272,7 @@ __device__ __forceinline__ void wait_core_producers(const Args& a, int l, unsign
     } while (!__all_sync(0xffffffffu, done));
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
   }
-  __syncthreads();
+  sync_warps();
 }
 
 // ---- matrix-vector products -------------------------------------------------
@@ -330,7 +336,7 @@ __device__ __forceinline__ void mv_half_rows_residual(const uint16_t* W, int r0,
     float acc[1] = {0.f};
     if (row < r1) dot_regs<NCH, 1>(wv, xs + half * (K / 2), lane, acc);
     if (lane == 0) red[warp] = acc[0];
-    __syncthreads();
+    sync_warps();
     if (threadIdx.x < NWARPS / 2) {
       const int r = base + threadIdx.x;
       if (r < r1) {
@@ -340,7 +346,7 @@ __device__ __forceinline__ void mv_half_rows_residual(const uint16_t* W, int r0,
         if (trace_row) trace_row[r] = h;
       }
     }
-    __syncthreads();
+    sync_warps();
   }
 }
 
@@ -353,7 +359,7 @@ __device__ __forceinline__ void block_rmsnorm(const uint16_t* src, bool src_is_w
   const float x0 = lo(pair), x1 = hi(pair);
   float ss = warp_sum(x0 * x0 + x1 * x1);
   if ((t & 31) == 0) red[t >> 5] = ss;
-  __syncthreads();
+  sync_warps();
   float tot = 0.f;
 #pragma unroll
   for (int i = 0; i < NWARPS; ++i) tot += red[i];
@@ -361,13 +367,232 @@ __device__ __forceinline__ void block_rmsnorm(const uint16_t* src, bool src_is_w
   const uint32_t wp = __ldg(reinterpret_cast<const unsigned*>(w) + t);
   const uint32_t y = (uint32_t)bits((x0 * r) * (1.f + lo(wp))) | ((uint32_t)bits((x1 * r) * (1.f + hi(wp))) << 16);
   reinterpret_cast<uint32_t*>(xs)[t] = y;
-  __syncthreads();
+  sync_warps();
 }
 
 // copy a bf16 vector written by other blocks into shared memory (n multiple of 8)
 __device__ __forceinline__ void load_vec(const uint16_t* src, uint16_t* xs, int n) {
   for (int i = threadIdx.x; i < n / 8; i += THREADS) reinterpret_cast<uint4*>(xs)[i] = ld_x16(src + 8 * i);
-  __syncthreads();
+  sync_warps();
+}
+
+// ---- the weight stream (MKF_RING) -------------------------------------------------
+// A block reads its weights in a fixed order: phase by phase, its row slice of each matrix
+// (in-proj, out-proj, gate/up, down; the lm_head's vocabulary slice last). The issuing warp
+// copies that order chunk by chunk into a ring of ring_slots slots (ring.cuh) as soon as a slot
+// is free, so the copies run ahead of the phases and stream on through every grid barrier;
+// consumers wait for a chunk's slot and read the weights from shared memory. A chunk is whole
+// rows of one matrix: 8 rows of K = 1024, 4 of K = 2048, 2 of K = 3584, or 4 gate rows (first
+// half of the slot) with the same 4 up rows (second half). Chunk number n of the launch lives
+// in slot n % S, fill n / S of that slot.
+struct PhaseSlice {
+  const uint16_t* w;   // first row of the block's slice (rows = 0: the phase streams nothing)
+  const uint16_t* w2;  // gate/up: first up row (the chunks' second halves)
+  int rows, rpc, k;    // rows (gate/up: units) in the slice, rows per chunk, row length
+};
+__device__ __forceinline__ int nchunks(const PhaseSlice& p) { return (p.rows + p.rpc - 1) / p.rpc; }
+
+__device__ PhaseSlice phase_slice(const Args& a, int q) {
+  const int G = gridDim.x, b = blockIdx.x;
+  if (q >= NPHASES || (a.stop_after >= 0 && q > a.stop_after)) return {nullptr, nullptr, 0, 1, D};
+  if (q == NPHASES - 1) {
+    const int r0 = part(VOCAB, b, G);
+    return {a.embed + (size_t)r0 * D, nullptr, part(VOCAB, b + 1, G) - r0, 8, D};
+  }
+  const int l = q / PHASES_PER_LAYER, r0 = part(D, b, G), r1 = part(D, b + 1, G);
+  switch (q % PHASES_PER_LAYER) {
+    case 0: {
+      const int R = is_fa(l) ? FA_QKV : DN_WIN, i0 = part(R, b, G);
+      return {lw<uint16_t>(a, l, SL_WIN) + (size_t)i0 * D, nullptr, part(R, b + 1, G) - i0, 8, D};
+    }
+    case 2: return {lw<uint16_t>(a, l, SL_OUT) + (size_t)r0 * DN_VAL, nullptr, r1 - r0, 4, DN_VAL};
+    case 3: {
+      const int u0 = part(INTER, b, G);
+      const uint16_t* gu = lw<uint16_t>(a, l, SL_GATE_UP);
+      return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, part(INTER, b + 1, G) - u0, 4, D};
+    }
+    case 4: return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, r1 - r0, 2, INTER};
+    default: return {nullptr, nullptr, 0, 1, D};  // mixer core: no weights to stream
+  }
+}
+
+// a position in the block's weight stream: chunk number n = chunk i of phase q (slice p)
+struct Cursor {
+  int n, q, i;
+  PhaseSlice p;
+};
+// move past phases with no chunks left; false at the end of the stream
+__device__ __forceinline__ bool cursor_valid(const Args& a, Cursor& c) {
+  while (c.q < NPHASES && c.i >= nchunks(c.p)) {
+    c.p = phase_slice(a, ++c.q);
+    c.i = 0;
+  }
+  return c.q < NPHASES;
+}
+
+struct Stream {
+  uint32_t slots, full, empty;  // shared addresses: slot 0, its "landed" and its "released" mbarrier
+  int S;                        // slots
+  int cons;                     // chunks consumed and released (every compute thread keeps the same count)
+  bool tma;                     // layer weights by bulk copies (sm_90) or per-lane cp.async (the lm_head's: bulk on sm_90)
+};
+
+__device__ void stream_start(const Args& a, Stream& s, uint8_t* sm) {
+  s.S = a.ring_slots;
+  s.slots = ring::smem_addr(sm + SM_RING);
+  s.full = s.slots + s.S * ring::SLOT;
+  s.empty = s.full + 8 * s.S;
+  s.tma = ring::HAS_TMA && (a.flags & MKF_RING_TMA);
+  s.cons = 0;
+  if (threadIdx.x < s.S) {
+    ring::bar_init(s.full + 8 * threadIdx.x, 32);  // every lane of the producer arrives once per fill
+    ring::bar_init(s.empty + 8 * threadIdx.x, 1);
+  }
+  ring::fence_bar_init();
+  __syncthreads();  // (all THREADS + 32 threads, the last time: the producer warp leaves the block barrier here)
+}
+
+// The producer warp: copies the stream into the ring chunk after chunk, each as soon as its slot
+// has been released and, in the layers, fewer than `ring_inflight` earlier chunks are still in
+// flight (0: no limit but the ring's size). The limit keeps the memory system's queues short:
+// the grid barrier's and the activations' L2 round trips wait behind every weight request in
+// flight. The lm_head has no barrier: its chunks go unpaced, by bulk copy where there is one.
+__device__ void produce(const Args& a, const Stream& s) {
+  const int lane = threadIdx.x & 31, S = s.S;
+  const int M_layers = a.ring_inflight > 0 && a.ring_inflight < S ? a.ring_inflight : S;
+  Cursor c{0, 0, 0, phase_slice(a, 0)};
+  while (cursor_valid(a, c)) {
+    const int n = c.n, slot = n % S;
+    const bool lm = c.q == NPHASES - 1, tma = lm ? ring::HAS_TMA : s.tma;
+    const int M = lm ? S : M_layers;
+    if (n >= S) ring::bar_wait(s.empty + 8 * slot, (n / S - 1) & 1);  // chunk n - S released
+    if (M < S && n >= M) ring::bar_wait(s.full + 8 * ((n - M) % S), ((n - M) / S) & 1);  // chunk n - M landed
+    const int r = c.i * c.p.rpc;
+    const uint32_t dst = s.slots + slot * ring::SLOT, bar = s.full + 8 * slot;
+    const uint32_t bytes = (uint32_t)min(c.p.rpc, c.p.rows - r) * c.p.k * 2;
+    const uint16_t* src = c.p.w + (size_t)r * c.p.k;
+    const uint16_t* src2 = c.p.w2 ? c.p.w2 + (size_t)r * c.p.k : nullptr;
+    if (tma) {
+      if (lane == 0) {
+        ring::arrive_expect_bytes(bar, src2 ? 2 * bytes : bytes);
+        ring::bulk_copy(dst, src, bytes, bar);
+        if (src2) ring::bulk_copy(dst + ring::SLOT / 2, src2, bytes, bar);
+      } else {
+        ring::bar_arrive(bar);
+      }
+    } else {
+      ring::warp_copy(dst, src, bytes, lane);
+      if (src2) ring::warp_copy(dst + ring::SLOT / 2, src2, bytes, lane);
+      ring::lane_arrive_on_copies(bar);
+    }
+    ++c.n, ++c.i;
+  }
+}
+
+// chunk c of the current item (counted from the first unreleased chunk): wait until it has
+// landed; -> its shared address
+__device__ __forceinline__ uint32_t chunk_wait(const Stream& s, int c) {
+  const int n = s.cons + c, slot = n % s.S;
+  ring::bar_wait(s.full + 8 * slot, (n / s.S) & 1);
+  return s.slots + slot * ring::SLOT;
+}
+// every compute thread, after its last read of the item's `n` chunks: release them to the producer
+__device__ __forceinline__ void chunks_done(Stream& s, int n) {
+  sync_warps();
+  if (threadIdx.x == 0)
+    for (int k = s.cons; k < s.cons + n; ++k) ring::bar_arrive(s.empty + 8 * (k % s.S));
+  s.cons += n;
+}
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 r;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));
+  return r;
+}
+
+// rows [0, rows) of a K = 1024 slice from the ring: an item is 64 rows (8 chunks), warp w takes
+// its rows 4w .. 4w+3 (chunk w/2); epi(i, dot) on lane 0
+template <class Epi>
+__device__ __forceinline__ void ring_mv_k1024(const Args& a, Stream& s, int rows, const uint16_t* xs, Epi epi) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int i0 = 0; i0 < rows; i0 += NWARPS * 4) {
+    const int i = i0 + warp * 4;
+    if (i < rows) {
+      const uint32_t p = chunk_wait(s, warp >> 1) + (warp & 1) * 4 * D * 2;
+      uint4 wv[16];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) wv[r * 4 + c] = lds128(p + r * D * 2 + (c * 32 + lane) * 16);
+      float acc[4];
+      dot_regs<D / 256, 4>(wv, xs, lane, acc);
+      if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          if (i + r < rows) epi(i + r, acc[r]);
+      }
+    }
+    chunks_done(s, (min(NWARPS * 4, rows - i0) + 7) / 8);
+  }
+}
+
+// gate/up units [0, n) from the ring: an item is 32 units (8 chunks), warp w takes units
+// 2w, 2w+1 (chunk w/2); act[u0 + i] = silu(gate) * up
+__device__ __forceinline__ void ring_gate_up(const Args& a, Stream& s, int u0, int n, const uint16_t* xs) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int i0 = 0; i0 < n; i0 += NWARPS * 2) {
+    const int i = i0 + warp * 2;
+    if (i < n) {
+      const uint32_t p = chunk_wait(s, warp >> 1) + (warp & 1) * 2 * D * 2;
+      const uint32_t rows[4] = {p, p + ring::SLOT / 2, p + D * 2, p + ring::SLOT / 2 + D * 2};  // g, u, g, u
+      uint4 wv[16];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) wv[r * 4 + c] = lds128(rows[r] + (c * 32 + lane) * 16);
+      float acc[4];
+      dot_regs<D / 256, 4>(wv, xs, lane, acc);
+      if (lane == 0) {
+        a.act[u0 + i] = bits(bfr(siluf_(bfr(acc[0]))) * bfr(acc[1]));
+        if (i + 1 < n) a.act[u0 + i + 1] = bits(bfr(siluf_(bfr(acc[2]))) * bfr(acc[3]));
+      }
+    }
+    chunks_done(s, (min(NWARPS * 2, n - i0) + 3) / 4);
+  }
+}
+
+// rows [r0, r1) of W [*, K], K = 2048 or 3584, from the ring: two warps per row (each half
+// of K), then hidden[row] += bf16(dot) (the residual add), optionally copied to the trace
+template <int K>
+__device__ __forceinline__ void ring_half_rows_residual(const Args& a, Stream& s, int r0, int r1, const uint16_t* xs,
+                                                        uint16_t* hidden, float* red, float* trace_row) {
+  constexpr int NCH = K / 512, RPC = ring::SLOT / (2 * K);
+  static_assert(NCH * 512 == K && RPC >= 1, "K must be a multiple of 512 and a row must fit a slot");
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int base = r0; base < r1; base += NWARPS / 2) {
+    const int j = warp >> 1, half = warp & 1;
+    // the residual rows first: this block alone writes them, their latency hides behind the dots
+    const float h_old = threadIdx.x < NWARPS / 2 && base + threadIdx.x < r1 ? ld_x1(hidden + base + threadIdx.x) : 0.f;
+    float acc[1] = {0.f};
+    if (base + j < r1) {
+      const uint32_t p = chunk_wait(s, j / RPC) + ((j % RPC) * K + half * (K / 2)) * 2;
+      uint4 wv[16];
+#pragma unroll
+      for (int c = 0; c < NCH; ++c) wv[c] = lds128(p + (c * 32 + lane) * 16);
+      dot_regs<NCH, 1>(wv, xs + half * (K / 2), lane, acc);
+    }
+    if (lane == 0) red[warp] = acc[0];
+    chunks_done(s, (min(NWARPS / 2, r1 - base) + RPC - 1) / RPC);
+    if (threadIdx.x < NWARPS / 2) {
+      const int r = base + threadIdx.x;
+      if (r < r1) {
+        const float o = bfr(red[2 * threadIdx.x] + red[2 * threadIdx.x + 1]);
+        const float h = bfr(h_old + o);
+        hidden[r] = bits(h);
+        if (trace_row) trace_row[r] = h;
+      }
+    }
+    sync_warps();
+  }
 }
 
 // ---- L2 prefetch of one phase's slice for this block (all threads call it) ----
@@ -464,6 +689,38 @@ __device__ __forceinline__ void issue_gate_up(const uint16_t* gw, int base, int 
     for (int i = 0; i < 16; ++i) wv[i] = make_uint4(0, 0, 0, 0);
   }
 }
+// The inputs of DeltaNet unit u of layer l that this launch's in-proj does not write, so they
+// can be loaded before the barrier that precedes the core (float bits): in[0] = this warp's
+// state row (lane: 4 k), in[1] = dt_bias[h], A_log[h]; for a channel thread (t < 272: q, k of
+// head h, the unit's 16 v) in[2] = its 4 conv taps, in[3] = its inputs at positions pos-3 .. pos-1.
+__device__ __forceinline__ int dn_channel(int t, int h, int j) {
+  return t < DN_DK ? h * DN_DK + t : t < 2 * DN_DK ? DN_KEY + h * DN_DK + (t - DN_DK) : 2 * DN_KEY + h * DN_DV + j * 16 + (t - 2 * DN_DK);
+}
+__device__ __forceinline__ void core_inputs(const Args& a, int l, int u, uint4* in) {
+  const int t = threadIdx.x, h = u / DN_VSLICES, j = u % DN_VSLICES, slot = dn_slot(l);
+  in[0] = __ldcg(reinterpret_cast<const uint4*>(a.dn_state + ((size_t)(slot * DN_H + h) * DN_DV + j * 16 + (t >> 5)) * DN_DK) + (t & 31));
+  in[1] = make_uint4(__float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + h)), __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h)), 0, 0);
+  if (t < 2 * DN_DK + 16) {
+    const int c = dn_channel(t, h, j);
+    const uint2 w = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_CONV_W) + c * 4));
+    in[2] = make_uint4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u);
+    const uint16_t* ring = a.conv_ring + (size_t)slot * 4 * DN_CONV + c;
+    in[3] = make_uint4(__float_as_uint(ld_x1(ring + (size_t)((a.pos - 3) & 3) * DN_CONV)),
+                       __float_as_uint(ld_x1(ring + (size_t)((a.pos - 2) & 3) * DN_CONV)),
+                       __float_as_uint(ld_x1(ring + (size_t)((a.pos - 1) & 3) * DN_CONV)), 0);
+  }
+}
+// before the barrier that precedes phase q: if q is a DeltaNet core, the inputs of this
+// block's first unit into wv[0..3] (all: the ring kernel; the state row alone, wv[0]: the
+// register kernels, which have no registers to spare)
+__device__ __forceinline__ void issue_core_inputs(const Args& a, int q, uint4 (&wv)[16], bool all) {
+  if (q < NPHASES - 1 && q % PHASES_PER_LAYER == 1 && !is_fa(q / PHASES_PER_LAYER) && (int)blockIdx.x < DN_UNITS) {
+    if (all) core_inputs(a, q / PHASES_PER_LAYER, blockIdx.x, wv);
+    else wv[0] = __ldcg(reinterpret_cast<const uint4*>(a.dn_state + ((size_t)(dn_slot(q / PHASES_PER_LAYER) * DN_H + blockIdx.x / DN_VSLICES) * DN_DV +
+                                                                      (blockIdx.x % DN_VSLICES) * 16 + (threadIdx.x >> 5)) * DN_DK) + (threadIdx.x & 31));
+  }
+}
+
 __device__ __forceinline__ void issue_phase(const Args& a, int q, uint4 (&wv)[16]) {
   const int G = gridDim.x, b = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (q >= NPHASES) {
@@ -488,19 +745,16 @@ __device__ __forceinline__ void issue_phase(const Args& a, int q, uint4 (&wv)[16
     case 4: issue_half<INTER>(lw<uint16_t>(a, l, SL_DOWN), r0 + (warp >> 1), r1, warp & 1, lane, wv); break;
     default:  // sub 1: the DeltaNet state row of this warp's first unit (attention: nothing)
 #pragma unroll
-      for (int i = 1; i < 16; ++i) wv[i] = make_uint4(0, 0, 0, 0);
-      wv[0] = make_uint4(0, 0, 0, 0);
-      if (!is_fa(l) && b < DN_UNITS) {
-        const int h = b / DN_VSLICES, j = b % DN_VSLICES;
-        wv[0] = __ldcg(reinterpret_cast<const uint4*>(a.dn_state + ((size_t)(dn_slot(l) * DN_H + h) * DN_DV + j * 16 + warp) * DN_DK) + lane);
-      }
+      for (int i = 0; i < 16; ++i) wv[i] = make_uint4(0, 0, 0, 0);
+      issue_core_inputs(a, q, wv, false);
       break;
   }
 }
 
 // ---- DeltaNet phases --------------------------------------------------------
 // phase 0: xs = norm(hidden); rows of [qkv | z | b | a] -> conv ring column pos%4 | zab
-__device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
+template <bool RING>
+__device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int G = gridDim.x, b = blockIdx.x;
@@ -520,14 +774,18 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
   }
   uint16_t* ring = a.conv_ring + (size_t)(dn_slot(l) * 4 + (a.pos & 3)) * DN_CONV;
   uint16_t* zab = a.zab;
-  mv_k1024(lw<uint16_t>(a, l, SL_WIN), part(DN_WIN, b, G), part(DN_WIN, b + 1, G), xs, wv, [&](int r, float v) {
+  const auto epi = [&](int r, float v) {
     if (r < DN_CONV) ring[r] = bits(v);
     else zab[r - DN_CONV] = bits(v);
-  });
+  };
+  const int r0 = part(DN_WIN, b, G), r1 = part(DN_WIN, b + 1, G);
+  if constexpr (RING) ring_mv_k1024(a, st, r1 - r0, xs, [&](int i, float v) { epi(r0 + i, v); });
+  else mv_k1024(lw<uint16_t>(a, l, SL_WIN), r0, r1, xs, wv, epi);
 }
 
 // phase 1: unit (head h, v-slice j): conv + SiLU of the head's q, k and 16 v channels,
 // L2 norms, gates, then warp w updates state row v = 16j + w: S = aS + k (b(v - aS.k)), o = S.q
+template <bool RING>
 __device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);
   float* ks = reinterpret_cast<float*>(sm + SM_DN_K);
@@ -535,30 +793,44 @@ __device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm,
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int slot = dn_slot(l);
-  const uint16_t* convw = lw<uint16_t>(a, l, SL_CONV_W);
   const uint16_t* ring = a.conv_ring + (size_t)slot * 4 * DN_CONV;
   for (int u = blockIdx.x; u < DN_UNITS; u += gridDim.x) {
     const int h = u / DN_VSLICES, j = u % DN_VSLICES;
-    // loads that do not depend on the conv first, so their latency overlaps it
     const int v = j * 16 + warp;  // warp w: state row v = 16 j + w, lane owns k = 4 lane .. 4 lane + 3
     float* srow = a.dn_state + ((size_t)(slot * DN_H + h) * DN_DV + v) * DN_DK;
-    float4 s;
-    if (u == (int)blockIdx.x) {  // the first unit's row was loaded with the phase's other early loads
-      s = make_float4(__uint_as_float(wv[0].x), __uint_as_float(wv[0].y), __uint_as_float(wv[0].z), __uint_as_float(wv[0].w));
+    // the inputs the in-proj does not write. The ring kernel loaded its first unit's before the
+    // barrier; the register kernels (no registers to spare) only the state row, the rest here.
+    uint4 in[4];
+    if constexpr (RING) {
+      if (u == (int)blockIdx.x) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) in[i] = wv[i];
+      } else {
+        core_inputs(a, l, u, in);
+      }
     } else {
-      s = __ldcg(reinterpret_cast<const float4*>(srow) + lane);
+      in[0] = u == (int)blockIdx.x ? wv[0] : __ldcg(reinterpret_cast<const uint4*>(srow) + lane);
+      in[1] = make_uint4(__float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + h)), __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h)), 0, 0);
     }
+    const float4 s = make_float4(__uint_as_float(in[0].x), __uint_as_float(in[0].y), __uint_as_float(in[0].z), __uint_as_float(in[0].w));
     const float a_raw = ld_x1(a.zab + DN_VAL + DN_H + h), b_raw = ld_x1(a.zab + DN_VAL + h);
-    const float dt = ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + h), alog = ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h);
+    const float dt = __uint_as_float(in[1].x), alog = __uint_as_float(in[1].y);
     float y = 0.f;
     if (t < 2 * DN_DK + 16) {
-      const int c = t < DN_DK ? h * DN_DK + t
-                  : t < 2 * DN_DK ? DN_KEY + h * DN_DK + (t - DN_DK)
-                  : 2 * DN_KEY + h * DN_DV + j * 16 + (t - 2 * DN_DK);
+      const int c = dn_channel(t, h, j);
       float acc = 0.f;
+      if constexpr (RING) {
+        const float taps[4] = {__uint_as_float(in[2].x), __uint_as_float(in[2].y), __uint_as_float(in[2].z), __uint_as_float(in[2].w)};
+        const float past[3] = {__uint_as_float(in[3].x), __uint_as_float(in[3].y), __uint_as_float(in[3].z)};
 #pragma unroll
-      for (int i = 0; i < 4; ++i)  // tap i multiplies position pos-3+i; tap 3 is this token
-        acc = fmaf(ld_w1(convw + c * 4 + i), ld_x1(ring + (size_t)((a.pos - 3 + i) & 3) * DN_CONV + c), acc);
+        for (int i = 0; i < 3; ++i) acc = fmaf(taps[i], past[i], acc);  // tap i multiplies position pos-3+i
+        acc = fmaf(taps[3], ld_x1(ring + (size_t)(a.pos & 3) * DN_CONV + c), acc);  // tap 3: this token
+      } else {
+        const uint16_t* convw = lw<uint16_t>(a, l, SL_CONV_W);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)  // tap i multiplies position pos-3+i; tap 3 is this token
+          acc = fmaf(ld_w1(convw + c * 4 + i), ld_x1(ring + (size_t)((a.pos - 3 + i) & 3) * DN_CONV + c), acc);
+      }
       y = bfr(siluf_(bfr(acc)));
       if (t < DN_DK) qs[t] = y;
       else if (t < 2 * DN_DK) ks[t - DN_DK] = y;
@@ -566,7 +838,7 @@ __device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm,
     }
     const float ss = warp_sum(y * y);
     if (lane == 0 && warp < 8) red[warp] = ss;
-    __syncthreads();
+    sync_warps();
     const float rq = rsqrtf(red[0] + red[1] + red[2] + red[3] + EPS) * rsqrtf((float)DN_DK);
     const float rk = rsqrtf(red[4] + red[5] + red[6] + red[7] + EPS);
     // gates (fp32): g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b) rounded to bf16
@@ -585,13 +857,14 @@ __device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm,
     const float o = warp_sum(sd.x * qx + sd.y * qy + sd.z * qz + sd.w * qw);
     __stcg(reinterpret_cast<float4*>(srow) + lane, sd);
     if (lane == 0) a.obuf[h * DN_DV + v] = bits(o);
-    __syncthreads();  // smem reuse by the next unit
+    sync_warps();  // smem reuse by the next unit
   }
 }
 
 // phase 2: every block: gated RMSNorm of all 16 heads (warp = head) -> xs, then its rows
 // of out_proj with the residual add
-__device__ __forceinline__ void dn_out_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
+template <bool RING>
+__device__ __forceinline__ void dn_out_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
@@ -608,19 +881,23 @@ __device__ __forceinline__ void dn_out_proj(const Args& a, int l, uint8_t* sm, u
 #pragma unroll
   for (int i = 0; i < 4; ++i) y[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
   *reinterpret_cast<uint2*>(xs + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
-  __syncthreads();
+  sync_warps();
   const int G = gridDim.x, b = blockIdx.x;
-  mv_half_rows_residual<DN_VAL>(lw<uint16_t>(a, l, SL_OUT), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr, wv);
+  if constexpr (RING) ring_half_rows_residual<DN_VAL>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr);
+  else mv_half_rows_residual<DN_VAL>(lw<uint16_t>(a, l, SL_OUT), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr, wv);
 }
 
 // ---- gated attention phases ---------------------------------------------------
-__device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
+template <bool RING>
+__device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   block_rmsnorm(a.hidden, false, lw<uint16_t>(a, l, SL_IN_NORM), xs, red);
   const int G = gridDim.x, b = blockIdx.x;
   uint16_t* out = a.qkv;
-  mv_k1024(lw<uint16_t>(a, l, SL_WIN), part(FA_QKV, b, G), part(FA_QKV, b + 1, G), xs, wv, [&](int r, float v) { out[r] = bits(v); });
+  const int r0 = part(FA_QKV, b, G), r1 = part(FA_QKV, b + 1, G);
+  if constexpr (RING) ring_mv_k1024(a, st, r1 - r0, xs, [&](int i, float v) { out[r0 + i] = bits(v); });
+  else mv_k1024(lw<uint16_t>(a, l, SL_WIN), r0, r1, xs, wv, [&](int r, float v) { out[r] = bits(v); });
 }
 
 // final gate: attn[h*256+d] = bf16(bf16(o) * bf16(sigmoid(gate)))
@@ -665,7 +942,7 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
     if (t >= FA_HD) vb[t - FA_HD] = bits(ld_x1(a.qkv + 2 * FA_HQ * FA_HD + FA_HKV * FA_HD + g * FA_HD + (t - FA_HD)));
     const float s0 = warp_sum(q0 * q0), s1 = warp_sum(q1 * q1), s2 = warp_sum(kr * kr);
     if (lane == 0) { red[warp * 3] = s0; red[warp * 3 + 1] = s1; red[warp * 3 + 2] = s2; }
-    __syncthreads();
+    sync_warps();
     float t0 = 0.f, t1 = 0.f, tk = 0.f;
     const int wb = (t >> 8) * 8;  // warps 0-7 hold heads 0/2 (and k), warps 8-15 heads 1/3
 #pragma unroll
@@ -677,7 +954,7 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
     qf[t] = n0;  // qf[hh*256 + d] with hh = t>>8 (0/1)
     qf[t + 512] = n1;
     if (t < FA_HD) kf[t] = nk;
-    __syncthreads();
+    sync_warps();
     // -- partial RoPE (NeoX halves) on dims 0..63, in bf16 as transformers does --
     float r0 = n0, r1 = n1, rk = nk;
     if (d < FA_ROT) {
@@ -689,11 +966,11 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
       r1 = bfr(bfr(n1 * c) + bfr(sg * qf[512 + hb + pd] * sn));
       if (t < FA_HD) rk = bfr(bfr(nk * c) + bfr(sg * kf[pd] * sn));
     }
-    __syncthreads();
+    sync_warps();
     qf[t] = r0;
     qf[t + 512] = r1;
     if (t < FA_HD) kb[t] = bits(rk);
-    __syncthreads();
+    sync_warps();
     // the new k, v go to the cache at pos (one unit per kv head); nobody reads row pos from
     // the cache in this launch (the unit holding pos takes it from smem)
     if (s == ns - 1) {
@@ -761,7 +1038,7 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
 #pragma unroll
       for (int i = 0; i < 8; ++i) wacc[(slot8 * 4 + hq) * FA_HD + lane * 8 + i] = acc[hh][i];
     }
-    __syncthreads();
+    sync_warps();
     // -- merge the 8 position slots: thread t -> head hh = t / 128, dims 2(t % 128), +1 --
     {
       const int hh = t >> 7, dd = (t & 127) * 2;
@@ -791,13 +1068,13 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
     }
     if (ns > 1) {
       __threadfence();  // every writer publishes its partial before the count
-      __syncthreads();
+      sync_warps();
       if (t == 0) {
         __threadfence();
         const unsigned old = atomicAdd(a.sync + SYNC_ATT + 32 * g, 1u);
         misc[0] = (old == (unsigned)(ns - 1));
       }
-      __syncthreads();
+      sync_warps();
       if (misc[0]) {  // last unit of kv head g: merge the ns partials in order
         __threadfence();
         const int hh = t >> 7, dd = (t & 127) * 2;
@@ -817,26 +1094,33 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
         if (t == 0) atomicExch(a.sync + SYNC_ATT + 32 * g, 0u);
       }
     }
-    __syncthreads();  // smem reuse by the next unit
+    sync_warps();  // smem reuse by the next unit
   }
 }
 
-__device__ __forceinline__ void fa_out_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
+template <bool RING>
+__device__ __forceinline__ void fa_out_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   load_vec(a.attn, xs, FA_OIN);
   const int G = gridDim.x, b = blockIdx.x;
-  mv_half_rows_residual<FA_OIN>(lw<uint16_t>(a, l, SL_OUT), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr, wv);
+  if constexpr (RING) ring_half_rows_residual<FA_OIN>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr);
+  else mv_half_rows_residual<FA_OIN>(lw<uint16_t>(a, l, SL_OUT), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr, wv);
 }
 
 // ---- MLP phases (every layer) -------------------------------------------------
 // phase 3: xs = norm(hidden); units [u0, u1): warp takes 2 units (4 rows: gate, up, gate, up)
-__device__ __forceinline__ void mlp_gate_up(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
+template <bool RING>
+__device__ __forceinline__ void mlp_gate_up(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   block_rmsnorm(a.hidden, false, lw<uint16_t>(a, l, SL_POST_NORM), xs, red);
   const int G = gridDim.x, b = blockIdx.x;
   const int u0 = part(INTER, b, G), u1 = part(INTER, b + 1, G);
+  if constexpr (RING) {
+    ring_gate_up(a, st, u0, u1 - u0, xs);
+    return;
+  }
   const uint16_t* gw = lw<uint16_t>(a, l, SL_GATE_UP);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int base = u0 + warp * 2; base < u1; base += NWARPS * 2) {
@@ -851,19 +1135,22 @@ __device__ __forceinline__ void mlp_gate_up(const Args& a, int l, uint8_t* sm, u
 }
 
 // phase 4: down projection of act with the residual add; the result is layer l's output
-__device__ __forceinline__ void mlp_down(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
+template <bool RING>
+__device__ __forceinline__ void mlp_down(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   load_vec(a.act, xs, INTER);
   const int G = gridDim.x, b = blockIdx.x;
-  mv_half_rows_residual<INTER>(lw<uint16_t>(a, l, SL_DOWN), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red,
-                               a.trace ? a.trace + (size_t)(1 + l) * D : nullptr, wv);
+  float* trace_row = a.trace ? a.trace + (size_t)(1 + l) * D : nullptr;
+  if constexpr (RING) ring_half_rows_residual<INTER>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, trace_row);
+  else mv_half_rows_residual<INTER>(lw<uint16_t>(a, l, SL_DOWN), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, trace_row, wv);
 }
 
 // ---- final norm, lm_head and greedy argmax ---------------------------------------
 __device__ __forceinline__ bool better(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
 
-__device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[16]) {
+template <bool RING>
+__device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
@@ -878,8 +1165,14 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
   const int r0 = part(VOCAB, b, G), r1 = part(VOCAB, b + 1, G);
   float best = -INFINITY;
   int besti = 0x7fffffff;
+  const auto keep = [&](int row, float dot) {
+    const float v = bfr(dot);  // logits are bf16 in the model dtype
+    if (a.logits) a.logits[row] = v;
+    if (better(v, row, best, besti)) { best = v; besti = row; }
+  };
   int it = 0;
-  for (int base = r0 + warp * 4; base < r1; base += LM_ROWS_PER_IT, ++it) {
+  if constexpr (RING) ring_mv_k1024(a, st, r1 - r0, xs, [&](int i, float dot) { keep(r0 + i, dot); });
+  else for (int base = r0 + warp * 4; base < r1; base += LM_ROWS_PER_IT, ++it) {
     if (it > 0) issue_quad(a.embed, base, r1, lane, wv);
     if (warp == 0 && a.pf_dist > 0 && (a.flags & MKF_LM_PF)) {  // keep pf_dist iterations of rows in flight
       const int pr0 = r0 + (it + a.pf_dist) * LM_ROWS_PER_IT;
@@ -890,17 +1183,12 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
     dot_regs<D / 256, 4>(wv, xs, lane, acc);
     if (lane == 0) {
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        if (base + r < r1) {
-          const float v = bfr(acc[r]);  // logits are bf16 in the model dtype
-          if (a.logits) a.logits[base + r] = v;
-          if (better(v, base + r, best, besti)) { best = v; besti = base + r; }
-        }
-      }
+      for (int r = 0; r < 4; ++r)
+        if (base + r < r1) keep(base + r, acc[r]);
     }
   }
   if (lane == 0) { red[warp] = best; misc[warp] = besti; }
-  __syncthreads();
+  sync_warps();
   if (t == 0) {
     float bv = red[0];
     int bi = misc[0];
@@ -912,7 +1200,7 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
     const unsigned old = atomicAdd(a.sync + SYNC_LM, 1u);
     misc[16] = (old == (unsigned)(G - 1));
   }
-  __syncthreads();
+  sync_warps();
   if (misc[16] && warp == 0) {  // the last block to finish reduces the G block results
     __threadfence();
     float bv = -INFINITY;
@@ -936,24 +1224,36 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
   }
 }
 
-// EARLY: each warp issues its loads of phase q+1 before barrier q (else after it)
-template <bool EARLY, bool PARTIAL>
-__global__ void __launch_bounds__(THREADS, 1) mk_decode_kernel(const Args a) {
-  extern __shared__ __align__(16) uint8_t sm[];
+// EARLY: each warp issues its loads of phase q+1 before barrier q (else after it).
+// RING (MKF_RING): the weights come through the shared-memory ring, filled by a 17th warp (the
+// producer) that runs ahead of the 16 compute warps, through the grid barriers.
+template <bool EARLY, bool PARTIAL, bool RING>
+__global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_kernel(const Args a) {
+  extern __shared__ __align__(128) uint8_t sm[];
   const int t = threadIdx.x;
   const int G = gridDim.x;
   constexpr bool early = EARLY;
   const bool pf_end = EARLY || (a.flags & MKF_PF_END);  // EARLY: prefetch before the register loads
-  uint4 wv[16];  // this warp's weights of its first item of the current phase
+  const bool bar_warp = (t >> 5) == BAR_THREAD / 32;
+  uint4 wv[16];  // this warp's weights of its first item of the current phase (RING: wv[0] = a state row)
+  Stream st;
   if (a.times && blockIdx.x == 0 && t == 0) a.times[0] = globaltimer();
+  if constexpr (RING) {
+    stream_start(a, st, sm);
+    if (t >= THREADS) {
+      produce(a, st);
+      return;
+    }
+  }
   if (early) issue_phase(a, 0, wv);
-  for (int q = 0; q < a.pf_dist; ++q) prefetch_phase(a, q);
+  const int pf_phases = RING ? 0 : a.pf_dist;  // (L2 prefetch: not with the ring)
+  for (int q = 0; q < pf_phases; ++q) prefetch_phase(a, q);
   for (int q = 0; q < NPHASES; ++q) {
     if (a.stop_after >= 0 && q > a.stop_after) break;
-    if (a.pf_dist > 0 && !pf_end) prefetch_phase(a, q + a.pf_dist);
-    if (!early) issue_phase(a, q, wv);
+    if (pf_phases > 0 && !pf_end) prefetch_phase(a, q + a.pf_dist);
+    if (!early && !RING) issue_phase(a, q, wv);
     if (q == NPHASES - 1) {
-      lm_head(a, sm, wv);
+      lm_head<RING>(a, sm, wv, st);
       break;
     }
     const int l = q / PHASES_PER_LAYER, sub = q % PHASES_PER_LAYER;
@@ -963,25 +1263,26 @@ __global__ void __launch_bounds__(THREADS, 1) mk_decode_kernel(const Args a) {
     // so the grid barriers' targets stay bar_base + (k+1)*G.
     if (PARTIAL && partial_in_proj(a.flags, q - 1)) wait_core_producers(a, l, a.bar_base + (unsigned)q);
     if (is_fa(l)) {
-      if (sub == 0) fa_in_proj(a, l, sm, wv);
+      if (sub == 0) fa_in_proj<RING>(a, l, sm, wv, st);
       else if (sub == 1) fa_attention(a, l, sm);
-      else if (sub == 2) fa_out_proj(a, l, sm, wv);
+      else if (sub == 2) fa_out_proj<RING>(a, l, sm, wv, st);
     } else {
-      if (sub == 0) dn_in_proj(a, l, sm, wv);
-      else if (sub == 1) dn_recurrence(a, l, sm, wv);
-      else if (sub == 2) dn_out_proj(a, l, sm, wv);
+      if (sub == 0) dn_in_proj<RING>(a, l, sm, wv, st);
+      else if (sub == 1) dn_recurrence<RING>(a, l, sm, wv);
+      else if (sub == 2) dn_out_proj<RING>(a, l, sm, wv, st);
     }
-    if (sub == 3) mlp_gate_up(a, l, sm, wv);
-    else if (sub == 4) mlp_down(a, l, sm, wv);
+    if (sub == 3) mlp_gate_up<RING>(a, l, sm, wv, st);
+    else if (sub == 4) mlp_down<RING>(a, l, sm, wv, st);
     if (a.times && t == BAR_THREAD) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
     const unsigned target = a.bar_base + (unsigned)(q + 1) * (unsigned)G;
     const bool wait = !PARTIAL || !partial_in_proj(a.flags, q);
     barrier_arrive(a.sync, target, a.flags, !wait, a.bar_base + (unsigned)(q + 1));
-    if (a.pf_dist > 0 && pf_end) prefetch_phase(a, q + a.pf_dist);
-    const bool bar_warp = (t >> 5) == BAR_THREAD / 32;
-    if (EARLY && !bar_warp) issue_phase(a, q + 1, wv);
+    if (pf_phases > 0 && pf_end) prefetch_phase(a, q + a.pf_dist);
+    if (RING && !bar_warp) issue_core_inputs(a, q + 1, wv, true);
+    else if (EARLY && !bar_warp) issue_phase(a, q + 1, wv);
     if (wait) barrier_wait(a.sync, target, a.flags);
-    if (EARLY && bar_warp) issue_phase(a, q + 1, wv);
+    if (RING && bar_warp) issue_core_inputs(a, q + 1, wv, true);
+    else if (EARLY && bar_warp) issue_phase(a, q + 1, wv);
     if (a.times && blockIdx.x == 0 && t == 0) a.times[q + 1] = globaltimer();
   }
 }
@@ -989,38 +1290,61 @@ __global__ void __launch_bounds__(THREADS, 1) mk_decode_kernel(const Args a) {
 }  // namespace
 
 int smem_bytes() { return SM_END; }
+int ring_smem_bytes(int slots) { return SM_RING + slots * (ring::SLOT + 16); }
 
-// the kernel instances: v4's schedules (no partial barrier code at all) and the partial-barrier one
-constexpr int NKERNELS = 3;
+// the kernel instances: v4's schedules (no partial barrier code at all), the partial-barrier one
+// and the ring
+constexpr int RING_KERNEL = 3;
 const void* kernel_fn(int k) {
-  return k == 0 ? reinterpret_cast<const void*>(mk_decode_kernel<false, false>)
-       : k == 1 ? reinterpret_cast<const void*>(mk_decode_kernel<true, false>)
-                : reinterpret_cast<const void*>(mk_decode_kernel<true, true>);
+  return k == 0 ? reinterpret_cast<const void*>(mk_decode_kernel<false, false, false>)
+       : k == 1 ? reinterpret_cast<const void*>(mk_decode_kernel<true, false, false>)
+       : k == 2 ? reinterpret_cast<const void*>(mk_decode_kernel<true, true, false>)
+                : reinterpret_cast<const void*>(mk_decode_kernel<false, false, true>);
 }
 
-cudaError_t configure(int device, int* blocks_per_sm, int* num_sms) {
+cudaError_t configure(int device, int* blocks_per_sm, int* num_sms, int* ring_slots) {
   cudaError_t e = cudaSuccess;
-  for (int k = 0; k < NKERNELS && e == cudaSuccess; ++k)
+  for (int k = 0; k < RING_KERNEL && e == cudaSuccess; ++k)
     e = cudaFuncSetAttribute(kernel_fn(k), cudaFuncAttributeMaxDynamicSharedMemorySize, SM_END);
   if (e != cudaSuccess) return e;
   e = cudaDeviceGetAttribute(num_sms, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) return e;
   *blocks_per_sm = 1 << 30;
-  for (int k = 0; k < NKERNELS && e == cudaSuccess; ++k) {
+  for (int k = 0; k < RING_KERNEL && e == cudaSuccess; ++k) {
     int n = 0;
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(k), THREADS, SM_END);
     if (n < *blocks_per_sm) *blocks_per_sm = n;
+  }
+  if (e != cudaSuccess) return e;
+  // the ring: as many slots as the block's shared-memory limit allows (at most RING_MAX_SLOTS)
+  int optin = 0;
+  e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e != cudaSuccess) return e;
+  int slots = (optin - SM_RING) / (ring::SLOT + 16);
+  slots = slots > RING_MAX_SLOTS ? RING_MAX_SLOTS : slots;
+  *ring_slots = 0;
+  if (slots >= RING_MIN_SLOTS) {
+    e = cudaFuncSetAttribute(kernel_fn(RING_KERNEL), cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem_bytes(slots));
+    int n = 0;
+    if (e == cudaSuccess)
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(RING_KERNEL), THREADS + 32, ring_smem_bytes(slots));
+    if (e == cudaSuccess && n >= 1) *ring_slots = slots;
   }
   return e;
 }
 
 cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
   if (grid > MAX_GRID) return cudaErrorInvalidValue;  // SYNC_PUB has one word per block
+  const bool ring = a.flags & MKF_RING;
+  if (ring && (a.ring_slots < RING_MIN_SLOTS || a.ring_slots > RING_MAX_SLOTS)) return cudaErrorInvalidValue;
   Args copy = a;
   void* params[] = {&copy};
   const bool partial = a.flags & (MKF_DN_FLAGS | MKF_FA_FLAGS);
-  const int k = !(a.flags & MKF_EARLY) ? 0 : partial ? 2 : 1;
-  return cudaLaunchCooperativeKernel(kernel_fn(k), dim3(grid), dim3(THREADS), params, SM_END, stream);
+  const int k = ring ? RING_KERNEL : !(a.flags & MKF_EARLY) ? 0 : partial ? 2 : 1;
+  const dim3 block(ring ? THREADS + 32 : THREADS);
+  const int smem = ring ? ring_smem_bytes(a.ring_slots) : SM_END;
+  if (a.flags & MKF_PLAIN_LAUNCH) return cudaLaunchKernel(kernel_fn(k), dim3(grid), block, params, smem, stream);
+  return cudaLaunchCooperativeKernel(kernel_fn(k), dim3(grid), block, params, smem, stream);
 }
 
 }  // namespace mk

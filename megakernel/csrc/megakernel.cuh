@@ -65,7 +65,16 @@ enum : int {
   MKF_DN_FLAGS = 128,  // DeltaNet in-proj -> core: no grid wait; each block publishes "in-proj done" and a
                        // core unit (head h) waits only for the blocks owning its q/k/v/b/a rows
   MKF_FA_FLAGS = 256,  // the same for attention in-proj -> attention (unit waits for its kv head's rows)
+  MKF_RING = 512,      // v6: every block streams its weight slices through a ring of shared-memory slots,
+                       // filled by a 17th (producer) warp, running ahead of the phases and through the barriers
+  MKF_RING_TMA = 1024, // the layers' chunks by TMA bulk copies too (else cp.async by the producer's lanes;
+                       // the lm_head's are bulk copies on sm_90 either way): measured slower, the bulk
+                       // requests queue ahead of the grid barrier's L2 round trips
+  MKF_PLAIN_LAUNCH = 2048,  // an ordinary launch instead of a cooperative one (the grid is still sized
+                            // by the occupancy query, so every block is resident when the GPU is idle)
 };
+constexpr int RING_MIN_SLOTS = 8;   // a matrix phase's item reads up to 8 slots at once
+constexpr int RING_MAX_SLOTS = 16;
 
 struct Args {
   // weights
@@ -99,14 +108,18 @@ struct Args {
   int pos;                  // position of this token (= tokens already in the cache)
   int nsplit;               // attention split-K units per kv head, 1..ATT_MAX_SPLIT, <= pos + 1
   unsigned bar_base;        // barrier counter value at launch start (epoch)
-  int pf_dist;              // L2 prefetch distance in phases (0 = off)
+  int pf_dist;              // L2 prefetch distance in phases (0 = off); MKF_RING: in chunks beyond the ring
   int stop_after;           // debug: last phase to run (-1 = all)
   int flags;                // MKF_* bits (schedule variants, for measurement)
+  int ring_slots;           // MKF_RING: slots of the weight ring (configure() picks the most that fit)
+  int ring_inflight;        // MKF_RING: most chunks the producer keeps in flight (0: up to ring_slots)
 };
 
-int smem_bytes();
-// Sets the kernel's shared-memory limit and returns how many blocks of it fit on one SM.
-cudaError_t configure(int device, int* blocks_per_sm, int* num_sms);
+int smem_bytes();                 // the register schedules
+int ring_smem_bytes(int slots);   // MKF_RING with that many slots
+// Sets the kernels' shared-memory limits; returns how many blocks fit on one SM and the ring's
+// slot count (0: the ring does not fit this GPU's shared memory, MKF_RING is refused).
+cudaError_t configure(int device, int* blocks_per_sm, int* num_sms, int* ring_slots);
 cudaError_t launch(const Args& a, int grid, cudaStream_t stream);
 
 }  // namespace mk
