@@ -216,15 +216,15 @@ def main(argv=None):
     # 3. schedule variants: same bits, different speed
     from megakernel.bench import launch_gaps, layer_times, tg
     from megakernel.tier import (MKF_DN_FLAGS, MKF_EARLY, MKF_GEN_BAR, MKF_LIGHT_BAR,
-                                 MKF_RING, MKF_RING_TMA)
+                                 MKF_PLAIN_LAUNCH, MKF_RING, MKF_RING_TMA)
 
     default = (mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight)
     L, EL, RL = MKF_LIGHT_BAR, MKF_EARLY | MKF_LIGHT_BAR, MKF_RING | MKF_LIGHT_BAR
     S = mk.ring_slots
     # v6: the ring (slots: its size; in flight: the most chunks the producer keeps in flight, 0 = slots)
-    ring = [(f"v7 ring+tags, {m or S} in flight", RL, 0, S, m) for m in (2, 4, 0)]
-    ring += [("v7 ring+tags, 2, gen barrier", RL | MKF_GEN_BAR, 0, S, 2)]
-    ring += [(f"v7 ring+tags TMA, {m} in flight", RL | MKF_RING_TMA, 0, S, m) for m in (1,)]
+    ring = [(f"v6 ring cp.async, {m or S} in flight", RL, 0, S, m) for m in (2, 4, 0)]
+    ring += [("v6 ring cp.async, 2, plain launch", RL | MKF_PLAIN_LAUNCH, 0, S, 2)]
+    ring += [(f"v6 ring TMA, {m} in flight", RL | MKF_RING_TMA, 0, S, m) for m in (1, 0)]
     variants = (ring if S else []) + [
         ("early+light (v4)", EL, 0, S, 0),
         ("plain (v1 schedule)", 0, 0, S, 0),

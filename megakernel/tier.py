@@ -51,7 +51,6 @@ MKF_GEN_BAR, MKF_DN_FLAGS, MKF_FA_FLAGS = 64, 128, 256
 MKF_RING, MKF_RING_TMA = 512, 1024
 MKF_PLAIN_LAUNCH = 2048  # an ordinary launch instead of a cooperative one (measurement)
 RING_MIN_SLOTS = 8  # csrc/megakernel.cuh: a matrix phase's item reads up to 8 slots at once
-RING_BARRIERS_PER_LAYER = 2  # the ring schedule's grid barriers: after the in-proj and the core
 REGISTER_SCHEDULE = MKF_EARLY | MKF_LIGHT_BAR  # v4: the default where the ring does not fit
 RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR
 PREFILL_PATHS = ("fast", "reference")
@@ -75,15 +74,6 @@ def check_config(config: ModelConfig) -> None:
 def check_batch(batch_size: int) -> None:
     if batch_size != 1:
         raise TierInputError(f"the megakernel decodes batch 1 only; got batch_size={batch_size} (expected 1)")
-
-
-def grid_barriers(flags: int, stop_after: int = -1) -> int:
-    """Grid barriers one launch passes (the counter's advance): one after every layer phase,
-    or with the ring schedule after each layer's in-proj and core only."""
-    phases = NBARRIERS if stop_after < 0 or stop_after >= NBARRIERS else stop_after + 1
-    if not flags & MKF_RING:
-        return phases
-    return phases // 5 * RING_BARRIERS_PER_LAYER + min(phases % 5, RING_BARRIERS_PER_LAYER)
 
 
 def attention_splits(pos: int) -> int:
@@ -162,7 +152,6 @@ class MegakernelTier(Tier):
             else:
                 self.prefill_note = f"slow prefill (reference ops): {reason}"
         self._bar_base = 0
-        self._epoch = 0  # launches so far: the tags of the ring schedule's tagged words
         self.debug_poison = False
 
     # ---- weights: packed per phase, the reference model sees views of the same memory ----
@@ -234,13 +223,9 @@ class MegakernelTier(Tier):
             "apart": torch.zeros(2 * ATT_MAX_SPLIT * 4 * ATT_PART, dtype=f32, device=dev),
             "amax_val": torch.zeros(self.max_grid, dtype=f32, device=dev),
             "amax_idx": torch.zeros(self.max_grid, dtype=torch.int32, device=dev),
-            # the ring schedule's tagged words (bf16 | tag << 16): the residual stream and act
-            "hid_t": torch.zeros(D, dtype=torch.int32, device=dev),
-            "act_t": torch.zeros(INTER, dtype=torch.int32, device=dev),
         }
-        for name, value in (("SYNC_WORDS", SYNC_WORDS), ("RING_BARRIERS_PER_LAYER", RING_BARRIERS_PER_LAYER)):
-            if getattr(self.ext, name) != value:
-                raise RuntimeError(f"megakernel: {name} {value} in tier.py but {getattr(self.ext, name)} in the kernel")
+        if self.ext.SYNC_WORDS != SYNC_WORDS:
+            raise RuntimeError(f"megakernel: SYNC_WORDS {SYNC_WORDS} in tier.py but {self.ext.SYNC_WORDS} in the kernel")
         self.sync = torch.zeros(SYNC_WORDS, dtype=torch.int32, device=dev)
 
     # ---- state ------------------------------------------------------------------
@@ -334,14 +319,14 @@ class MegakernelTier(Tier):
             s["act"].data_ptr(), s["apart"].data_ptr(), s["amax_val"].data_ptr(), s["amax_idx"].data_ptr(),
             self.sync.data_ptr(), token_ids.data_ptr(), out_token.data_ptr(),
             0 if logits is None else logits.data_ptr(), 0 if trace is None else trace.data_ptr(),
-            0 if times is None else times.data_ptr(), state.rope.data_ptr(), s["hid_t"].data_ptr(), s["act_t"].data_ptr(),
+            0 if times is None else times.data_ptr(), state.rope.data_ptr(),
         ]
         pos = state.seq_len
         ints = [state.max_seq_len, pos, attention_splits(pos), self._bar_base, int(self.pf_dist), int(stop_after),
-                self.grid, int(self.flags), self.ring_slots, int(self.ring_inflight), self._epoch]
+                self.grid, int(self.flags), self.ring_slots, int(self.ring_inflight)]
         self.ext.launch(self.device.index, ptrs, ints)
-        self._bar_base = (self._bar_base + grid_barriers(self.flags, stop_after) * self.grid) & 0xFFFFFFFF
-        self._epoch = (self._epoch + 1) & 0xFFFFFFFF
+        barriers = NBARRIERS if stop_after < 0 or stop_after >= NBARRIERS else stop_after + 1
+        self._bar_base = (self._bar_base + barriers * self.grid) & 0xFFFFFFFF
 
     def _decode(self, token_ids, state, trace):
         logits = self._out(VOCAB)

@@ -8,8 +8,8 @@
 
 namespace {
 
-constexpr int N_PTRS = 25;
-constexpr int N_INTS = 11;
+constexpr int N_PTRS = 23;
+constexpr int N_INTS = 10;
 
 // -> [blocks_per_sm, num_sms, smem_bytes, ring_slots, ring_smem_bytes] (ring_slots 0: no MKF_RING here)
 std::vector<int64_t> configure(int64_t device) {
@@ -50,8 +50,6 @@ void launch(int64_t device, const std::vector<int64_t>& p, const std::vector<int
   a.trace = ptr<float>(p[20]);
   a.times = ptr<unsigned long long>(p[21]);
   a.rope = ptr<const uint16_t>(p[22]);
-  a.hid_t = ptr<uint32_t>(p[23]);
-  a.act_t = ptr<uint32_t>(p[24]);
   a.max_seq = static_cast<int>(n[0]);
   a.pos = static_cast<int>(n[1]);
   a.nsplit = static_cast<int>(n[2]);
@@ -62,7 +60,6 @@ void launch(int64_t device, const std::vector<int64_t>& p, const std::vector<int
   a.flags = static_cast<int>(n[7]);
   a.ring_slots = static_cast<int>(n[8]);
   a.ring_inflight = static_cast<int>(n[9]);
-  a.epoch = static_cast<unsigned>(n[10] & 0xffffffffLL);
   TORCH_CHECK(!(a.flags & mk::MKF_RING) || (a.ring_slots >= mk::RING_MIN_SLOTS && a.ring_slots <= mk::RING_MAX_SLOTS),
               "megakernel.launch: the ring schedule (MKF_RING) needs ", mk::RING_MIN_SLOTS, "..", mk::RING_MAX_SLOTS,
               " slots; configure() found room for ", a.ring_slots, " on this GPU");
@@ -184,7 +181,7 @@ void p_lm_head(const torch::Tensor& x, const torch::Tensor& w, const torch::Tens
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "Qwen3.5-0.8B single-launch decode megakernel";
   m.def("configure", &configure, "set the smem limits; -> [blocks_per_sm, num_sms, smem_bytes, ring_slots, ring_smem_bytes]");
-  m.def("launch", &launch, "one decode step: launch(device, pointers[25], ints[11])");
+  m.def("launch", &launch, "one decode step: launch(device, pointers[23], ints[10])");
   m.def("p_add_rms_norm", &p_add_rms_norm);
   m.def("p_dn_prep", &p_dn_prep);
   m.def("p_dn_out_norm", &p_dn_out_norm);
@@ -199,7 +196,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("N_INTS") = N_INTS;
   m.attr("NPHASES") = mk::NPHASES;
   m.attr("NBARRIERS") = mk::NBARRIERS;
-  m.attr("RING_BARRIERS_PER_LAYER") = mk::RING_BARRIERS_PER_LAYER;
   m.attr("NTIMES") = mk::NTIMES;
   m.attr("SYNC_WORDS") = static_cast<int>(mk::SYNC_WORDS);
   m.attr("ATT_MAX_SPLIT") = mk::ATT_MAX_SPLIT;

@@ -350,37 +350,12 @@ __device__ __forceinline__ void mv_half_rows_residual(const uint16_t* W, int r0,
   }
 }
 
-// ---- tagged activations (MKF_RING) ------------------------------------------------
-// The ring kernel has no grid barrier before a phase whose only input from other blocks is the
-// residual stream (in-proj, gate/up, lm_head) or act (down): those vectors also go out as
-// tagged words, bf16 value (low half) | tag of the phase that wrote it (high half), and the
-// reader polls its words until every tag is the one it expects. The tag, 1 + (epoch * NPHASES
-// + q) mod 65534, is never 0 (the zeroed buffer) nor 0xffff (the NaN poison of the tests), and
-// repeats only after 65534 launches. Write-after-read needs nothing more: every phase reads
-// all blocks' outputs of the one before, so no block can rewrite a vector before every
-// block has read its previous version (a block runs at most one phase ahead of another).
-__device__ __forceinline__ uint32_t tag_of(const Args& a, int q) {
-  return 1u + (uint32_t)(((unsigned long long)a.epoch * NPHASES + (unsigned)q) % 65534ull);
-}
-__device__ __forceinline__ void st_tagged(uint32_t* p, uint16_t v, uint32_t tag) { __stcg(reinterpret_cast<unsigned*>(p), (tag << 16) | v); }
-// spin until the n words at p (n <= 4, consecutive) carry `tag`; -> their bf16 bits in out
-template <int N>
-__device__ __forceinline__ void wait_tagged(const uint32_t* p, uint32_t tag, uint32_t (&out)[N]) {
-  bool ok;
-  do {
-#pragma unroll
-    for (int i = 0; i < N; ++i) out[i] = ld_relaxed(p + i);
-    ok = true;
-#pragma unroll
-    for (int i = 0; i < N; ++i) ok &= (out[i] >> 16) == tag;
-  } while (!ok);
-#pragma unroll
-  for (int i = 0; i < N; ++i) out[i] &= 0xffffu;
-}
-
-// every block: xs = bf16(rmsnorm(x) * (1 + w)) over D = 1024; thread t holds x[2t], x[2t+1] in pair
-__device__ __forceinline__ void block_rmsnorm_pair(uint32_t pair, const uint16_t* w, uint16_t* xs, float* red) {
+// every block: xs = bf16(rmsnorm(src) * (1 + w)) over D = 1024 (2 elements per thread)
+__device__ __forceinline__ void block_rmsnorm(const uint16_t* src, bool src_is_weight, const uint16_t* w, uint16_t* xs, float* red) {
   const int t = threadIdx.x;
+  uint32_t pair;
+  if (src_is_weight) pair = __ldg(reinterpret_cast<const unsigned*>(src) + t);
+  else pair = __ldcg(reinterpret_cast<const unsigned*>(src) + t);
   const float x0 = lo(pair), x1 = hi(pair);
   float ss = warp_sum(x0 * x0 + x1 * x1);
   if ((t & 31) == 0) red[t >> 5] = ss;
@@ -394,55 +369,10 @@ __device__ __forceinline__ void block_rmsnorm_pair(uint32_t pair, const uint16_t
   reinterpret_cast<uint32_t*>(xs)[t] = y;
   sync_warps();
 }
-__device__ __forceinline__ void block_rmsnorm(const uint16_t* src, bool src_is_weight, const uint16_t* w, uint16_t* xs, float* red) {
-  const unsigned* p = reinterpret_cast<const unsigned*>(src) + threadIdx.x;
-  block_rmsnorm_pair(src_is_weight ? __ldg(p) : __ldcg(p), w, xs, red);
-}
-// the residual stream as phase q's writer tagged it
-__device__ __forceinline__ void block_rmsnorm_tagged(const Args& a, int q, const uint16_t* w, uint16_t* xs, float* red) {
-  uint32_t v[2];
-  wait_tagged<2>(a.hid_t + 2 * threadIdx.x, tag_of(a, q), v);
-  block_rmsnorm_pair(v[0] | (v[1] << 16), w, xs, red);
-}
-// the phase that wrote the residual stream entering layer l's out-proj: the previous layer's
-// down, or for layer 0 the in-proj (which stores the embedding row)
-__device__ __forceinline__ int residual_writer(int l) { return l == 0 ? 0 : PHASES_PER_LAYER * l - 1; }
-// the residual norm of phase q (its input: phase q-1's residual stream)
-template <bool RING>
-__device__ __forceinline__ void phase_rmsnorm(const Args& a, int q, const uint16_t* w, uint16_t* xs, float* red) {
-  if constexpr (RING) block_rmsnorm_tagged(a, q - 1, w, xs, red);
-  else block_rmsnorm(a.hidden, false, w, xs, red);
-}
 
 // copy a bf16 vector written by other blocks into shared memory (n multiple of 8)
 __device__ __forceinline__ void load_vec(const uint16_t* src, uint16_t* xs, int n) {
   for (int i = threadIdx.x; i < n / 8; i += THREADS) reinterpret_cast<uint4*>(xs)[i] = ld_x16(src + 8 * i);
-  sync_warps();
-}
-// the same from tagged words, once they all carry `tag` (a thread polls all its words at once)
-template <int N>
-__device__ __forceinline__ void load_vec_tagged(const uint32_t* src, uint32_t tag, uint16_t* xs) {
-  constexpr int P = (N / 2 + THREADS - 1) / THREADS;  // word pairs per thread
-  static_assert(N % 2 == 0, "pairs");
-  uint32_t v[2 * P];
-  bool ok;
-  do {
-    ok = true;
-#pragma unroll
-    for (int k = 0; k < P; ++k) {
-      const int i = threadIdx.x + k * THREADS;
-      if (i < N / 2) {
-        v[2 * k] = ld_relaxed(src + 2 * i);
-        v[2 * k + 1] = ld_relaxed(src + 2 * i + 1);
-        ok &= (v[2 * k] >> 16) == tag && (v[2 * k + 1] >> 16) == tag;
-      }
-    }
-  } while (!ok);
-#pragma unroll
-  for (int k = 0; k < P; ++k) {
-    const int i = threadIdx.x + k * THREADS;
-    if (i < N / 2) reinterpret_cast<uint32_t*>(xs)[i] = (v[2 * k] & 0xffffu) | (v[2 * k + 1] << 16);
-  }
   sync_warps();
 }
 
@@ -516,7 +446,7 @@ __device__ void stream_start(const Args& a, Stream& s, uint8_t* sm) {
   s.cons = 0;
   if (threadIdx.x < s.S) {
     ring::bar_init(s.full + 8 * threadIdx.x, 32);  // every lane of the producer arrives once per fill
-    ring::bar_init(s.empty + 8 * threadIdx.x, NWARPS);  // one arrival per compute warp and use
+    ring::bar_init(s.empty + 8 * threadIdx.x, 1);
   }
   ring::fence_bar_init();
   __syncthreads();  // (all THREADS + 32 threads, the last time: the producer warp leaves the block barrier here)
@@ -566,24 +496,11 @@ __device__ __forceinline__ uint32_t chunk_wait(const Stream& s, int c) {
   ring::bar_wait(s.full + 8 * slot, (n / s.S) & 1);
   return s.slots + slot * ring::SLOT;
 }
-// Releasing an item's n chunks to the producer: a slot's "empty" barrier counts one arrival per
-// compute warp. A warp arrives on the chunks it does not read when the item starts, and on the
-// one it reads (mine) as soon as its loads from it are done, so a slot goes back to the
-// producer while the slower warps still compute. A warp cannot run an item ahead (item_done's
-// block barrier) and an item spans at most RING_MIN_SLOTS chunks, so no warp arrives twice on
-// one fill of a slot.
-__device__ __forceinline__ void release_others(const Stream& s, int n, int mine) {
-  if ((threadIdx.x & 31) == 0)
-    for (int k = 0; k < n; ++k)
-      if (k != mine) ring::bar_arrive(s.empty + 8 * ((s.cons + k) % s.S));
-}
-__device__ __forceinline__ void release_mine(const Stream& s, int mine) {
-  __syncwarp();
-  if ((threadIdx.x & 31) == 0) ring::bar_arrive(s.empty + 8 * ((s.cons + mine) % s.S));
-}
-// every compute thread, at the end of an item of n chunks
-__device__ __forceinline__ void item_done(Stream& s, int n) {
+// every compute thread, after its last read of the item's `n` chunks: release them to the producer
+__device__ __forceinline__ void chunks_done(Stream& s, int n) {
   sync_warps();
+  if (threadIdx.x == 0)
+    for (int k = s.cons; k < s.cons + n; ++k) ring::bar_arrive(s.empty + 8 * (k % s.S));
   s.cons += n;
 }
 __device__ __forceinline__ uint4 lds128(uint32_t addr) {
@@ -598,106 +515,79 @@ template <class Epi>
 __device__ __forceinline__ void ring_mv_k1024(const Args& a, Stream& s, int rows, const uint16_t* xs, Epi epi) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int i0 = 0; i0 < rows; i0 += NWARPS * 4) {
-    const int i = i0 + warp * 4, n = (min(NWARPS * 4, rows - i0) + 7) / 8, mine = i < rows ? warp >> 1 : -1;
-    release_others(s, n, mine);
+    const int i = i0 + warp * 4;
     if (i < rows) {
-      const uint32_t p = chunk_wait(s, mine) + (warp & 1) * 4 * D * 2;
+      const uint32_t p = chunk_wait(s, warp >> 1) + (warp & 1) * 4 * D * 2;
+      uint4 wv[16];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) wv[r * 4 + c] = lds128(p + r * D * 2 + (c * 32 + lane) * 16);
       float acc[4];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {  // two rows at a time (the ring kernel has 96 registers a thread)
-        uint4 wv[16];
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) wv[r * 4 + c] = lds128(p + (2 * h + r) * D * 2 + (c * 32 + lane) * 16);
-        if (h == 1) release_mine(s, mine);
-        float acc2[2];
-        dot_regs<D / 256, 2>(wv, xs, lane, acc2);
-        acc[2 * h] = acc2[0];
-        acc[2 * h + 1] = acc2[1];
-      }
+      dot_regs<D / 256, 4>(wv, xs, lane, acc);
       if (lane == 0) {
 #pragma unroll
         for (int r = 0; r < 4; ++r)
           if (i + r < rows) epi(i + r, acc[r]);
       }
     }
-    item_done(s, n);
+    chunks_done(s, (min(NWARPS * 4, rows - i0) + 7) / 8);
   }
 }
 
 // gate/up units [0, n) from the ring: an item is 32 units (8 chunks), warp w takes units
 // 2w, 2w+1 (chunk w/2); act[u0 + i] = silu(gate) * up
-__device__ __forceinline__ void ring_gate_up(const Args& a, Stream& s, int u0, int n, const uint16_t* xs, uint32_t tag) {
+__device__ __forceinline__ void ring_gate_up(const Args& a, Stream& s, int u0, int n, const uint16_t* xs) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int i0 = 0; i0 < n; i0 += NWARPS * 2) {
-    const int i = i0 + warp * 2, nch = (min(NWARPS * 2, n - i0) + 3) / 4, mine = i < n ? warp >> 1 : -1;
-    release_others(s, nch, mine);
+    const int i = i0 + warp * 2;
     if (i < n) {
-      const uint32_t p = chunk_wait(s, mine) + (warp & 1) * 2 * D * 2;
+      const uint32_t p = chunk_wait(s, warp >> 1) + (warp & 1) * 2 * D * 2;
       const uint32_t rows[4] = {p, p + ring::SLOT / 2, p + D * 2, p + ring::SLOT / 2 + D * 2};  // g, u, g, u
+      uint4 wv[16];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) wv[r * 4 + c] = lds128(rows[r] + (c * 32 + lane) * 16);
       float acc[4];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {  // one unit (gate and up row) at a time
-        uint4 wv[16];
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) wv[r * 4 + c] = lds128(rows[2 * h + r] + (c * 32 + lane) * 16);
-        if (h == 1) release_mine(s, mine);
-        float acc2[2];
-        dot_regs<D / 256, 2>(wv, xs, lane, acc2);
-        acc[2 * h] = acc2[0];
-        acc[2 * h + 1] = acc2[1];
-      }
+      dot_regs<D / 256, 4>(wv, xs, lane, acc);
       if (lane == 0) {
-        const uint16_t y0 = bits(bfr(siluf_(bfr(acc[0]))) * bfr(acc[1])), y1 = bits(bfr(siluf_(bfr(acc[2]))) * bfr(acc[3]));
-        a.act[u0 + i] = y0;
-        st_tagged(a.act_t + u0 + i, y0, tag);
-        if (i + 1 < n) {
-          a.act[u0 + i + 1] = y1;
-          st_tagged(a.act_t + u0 + i + 1, y1, tag);
-        }
+        a.act[u0 + i] = bits(bfr(siluf_(bfr(acc[0]))) * bfr(acc[1]));
+        if (i + 1 < n) a.act[u0 + i + 1] = bits(bfr(siluf_(bfr(acc[2]))) * bfr(acc[3]));
       }
     }
-    item_done(s, nch);
+    chunks_done(s, (min(NWARPS * 2, n - i0) + 3) / 4);
   }
 }
 
 // rows [r0, r1) of W [*, K], K = 2048 or 3584, from the ring: two warps per row (each half
 // of K), then hidden[row] += bf16(dot) (the residual add), optionally copied to the trace
-// (the residual stream: read as phase q_prev tagged it, written tagged as phase q's)
 template <int K>
 __device__ __forceinline__ void ring_half_rows_residual(const Args& a, Stream& s, int r0, int r1, const uint16_t* xs,
-                                                        float* red, float* trace_row, int q_prev, int q) {
+                                                        uint16_t* hidden, float* red, float* trace_row) {
   constexpr int NCH = K / 512, RPC = ring::SLOT / (2 * K);
   static_assert(NCH * 512 == K && RPC >= 1, "K must be a multiple of 512 and a row must fit a slot");
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int base = r0; base < r1; base += NWARPS / 2) {
-    const int j = warp >> 1, half = warp & 1, nch = (min(NWARPS / 2, r1 - base) + RPC - 1) / RPC;
-    const int mine = base + j < r1 ? j / RPC : -1;
-    release_others(s, nch, mine);
+    const int j = warp >> 1, half = warp & 1;
     // the residual rows first: this block alone writes them, their latency hides behind the dots
-    uint32_t h_old[1] = {0};
-    if (threadIdx.x < NWARPS / 2 && base + threadIdx.x < r1) wait_tagged<1>(a.hid_t + base + threadIdx.x, tag_of(a, q_prev), h_old);
+    const float h_old = threadIdx.x < NWARPS / 2 && base + threadIdx.x < r1 ? ld_x1(hidden + base + threadIdx.x) : 0.f;
     float acc[1] = {0.f};
     if (base + j < r1) {
-      const uint32_t p = chunk_wait(s, mine) + ((j % RPC) * K + half * (K / 2)) * 2;
+      const uint32_t p = chunk_wait(s, j / RPC) + ((j % RPC) * K + half * (K / 2)) * 2;
       uint4 wv[16];
 #pragma unroll
       for (int c = 0; c < NCH; ++c) wv[c] = lds128(p + (c * 32 + lane) * 16);
-      release_mine(s, mine);
       dot_regs<NCH, 1>(wv, xs + half * (K / 2), lane, acc);
     }
     if (lane == 0) red[warp] = acc[0];
-    item_done(s, nch);
+    chunks_done(s, (min(NWARPS / 2, r1 - base) + RPC - 1) / RPC);
     if (threadIdx.x < NWARPS / 2) {
       const int r = base + threadIdx.x;
       if (r < r1) {
         const float o = bfr(red[2 * threadIdx.x] + red[2 * threadIdx.x + 1]);
-        const float h = bfr(f16b(h_old[0]) + o);
-        a.hidden[r] = bits(h);
-        st_tagged(a.hid_t + r, bits(h), tag_of(a, q));
+        const float h = bfr(h_old + o);
+        hidden[r] = bits(h);
         if (trace_row) trace_row[r] = h;
       }
     }
@@ -871,17 +761,16 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
   if (l == 0) {  // the embedding row is the residual stream entering layer 0
     const uint16_t* e = a.embed + (size_t)a.token[0] * D;
     block_rmsnorm(e, true, lw<uint16_t>(a, l, SL_IN_NORM), xs, red);
-    if (b == 0 && a.times && threadIdx.x == 0) a.times[NPHASES + 2] = globaltimer();
-    // the stream's first version: block 0 writes it (the ring kernel: each block its own rows, tagged)
-    const int i0 = RING ? part(D, b, G) : (b == 0 ? 0 : D), i1 = RING ? part(D, b + 1, G) : D;
-    for (int i = i0 + threadIdx.x; i < i1; i += THREADS) {
-      const uint16_t v = __ldg(e + i);
-      a.hidden[i] = v;
-      if (RING) st_tagged(a.hid_t + i, v, tag_of(a, 0));
-      if (a.trace) a.trace[i] = f16b(v);
+    if (b == 0) {
+      if (a.times && threadIdx.x == 0) a.times[NPHASES + 2] = globaltimer();
+      for (int i = threadIdx.x; i < D; i += THREADS) {
+        const uint16_t v = __ldg(e + i);
+        a.hidden[i] = v;
+        if (a.trace) a.trace[i] = f16b(v);
+      }
     }
   } else {
-    phase_rmsnorm<RING>(a, 5 * l, lw<uint16_t>(a, l, SL_IN_NORM), xs, red);
+    block_rmsnorm(a.hidden, false, lw<uint16_t>(a, l, SL_IN_NORM), xs, red);
   }
   uint16_t* ring = a.conv_ring + (size_t)(dn_slot(l) * 4 + (a.pos & 3)) * DN_CONV;
   uint16_t* zab = a.zab;
@@ -994,7 +883,7 @@ __device__ __forceinline__ void dn_out_proj(const Args& a, int l, uint8_t* sm, u
   *reinterpret_cast<uint2*>(xs + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
   sync_warps();
   const int G = gridDim.x, b = blockIdx.x;
-  if constexpr (RING) ring_half_rows_residual<DN_VAL>(a, st, part(D, b, G), part(D, b + 1, G), xs, red, nullptr, residual_writer(l), 5 * l + 2);
+  if constexpr (RING) ring_half_rows_residual<DN_VAL>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr);
   else mv_half_rows_residual<DN_VAL>(lw<uint16_t>(a, l, SL_OUT), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr, wv);
 }
 
@@ -1003,7 +892,7 @@ template <bool RING>
 __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
-  phase_rmsnorm<RING>(a, 5 * l, lw<uint16_t>(a, l, SL_IN_NORM), xs, red);
+  block_rmsnorm(a.hidden, false, lw<uint16_t>(a, l, SL_IN_NORM), xs, red);
   const int G = gridDim.x, b = blockIdx.x;
   uint16_t* out = a.qkv;
   const int r0 = part(FA_QKV, b, G), r1 = part(FA_QKV, b + 1, G);
@@ -1215,7 +1104,7 @@ __device__ __forceinline__ void fa_out_proj(const Args& a, int l, uint8_t* sm, u
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   load_vec(a.attn, xs, FA_OIN);
   const int G = gridDim.x, b = blockIdx.x;
-  if constexpr (RING) ring_half_rows_residual<FA_OIN>(a, st, part(D, b, G), part(D, b + 1, G), xs, red, nullptr, residual_writer(l), 5 * l + 2);
+  if constexpr (RING) ring_half_rows_residual<FA_OIN>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr);
   else mv_half_rows_residual<FA_OIN>(lw<uint16_t>(a, l, SL_OUT), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr, wv);
 }
 
@@ -1225,11 +1114,11 @@ template <bool RING>
 __device__ __forceinline__ void mlp_gate_up(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
-  phase_rmsnorm<RING>(a, 5 * l + 3, lw<uint16_t>(a, l, SL_POST_NORM), xs, red);
+  block_rmsnorm(a.hidden, false, lw<uint16_t>(a, l, SL_POST_NORM), xs, red);
   const int G = gridDim.x, b = blockIdx.x;
   const int u0 = part(INTER, b, G), u1 = part(INTER, b + 1, G);
   if constexpr (RING) {
-    ring_gate_up(a, st, u0, u1 - u0, xs, tag_of(a, 5 * l + 3));
+    ring_gate_up(a, st, u0, u1 - u0, xs);
     return;
   }
   const uint16_t* gw = lw<uint16_t>(a, l, SL_GATE_UP);
@@ -1250,11 +1139,10 @@ template <bool RING>
 __device__ __forceinline__ void mlp_down(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
-  if constexpr (RING) load_vec_tagged<INTER>(a.act_t, tag_of(a, 5 * l + 3), xs);
-  else load_vec(a.act, xs, INTER);
+  load_vec(a.act, xs, INTER);
   const int G = gridDim.x, b = blockIdx.x;
   float* trace_row = a.trace ? a.trace + (size_t)(1 + l) * D : nullptr;
-  if constexpr (RING) ring_half_rows_residual<INTER>(a, st, part(D, b, G), part(D, b + 1, G), xs, red, trace_row, 5 * l + 2, 5 * l + 4);
+  if constexpr (RING) ring_half_rows_residual<INTER>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, trace_row);
   else mv_half_rows_residual<INTER>(lw<uint16_t>(a, l, SL_DOWN), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, trace_row, wv);
 }
 
@@ -1268,7 +1156,7 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int G = gridDim.x, b = blockIdx.x;
-  phase_rmsnorm<RING>(a, NPHASES - 1, a.final_norm, xs, red);
+  block_rmsnorm(a.hidden, false, a.final_norm, xs, red);
   if (b == 0) {
     if (a.trace)
       for (int i = t; i < D; i += THREADS) a.trace[(size_t)(NLAYER + 1) * D + i] = f16b(xs[i]);
@@ -1386,14 +1274,7 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
     if (sub == 3) mlp_gate_up<RING>(a, l, sm, wv, st);
     else if (sub == 4) mlp_down<RING>(a, l, sm, wv, st);
     if (a.times && t == BAR_THREAD) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
-    // RING: a grid barrier after the in-proj and the core only; the out-proj, gate/up and down
-    // phases hand their outputs on as tagged words (their readers wait on the words themselves)
-    if (RING && sub >= 2) {
-      if (a.times && blockIdx.x == 0 && t == 0) a.times[q + 1] = globaltimer();
-      continue;
-    }
-    const int k = RING ? l * RING_BARRIERS_PER_LAYER + sub : q;  // this launch's k-th grid barrier
-    const unsigned target = a.bar_base + (unsigned)(k + 1) * (unsigned)G;
+    const unsigned target = a.bar_base + (unsigned)(q + 1) * (unsigned)G;
     const bool wait = !PARTIAL || !partial_in_proj(a.flags, q);
     barrier_arrive(a.sync, target, a.flags, !wait, a.bar_base + (unsigned)(q + 1));
     if (pf_phases > 0 && pf_end) prefetch_phase(a, q + a.pf_dist);

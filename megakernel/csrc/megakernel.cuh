@@ -26,7 +26,6 @@ constexpr int THREADS = 512, NWARPS = 16;
 constexpr int PHASES_PER_LAYER = 5;                  // in-proj | mixer core | out-proj | gate/up | down
 constexpr int NPHASES = NLAYER * PHASES_PER_LAYER + 1;  // + final norm / lm_head / argmax
 constexpr int NBARRIERS = NLAYER * PHASES_PER_LAYER;     // a grid barrier after every layer phase
-constexpr int RING_BARRIERS_PER_LAYER = 2;           // MKF_RING: after the in-proj and the core only
 constexpr int DN_VSLICES = 8;                        // a DeltaNet head's 128 v rows split over 8 units
 constexpr int DN_UNITS = DN_H * DN_VSLICES;          // 128 recurrence units
 constexpr int ATT_MAX_SPLIT = 64;                    // split-K units per kv head (attention)
@@ -95,8 +94,6 @@ struct Args {
   uint16_t* qkv;            // [FA_QKV] attention projections
   uint16_t* attn;           // [FA_OIN] gated attention output
   uint16_t* act;            // [INTER] silu(gate) * up
-  uint32_t* hid_t;          // MKF_RING: [D] the residual stream as tagged words (value | tag << 16)
-  uint32_t* act_t;          // MKF_RING: [INTER] act as tagged words
   float* apart;             // [FA_HKV][ATT_MAX_SPLIT][4][ATT_PART] attention partials
   float* amax_val;          // [grid] per-block best logit
   int* amax_idx;            // [grid]
@@ -110,8 +107,7 @@ struct Args {
   int max_seq;
   int pos;                  // position of this token (= tokens already in the cache)
   int nsplit;               // attention split-K units per kv head, 1..ATT_MAX_SPLIT, <= pos + 1
-  unsigned bar_base;        // barrier counter value at launch start
-  unsigned epoch;           // launches so far (the tags of MKF_RING's tagged words)
+  unsigned bar_base;        // barrier counter value at launch start (epoch)
   int pf_dist;              // L2 prefetch distance in phases (0 = off); MKF_RING: in chunks beyond the ring
   int stop_after;           // debug: last phase to run (-1 = all)
   int flags;                // MKF_* bits (schedule variants, for measurement)
