@@ -4,7 +4,8 @@
    (attention) with NaN-poisoned scratch, every buffer it wrote diffed against the bf16
    reference's own intermediates of the same step;
 2. layer by layer: the trace of one decode step against the fp32 reference (and HF bf16);
-3. speed: tg128 with L2 prefetch off / 1 / 2 phases ahead, and per-layer times.
+3. speed: tg128 of every schedule variant (the ring paced or not, TMA or cp.async, the register
+   schedules), per-layer times, barrier skew and exit latency, and the gap between launches.
 Prints a compact table last and writes JSON to $OUT (or ./dev_check.json).
 
     python -m megakernel.dev_check [--skip-hf] [--skip-bench]
@@ -216,14 +217,13 @@ def main(argv=None):
     # 3. schedule variants: same bits, different speed
     from megakernel.bench import launch_gaps, layer_times, tg
     from megakernel.tier import (MKF_DN_FLAGS, MKF_EARLY, MKF_GEN_BAR, MKF_LIGHT_BAR,
-                                 MKF_PLAIN_LAUNCH, MKF_RING, MKF_RING_TMA)
+                                 MKF_RING, MKF_RING_TMA)
 
     default = (mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight)
     L, EL, RL = MKF_LIGHT_BAR, MKF_EARLY | MKF_LIGHT_BAR, MKF_RING | MKF_LIGHT_BAR
     S = mk.ring_slots
     # v6: the ring (slots: its size; in flight: the most chunks the producer keeps in flight, 0 = slots)
     ring = [(f"v6 ring cp.async, {m or S} in flight", RL, 0, S, m) for m in (2, 4, 0)]
-    ring += [("v6 ring cp.async, 2, plain launch", RL | MKF_PLAIN_LAUNCH, 0, S, 2)]
     ring += [(f"v6 ring TMA, {m} in flight", RL | MKF_RING_TMA, 0, S, m) for m in (1, 0)]
     variants = (ring if S else []) + [
         ("early+light (v4)", EL, 0, S, 0),

@@ -49,7 +49,6 @@ MKF_EARLY, MKF_PF_END, MKF_PF_SPREAD, MKF_PF_LINES, MKF_LM_PF, MKF_LIGHT_BAR = 1
 MKF_GEN_BAR, MKF_DN_FLAGS, MKF_FA_FLAGS = 64, 128, 256
 # v6: weights streamed through a shared-memory ring (TMA bulk copies on sm_90; cp.async forced by the second)
 MKF_RING, MKF_RING_TMA = 512, 1024
-MKF_PLAIN_LAUNCH = 2048  # an ordinary launch instead of a cooperative one (measurement)
 RING_MIN_SLOTS = 8  # csrc/megakernel.cuh: a matrix phase's item reads up to 8 slots at once
 REGISTER_SCHEDULE = MKF_EARLY | MKF_LIGHT_BAR  # v4: the default where the ring does not fit
 RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR

@@ -14,8 +14,12 @@
 //   warp   matrix phases: 4 rows at a time (K = 1024) or one half row (K = 2048 / 3584);
 //          DeltaNet recurrence: one v row of the state; attention: every 16th position.
 //   lane   16-byte weight chunks (8 bf16) at lane*8 + 256*c, fp32 accumulation, shuffle reduce.
-//   prefetch  warp 0 issues L2 bulk prefetches of its block's slice of phase q+pf_dist when
-//          phase q starts, so HBM keeps streaming through barriers and serial phases.
+//   ring   (MKF_RING, the default on sm_90) a 17th warp streams the block's weight slices into
+//          shared-memory slots ahead of the phases (see "the weight stream"); the 16 compute
+//          warps read them from there. The register schedules load each warp's rows straight
+//          into registers (v4: those of the next phase before the barrier).
+//   prefetch  (pf_dist > 0, register schedules) warp 0 issues L2 bulk prefetches of its block's
+//          slice of phase q+pf_dist when phase q starts.
 #include "megakernel.cuh"
 
 #include <cuda_bf16.h>
@@ -1343,7 +1347,6 @@ cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
   const int k = ring ? RING_KERNEL : !(a.flags & MKF_EARLY) ? 0 : partial ? 2 : 1;
   const dim3 block(ring ? THREADS + 32 : THREADS);
   const int smem = ring ? ring_smem_bytes(a.ring_slots) : SM_END;
-  if (a.flags & MKF_PLAIN_LAUNCH) return cudaLaunchKernel(kernel_fn(k), dim3(grid), block, params, smem, stream);
   return cudaLaunchCooperativeKernel(kernel_fn(k), dim3(grid), block, params, smem, stream);
 }
 

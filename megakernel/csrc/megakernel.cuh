@@ -70,8 +70,6 @@ enum : int {
   MKF_RING_TMA = 1024, // the layers' chunks by TMA bulk copies too (else cp.async by the producer's lanes;
                        // the lm_head's are bulk copies on sm_90 either way): measured slower, the bulk
                        // requests queue ahead of the grid barrier's L2 round trips
-  MKF_PLAIN_LAUNCH = 2048,  // an ordinary launch instead of a cooperative one (the grid is still sized
-                            // by the occupancy query, so every block is resident when the GPU is idle)
 };
 constexpr int RING_MIN_SLOTS = 8;   // a matrix phase's item reads up to 8 slots at once
 constexpr int RING_MAX_SLOTS = 16;
