@@ -223,10 +223,8 @@ def main(argv=None):
     L, EL, RL = MKF_LIGHT_BAR, MKF_EARLY | MKF_LIGHT_BAR, MKF_RING | MKF_LIGHT_BAR
     S = mk.ring_slots
     # v6: the ring (slots: its size; in flight: the most chunks the producer keeps in flight, 0 = slots)
-    ring = [("v6 ring cp.async, 2 in flight", RL, 0, S, 2), ("TMP no kv ring", RL | 8192, 0, S, 2),
-             ("TMP merge", RL | 2048, 0, S, 2), ("TMP merge no kv ring", RL | 2048 | 8192, 0, S, 2)]
-    ring += [(f"v6 ring TMA, {m} in flight", RL | MKF_RING_TMA, 0, S, m) for m in (1,)]
-    ring += [("TMP merge 4 in flight", RL | 2048, 0, S, 4), ("TMP merge E|L", EL | 2048, 0, S, 0)]
+    ring = [(f"v6 ring cp.async, {m or S} in flight", RL, 0, S, m) for m in (2, 4, 0)]
+    ring += [(f"v6 ring TMA, {m} in flight", RL | MKF_RING_TMA, 0, S, m) for m in (1, 0)]
     variants = (ring if S else []) + [
         ("early+light (v4)", EL, 0, S, 0),
         ("plain (v1 schedule)", 0, 0, S, 0),

@@ -48,10 +48,8 @@ constexpr int SM_AT_M = SM_AT_VB + 512;           // float [8][4]
 constexpr int SM_AT_L = SM_AT_M + 128;            // float [8][4]
 constexpr int SM_AT_ACC = SM_AT_L + 128;          // float [8][4][256]
 constexpr int SM_END = SM_AT_ACC + 8 * 4 * FA_HD * 4;
-constexpr int SM_MERGE = SM_U;                    // MKF_ATT_OUT_MERGE: float [2][splits][4][ATT_PART]
 constexpr int SM_RING = (SM_END + 127) & ~127;    // MKF_RING: ring_slots slots of ring::SLOT bytes, then their mbarriers
 static_assert(SM_DN_V + 64 <= SM_END, "smem");
-static_assert(SM_MERGE + FA_HKV * ATT_OUT_MERGE_MAX * 4 * ATT_PART * 4 <= SM_END, "smem: the out-proj's split merge");
 static_assert(NWARPS == DN_H, "gated norm: one warp per DeltaNet head");
 static_assert(NWARPS == DN_DV / DN_VSLICES, "recurrence: one warp per v row of a unit");
 
@@ -390,29 +388,13 @@ __device__ __forceinline__ void load_vec(const uint16_t* src, uint16_t* xs, int 
 // consumers wait for a chunk's slot and read the weights from shared memory. A chunk is whole
 // rows of one matrix: 8 rows of K = 1024, 4 of K = 2048, 2 of K = 3584, or 4 gate rows (first
 // half of the slot) with the same 4 up rows (second half). Chunk number n of the launch lives
-// in slot n % S, fill n / S of that slot. The attention core streams the cached K rows (first
-// half of the slot) and V rows (second half) of the block's first unit, KV_RPC positions a chunk.
-constexpr int KV_RPC = ring::SLOT / 2 / (FA_HD * 2);  // 16 positions of K and of V per chunk
+// in slot n % S, fill n / S of that slot.
 struct PhaseSlice {
   const uint16_t* w;   // first row of the block's slice (rows = 0: the phase streams nothing)
   const uint16_t* w2;  // gate/up: first up row (the chunks' second halves)
   int rows, rpc, k;    // rows (gate/up: units) in the slice, rows per chunk, row length
 };
 __device__ __forceinline__ int nchunks(const PhaseSlice& p) { return (p.rows + p.rpc - 1) / p.rpc; }
-
-// attention unit u (kv head g, split s) covers positions [p0, p1) of 0..pos; the cache holds those
-// before pos (row pos is this launch's own k, v)
-struct KvRange {
-  int g, s, p0, p1, cached_end;
-};
-__device__ __forceinline__ KvRange kv_range(const Args& a, int u) {
-  const int ns = a.nsplit, ctx = a.pos + 1, g = u / ns, s = u % ns;
-  const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
-  return {g, s, p0, p1, max(p0, min(p1, a.pos))};
-}
-__device__ __forceinline__ size_t kv_row(const Args& a, int l, int g, int p) {
-  return ((size_t)(fa_slot(l) * FA_HKV + g) * a.max_seq + p) * FA_HD;
-}
 
 __device__ PhaseSlice phase_slice(const Args& a, int q) {
   const int G = gridDim.x, b = blockIdx.x;
@@ -434,14 +416,7 @@ __device__ PhaseSlice phase_slice(const Args& a, int q) {
       return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, part(INTER, b + 1, G) - u0, 4, D};
     }
     case 4: return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, r1 - r0, 2, INTER};
-    case 1:
-      if (is_fa(l) && b < FA_HKV * a.nsplit && !(a.flags & 8192)) {  // the cached K | V rows of the block's first unit
-        const KvRange k = kv_range(a, b);
-        const size_t o = kv_row(a, l, k.g, k.p0);
-        return {a.k_cache + o, a.v_cache + o, k.cached_end - k.p0, KV_RPC, FA_HD};
-      }
-      return {nullptr, nullptr, 0, 1, D};  // DeltaNet core: nothing to stream
-    default: return {nullptr, nullptr, 0, 1, D};
+    default: return {nullptr, nullptr, 0, 1, D};  // mixer core: no weights to stream
   }
 }
 
@@ -649,12 +624,14 @@ __device__ void prefetch_phase(const Args& a, int q) {
           block_prefetch(a.dn_state + ((size_t)(dn_slot(l) * DN_H + h) * DN_DV + j * 16) * DN_DK, 16 * DN_DK * 4, f);
         }
       } else {
+        const int ctx = a.pos + 1;
         for (int u = b; u < FA_HKV * a.nsplit; u += G) {
-          const KvRange k = kv_range(a, u);
-          if (k.cached_end == k.p0) continue;
-          const size_t off = kv_row(a, l, k.g, k.p0);
-          block_prefetch(a.k_cache + off, (size_t)(k.cached_end - k.p0) * FA_HD * 2, f);
-          block_prefetch(a.v_cache + off, (size_t)(k.cached_end - k.p0) * FA_HD * 2, f);
+          const int g = u / a.nsplit, s = u % a.nsplit;
+          const int p0 = part(ctx, s, a.nsplit), p1 = min(part(ctx, s + 1, a.nsplit), a.pos);
+          if (p1 <= p0) continue;
+          const size_t off = ((size_t)(fa_slot(l) * FA_HKV + g) * a.max_seq + p0) * FA_HD;
+          block_prefetch(a.k_cache + off, (size_t)(p1 - p0) * FA_HD * 2, f);
+          block_prefetch(a.v_cache + off, (size_t)(p1 - p0) * FA_HD * 2, f);
         }
       }
       break;
@@ -928,56 +905,15 @@ __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, ui
 }
 
 // final gate: attn[h*256+d] = bf16(bf16(o) * bf16(sigmoid(gate)))
-__device__ __forceinline__ uint16_t gated(float o, float gate) { return bits(bfr(o) * bfr(sigmoidf_(gate))); }
-__device__ __forceinline__ void attn_finish(const Args& a, int h, int d, float o, float gate) { a.attn[h * FA_HD + d] = gated(o, gate); }
-
-// MKF_ATT_OUT_MERGE: the out-proj merges the split-K partials (not when the launch stops after
-// the attention core q: then the core leaves the merged output in attn itself)
-__device__ __forceinline__ bool merge_in_out_proj(const Args& a, int q_core) {
-  return (a.flags & MKF_ATT_OUT_MERGE) && a.nsplit > 1 && a.nsplit <= ATT_OUT_MERGE_MAX && a.stop_after != q_core;
-}
-// the attention output merged from the nsplit partials (the last-arriver merge's arithmetic, in
-// split order: the same bits) into xs; block 0 also stores it to attn. The partials of both kv
-// heads are copied to shared memory first (cp.async: one round trip, no registers held); then
-// thread t takes channels c = t, t + 512, ... (head c / 256, dim c % 256).
-__device__ void merge_attention(const Args& a, uint16_t* xs, uint8_t* sm) {
-  constexpr int PIECES = ATT_PART / 4;  // 16-byte pieces of one partial
-  const int ns = a.nsplit;
-  float* parts = reinterpret_cast<float*>(sm + SM_MERGE);  // [g][si < ns][hh][ATT_PART]
-  for (int i = threadIdx.x; i < FA_HKV * ns * 4 * PIECES; i += THREADS) {
-    const int p = i / PIECES, g = p / (4 * ns), si = p / 4 % ns, hh = p % 4;
-    const float* src = a.apart + ((size_t)(g * ATT_MAX_SPLIT + si) * 4 + hh) * ATT_PART + (i % PIECES) * 4;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(ring::smem_addr(parts + (size_t)i * 4)),
-                 "l"(__cvta_generic_to_global(src)) : "memory");
-  }
-  asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
-  sync_warps();
-  for (int c = threadIdx.x; c < FA_OIN; c += THREADS) {
-    const int h = c / FA_HD, d = c % FA_HD, g = h / 4, hh = h % 4;
-    const float* base = parts + (size_t)(g * ns * 4 + hh) * ATT_PART;
-    float M = -INFINITY;
-    for (int si = 0; si < ns; ++si) M = fmaxf(M, base[si * 4 * ATT_PART]);
-    float L = 0.f, A = 0.f;
-    for (int si = 0; si < ns; ++si) {
-      const float* pp = base + si * 4 * ATT_PART;
-      const float e = expf(pp[0] - M);
-      L = fmaf(pp[1], e, L);
-      A = fmaf(pp[4 + d], e, A);
-    }
-    xs[c] = gated(A / L, ld_x1(a.qkv + h * 2 * FA_HD + FA_HD + d));
-    if (blockIdx.x == 0) a.attn[c] = xs[c];
-  }
-  sync_warps();
+__device__ __forceinline__ void attn_finish(const Args& a, int h, int d, float o, float gate) {
+  a.attn[h * FA_HD + d] = bits(bfr(o) * bfr(sigmoidf_(gate)));
 }
 
 // phase 1: unit (kv head g, split s) covers positions [p0, p1) of 0..pos for q heads 4g..4g+3.
-// All threads: q/k norm + partial RoPE; warp w: positions p0+w%8, p0+w%8+8, ... for two of the
-// four q heads with an online softmax (lane = 8 dims); then the 16 warps merge in smem. With
-// nsplit > 1 the last unit of a kv head to finish merges the splits (fixed order:
-// deterministic) and resets its counter. RING: the block's first unit reads its cached K, V rows
-// from the weight ring (streamed before the barrier), items of up to 8 chunks; others from global.
-template <bool RING>
-__device__ void fa_attention(const Args& a, int l, uint8_t* sm, Stream& st) {
+// All threads: q/k norm + partial RoPE; warp w: positions p0+w, p0+w+16, ... with an online
+// softmax (lane = 8 dims); then the 16 warps merge in smem. With nsplit > 1 the last unit of
+// a kv head to finish merges the splits (fixed order: deterministic) and resets its counter.
+__device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
   float* qf = reinterpret_cast<float*>(sm + SM_AT_Q);
   float* kf = reinterpret_cast<float*>(sm + SM_AT_K);
   uint16_t* kb = reinterpret_cast<uint16_t*>(sm + SM_AT_KB);
@@ -988,12 +924,12 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, Stream& st) {
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-  const int ns = a.nsplit;
+  const int slot = fa_slot(l), ctx = a.pos + 1, ns = a.nsplit;
   const uint16_t* qn_w = lw<uint16_t>(a, l, SL_Q_NORM);
   const uint16_t* kn_w = lw<uint16_t>(a, l, SL_K_NORM);
   for (int u = blockIdx.x; u < FA_HKV * ns; u += gridDim.x) {
-    const KvRange range = kv_range(a, u);
-    const int g = range.g, s = range.s, p0 = range.p0, p1 = range.p1;
+    const int g = u / ns, s = u % ns;
+    const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
     const int d = t & (FA_HD - 1);
     // loads independent of the norms first: RoPE cos/sin (dims < 64), this thread's two gate values
     float rc = 0.f, rs = 0.f;
@@ -1042,7 +978,7 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, Stream& st) {
     // the new k, v go to the cache at pos (one unit per kv head); nobody reads row pos from
     // the cache in this launch (the unit holding pos takes it from smem)
     if (s == ns - 1) {
-      const size_t off = kv_row(a, l, g, a.pos);
+      const size_t off = ((size_t)(slot * FA_HKV + g) * a.max_seq + a.pos) * FA_HD;
       if (t < FA_HD) a.k_cache[off + t] = kb[t];
       else a.v_cache[off + t - FA_HD] = vb[t - FA_HD];
     }
@@ -1058,7 +994,17 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, Stream& st) {
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[hh][i] = 0.f;
     }
-    auto attend = [&](const uint4& kv, const uint4& vv) {  // one position into both heads' online softmax
+    const uint16_t* kc = a.k_cache + (size_t)(slot * FA_HKV + g) * a.max_seq * FA_HD;
+    const uint16_t* vc = a.v_cache + (size_t)(slot * FA_HKV + g) * a.max_seq * FA_HD;
+    for (int p = p0 + slot8; p < p1; p += 8) {
+      uint4 kv, vv;
+      if (p == a.pos) {
+        kv = reinterpret_cast<const uint4*>(kb)[lane];
+        vv = reinterpret_cast<const uint4*>(vb)[lane];
+      } else {
+        kv = ld_x16(kc + (size_t)p * FA_HD + lane * 8);
+        vv = ld_x16(vc + (size_t)p * FA_HD + lane * 8);
+      }
       float sc[2];
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {  // q stays in smem
@@ -1088,30 +1034,6 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, Stream& st) {
         for (int i = 0; i < 8; ++i) acc[hh][i] = fmaf(pw, vx[i], acc[hh][i] * corr);
         m[hh] = mn;
       }
-    };
-    // cached positions [p0, ring_end) from the ring (items of up to 8 chunks), the rest from
-    // the cache, position pos from smem
-    const int ring_end = RING && u == (int)blockIdx.x && !(a.flags & 8192) ? range.cached_end : p0;
-    const uint16_t* kc = a.k_cache + kv_row(a, l, g, 0);
-    const uint16_t* vc = a.v_cache + kv_row(a, l, g, 0);
-    for (int i0 = p0; i0 < p1; i0 += 8 * KV_RPC) {
-      const int i1 = min(p1, i0 + 8 * KV_RPC);
-      for (int p = i0 + slot8; p < i1; p += 8) {
-        uint4 kv, vv;
-        if (p < ring_end) {
-          const uint32_t row = chunk_wait(st, (p - i0) / KV_RPC) + ((p - i0) % KV_RPC) * FA_HD * 2 + lane * 16;
-          kv = lds128(row);
-          vv = lds128(row + ring::SLOT / 2);
-        } else if (p == a.pos) {
-          kv = reinterpret_cast<const uint4*>(kb)[lane];
-          vv = reinterpret_cast<const uint4*>(vb)[lane];
-        } else {
-          kv = ld_x16(kc + (size_t)p * FA_HD + lane * 8);
-          vv = ld_x16(vc + (size_t)p * FA_HD + lane * 8);
-        }
-        attend(kv, vv);
-      }
-      if (i0 < ring_end) chunks_done(st, (min(i1, ring_end) - i0 + KV_RPC - 1) / KV_RPC);
     }
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
@@ -1148,7 +1070,7 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, Stream& st) {
         pp[4 + dd + 1] = A1;
       }
     }
-    if (ns > 1 && !merge_in_out_proj(a, l * PHASES_PER_LAYER + 1)) {
+    if (ns > 1) {
       __threadfence();  // every writer publishes its partial before the count
       sync_warps();
       if (t == 0) {
@@ -1184,8 +1106,7 @@ template <bool RING>
 __device__ __forceinline__ void fa_out_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
-  if (merge_in_out_proj(a, l * PHASES_PER_LAYER + 1)) merge_attention(a, xs, sm);
-  else load_vec(a.attn, xs, FA_OIN);
+  load_vec(a.attn, xs, FA_OIN);
   const int G = gridDim.x, b = blockIdx.x;
   if constexpr (RING) ring_half_rows_residual<FA_OIN>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr);
   else mv_half_rows_residual<FA_OIN>(lw<uint16_t>(a, l, SL_OUT), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr, wv);
@@ -1347,7 +1268,7 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
     if (PARTIAL && partial_in_proj(a.flags, q - 1)) wait_core_producers(a, l, a.bar_base + (unsigned)q);
     if (is_fa(l)) {
       if (sub == 0) fa_in_proj<RING>(a, l, sm, wv, st);
-      else if (sub == 1) fa_attention<RING>(a, l, sm, st);
+      else if (sub == 1) fa_attention(a, l, sm);
       else if (sub == 2) fa_out_proj<RING>(a, l, sm, wv, st);
     } else {
       if (sub == 0) dn_in_proj<RING>(a, l, sm, wv, st);

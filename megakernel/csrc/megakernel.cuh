@@ -30,7 +30,6 @@ constexpr int DN_VSLICES = 8;                        // a DeltaNet head's 128 v 
 constexpr int DN_UNITS = DN_H * DN_VSLICES;          // 128 recurrence units
 constexpr int ATT_MAX_SPLIT = 64;                    // split-K units per kv head (attention)
 constexpr int ATT_PART = FA_HD + 4;                  // one partial: m, l, 2 pad, acc[256]
-constexpr int ATT_OUT_MERGE_MAX = 4;                 // MKF_ATT_OUT_MERGE: most splits the out-proj merges (shared memory)
 constexpr int NTIMES = NPHASES + 3;                  // globaltimer stamps (see kernel)
 constexpr int LM_ROWS_PER_IT = NWARPS * 4;           // lm_head rows a block covers per loop iteration
 
@@ -71,8 +70,6 @@ enum : int {
   MKF_RING_TMA = 1024, // the layers' chunks by TMA bulk copies too (else cp.async by the producer's lanes;
                        // the lm_head's are bulk copies on sm_90 either way): measured slower, the bulk
                        // requests queue ahead of the grid barrier's L2 round trips
-  MKF_ATT_OUT_MERGE = 2048,  // attention split-K (2..ATT_OUT_MERGE_MAX splits): every block merges the splits'
-                             // partials while loading the out-proj input (no last-arriver atomic and reload)
 };
 constexpr int RING_MIN_SLOTS = 8;   // a matrix phase's item reads up to 8 slots at once
 constexpr int RING_MAX_SLOTS = 16;
