@@ -354,8 +354,12 @@ __device__ __forceinline__ void mv_half_rows_residual(const uint16_t* W, int r0,
   }
 }
 
-// every block: xs = bf16(rmsnorm(src) * (1 + w)) over D = 1024 (2 elements per thread)
-__device__ __forceinline__ void block_rmsnorm(const uint16_t* src, bool src_is_weight, const uint16_t* w, uint16_t* xs, float* red) {
+// thread t's pair of a 1024-wide norm weight (the norm weights are evicted from L2 by every
+// token's weight stream: a load of one is an HBM round trip, so it is issued early)
+__device__ __forceinline__ uint32_t norm_pair(const uint16_t* w) { return __ldg(reinterpret_cast<const unsigned*>(w) + threadIdx.x); }
+// every block: xs = bf16(rmsnorm(src) * (1 + w)) over D = 1024 (2 elements per thread; wp:
+// this thread's pair of w, from norm_pair)
+__device__ __forceinline__ void block_rmsnorm(const uint16_t* src, bool src_is_weight, uint32_t wp, uint16_t* xs, float* red) {
   const int t = threadIdx.x;
   uint32_t pair;
   if (src_is_weight) pair = __ldg(reinterpret_cast<const unsigned*>(src) + t);
@@ -368,7 +372,6 @@ __device__ __forceinline__ void block_rmsnorm(const uint16_t* src, bool src_is_w
 #pragma unroll
   for (int i = 0; i < NWARPS; ++i) tot += red[i];
   const float r = rsqrtf(tot / (float)D + EPS);
-  const uint32_t wp = __ldg(reinterpret_cast<const unsigned*>(w) + t);
   const uint32_t y = (uint32_t)bits((x0 * r) * (1.f + lo(wp))) | ((uint32_t)bits((x1 * r) * (1.f + hi(wp))) << 16);
   reinterpret_cast<uint32_t*>(xs)[t] = y;
   sync_warps();
@@ -714,6 +717,38 @@ __device__ __forceinline__ void core_inputs(const Args& a, int l, int u, uint4* 
                        __float_as_uint(ld_x1(ring + (size_t)((a.pos - 1) & 3) * DN_CONV)), 0);
   }
 }
+// The small parameters phase q starts with, as this thread's float / bf16-pair bits (the
+// ring kernel loads them into wv[4] before the barrier that precedes q; the register kernels
+// at the start of q): the norm weight pair of an in-proj, gate/up or the lm_head; the gated
+// norm's 4 weights of a DeltaNet out-proj; q-norm, k-norm weight and RoPE cos, sin of an
+// attention core.
+__device__ __forceinline__ uint4 phase_params(const Args& a, int q) {
+  const int t = threadIdx.x;
+  if (q >= NPHASES) return make_uint4(0, 0, 0, 0);
+  if (q == NPHASES - 1) return make_uint4(norm_pair(a.final_norm), 0, 0, 0);
+  const int l = q / PHASES_PER_LAYER;
+  switch (q % PHASES_PER_LAYER) {
+    case 0: return make_uint4(norm_pair(lw<uint16_t>(a, l, SL_IN_NORM)), 0, 0, 0);
+    case 3: return make_uint4(norm_pair(lw<uint16_t>(a, l, SL_POST_NORM)), 0, 0, 0);
+    case 2:
+      if (is_fa(l)) return make_uint4(0, 0, 0, 0);
+      {
+        const uint2 gn = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_GNORM) + (t & 31) * 4));
+        return make_uint4(gn.x, gn.y, 0, 0);
+      }
+    case 1:
+      if (is_fa(l)) {
+        const int d = t & (FA_HD - 1), i = d & (FA_ROT / 2 - 1);
+        const uint16_t* rope = a.rope + (size_t)a.pos * FA_ROT;
+        return make_uint4(__float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_Q_NORM) + d)),
+                          __float_as_uint(t < FA_HD ? ld_w1(lw<uint16_t>(a, l, SL_K_NORM) + t) : 0.f),
+                          __float_as_uint(d < FA_ROT ? ld_w1(rope + i) : 0.f), __float_as_uint(d < FA_ROT ? ld_w1(rope + FA_ROT / 2 + i) : 0.f));
+      }
+      return make_uint4(0, 0, 0, 0);
+    default: return make_uint4(0, 0, 0, 0);
+  }
+}
+
 // before the barrier that precedes phase q: if q is a DeltaNet core, the inputs of this
 // block's first unit into wv[0..3] (all: the ring kernel; the state row alone, wv[0]: the
 // register kernels, which have no registers to spare)
@@ -758,13 +793,13 @@ __device__ __forceinline__ void issue_phase(const Args& a, int q, uint4 (&wv)[16
 // ---- DeltaNet phases --------------------------------------------------------
 // phase 0: xs = norm(hidden); rows of [qkv | z | b | a] -> conv ring column pos%4 | zab
 template <bool RING>
-__device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
+__device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int G = gridDim.x, b = blockIdx.x;
   if (l == 0) {  // the embedding row is the residual stream entering layer 0
     const uint16_t* e = a.embed + (size_t)a.token[0] * D;
-    block_rmsnorm(e, true, lw<uint16_t>(a, l, SL_IN_NORM), xs, red);
+    block_rmsnorm(e, true, params.x, xs, red);
     if (b == 0) {
       if (a.times && threadIdx.x == 0) a.times[NPHASES + 2] = globaltimer();
       for (int i = threadIdx.x; i < D; i += THREADS) {
@@ -774,7 +809,7 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
       }
     }
   } else {
-    block_rmsnorm(a.hidden, false, lw<uint16_t>(a, l, SL_IN_NORM), xs, red);
+    block_rmsnorm(a.hidden, false, params.x, xs, red);
   }
   uint16_t* ring = a.conv_ring + (size_t)(dn_slot(l) * 4 + (a.pos & 3)) * DN_CONV;
   uint16_t* zab = a.zab;
@@ -868,17 +903,16 @@ __device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm,
 // phase 2: every block: gated RMSNorm of all 16 heads (warp = head) -> xs, then its rows
 // of out_proj with the residual add
 template <bool RING>
-__device__ __forceinline__ void dn_out_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
+__device__ __forceinline__ void dn_out_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int base = warp * DN_DV + lane * 4;
   const uint2 ov = __ldcg(reinterpret_cast<const uint2*>(a.obuf + base));
   const uint2 zv = __ldcg(reinterpret_cast<const uint2*>(a.zab + base));
-  const uint2 gn = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_GNORM) + lane * 4));
   const float o[4] = {lo(ov.x), hi(ov.x), lo(ov.y), hi(ov.y)};
   const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
-  const float w[4] = {lo(gn.x), hi(gn.x), lo(gn.y), hi(gn.y)};
+  const float w[4] = {lo(params.x), hi(params.x), lo(params.y), hi(params.y)};
   const float ss = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
   const float r = rsqrtf(ss / (float)DN_DV + EPS);
   uint16_t y[4];
@@ -893,10 +927,10 @@ __device__ __forceinline__ void dn_out_proj(const Args& a, int l, uint8_t* sm, u
 
 // ---- gated attention phases ---------------------------------------------------
 template <bool RING>
-__device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
+__device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
-  block_rmsnorm(a.hidden, false, lw<uint16_t>(a, l, SL_IN_NORM), xs, red);
+  block_rmsnorm(a.hidden, false, params.x, xs, red);
   const int G = gridDim.x, b = blockIdx.x;
   uint16_t* out = a.qkv;
   const int r0 = part(FA_QKV, b, G), r1 = part(FA_QKV, b + 1, G);
@@ -913,7 +947,7 @@ __device__ __forceinline__ void attn_finish(const Args& a, int h, int d, float o
 // All threads: q/k norm + partial RoPE; warp w: positions p0+w, p0+w+16, ... with an online
 // softmax (lane = 8 dims); then the 16 warps merge in smem. With nsplit > 1 the last unit of
 // a kv head to finish merges the splits (fixed order: deterministic) and resets its counter.
-__device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
+__device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 params) {
   float* qf = reinterpret_cast<float*>(sm + SM_AT_Q);
   float* kf = reinterpret_cast<float*>(sm + SM_AT_K);
   uint16_t* kb = reinterpret_cast<uint16_t*>(sm + SM_AT_KB);
@@ -925,18 +959,12 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int slot = fa_slot(l), ctx = a.pos + 1, ns = a.nsplit;
-  const uint16_t* qn_w = lw<uint16_t>(a, l, SL_Q_NORM);
-  const uint16_t* kn_w = lw<uint16_t>(a, l, SL_K_NORM);
   for (int u = blockIdx.x; u < FA_HKV * ns; u += gridDim.x) {
     const int g = u / ns, s = u % ns;
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
     const int d = t & (FA_HD - 1);
-    // loads independent of the norms first: RoPE cos/sin (dims < 64), this thread's two gate values
-    float rc = 0.f, rs = 0.f;
-    if (d < FA_ROT) {
-      rc = ld_w1(a.rope + (size_t)a.pos * FA_ROT + (d & (FA_ROT / 2 - 1)));
-      rs = ld_w1(a.rope + (size_t)a.pos * FA_ROT + FA_ROT / 2 + (d & (FA_ROT / 2 - 1)));
-    }
+    // params: q-norm, k-norm weight, RoPE cos, sin (dims < 64) of this thread
+    const float rc = __uint_as_float(params.z), rs = __uint_as_float(params.w);
     const uint32_t gates = __ldcg(reinterpret_cast<const unsigned*>(a.qkv + (4 * g + (t >> 7)) * 2 * FA_HD + FA_HD + (t & 127) * 2));
     // -- q (4 heads) and k: zero-centred RMSNorm per head over 256 dims --
     // thread t holds q elements e = t (heads 0,1) and e = t + 512 (heads 2,3); k[t] for t < 256
@@ -951,10 +979,10 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm) {
     const int wb = (t >> 8) * 8;  // warps 0-7 hold heads 0/2 (and k), warps 8-15 heads 1/3
 #pragma unroll
     for (int i = 0; i < 8; ++i) { t0 += red[(wb + i) * 3]; t1 += red[(wb + i) * 3 + 1]; tk += red[i * 3 + 2]; }
-    const float wq = 1.f + ld_w1(qn_w + d);
+    const float wq = 1.f + __uint_as_float(params.x);
     const float n0 = bfr((q0 * rsqrtf(t0 / FA_HD + EPS)) * wq);
     const float n1 = bfr((q1 * rsqrtf(t1 / FA_HD + EPS)) * wq);
-    const float nk = t < FA_HD ? bfr((kr * rsqrtf(tk / FA_HD + EPS)) * (1.f + ld_w1(kn_w + t))) : 0.f;
+    const float nk = t < FA_HD ? bfr((kr * rsqrtf(tk / FA_HD + EPS)) * (1.f + __uint_as_float(params.y))) : 0.f;
     qf[t] = n0;  // qf[hh*256 + d] with hh = t>>8 (0/1)
     qf[t + 512] = n1;
     if (t < FA_HD) kf[t] = nk;
@@ -1115,10 +1143,10 @@ __device__ __forceinline__ void fa_out_proj(const Args& a, int l, uint8_t* sm, u
 // ---- MLP phases (every layer) -------------------------------------------------
 // phase 3: xs = norm(hidden); units [u0, u1): warp takes 2 units (4 rows: gate, up, gate, up)
 template <bool RING>
-__device__ __forceinline__ void mlp_gate_up(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
+__device__ __forceinline__ void mlp_gate_up(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
-  block_rmsnorm(a.hidden, false, lw<uint16_t>(a, l, SL_POST_NORM), xs, red);
+  block_rmsnorm(a.hidden, false, params.x, xs, red);
   const int G = gridDim.x, b = blockIdx.x;
   const int u0 = part(INTER, b, G), u1 = part(INTER, b + 1, G);
   if constexpr (RING) {
@@ -1154,13 +1182,13 @@ __device__ __forceinline__ void mlp_down(const Args& a, int l, uint8_t* sm, uint
 __device__ __forceinline__ bool better(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
 
 template <bool RING>
-__device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
+__device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int G = gridDim.x, b = blockIdx.x;
-  block_rmsnorm(a.hidden, false, a.final_norm, xs, red);
+  block_rmsnorm(a.hidden, false, params.x, xs, red);
   if (b == 0) {
     if (a.trace)
       for (int i = t; i < D; i += THREADS) a.trace[(size_t)(NLAYER + 1) * D + i] = f16b(xs[i]);
@@ -1250,14 +1278,17 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
     }
   }
   if (early) issue_phase(a, 0, wv);
+  if (RING) wv[4] = phase_params(a, 0);
   const int pf_phases = RING ? 0 : a.pf_dist;  // (L2 prefetch: not with the ring)
   for (int q = 0; q < pf_phases; ++q) prefetch_phase(a, q);
   for (int q = 0; q < NPHASES; ++q) {
     if (a.stop_after >= 0 && q > a.stop_after) break;
     if (pf_phases > 0 && !pf_end) prefetch_phase(a, q + a.pf_dist);
     if (!early && !RING) issue_phase(a, q, wv);
+    // the phase's small parameters: the ring kernel loaded them before the barrier
+    const uint4 params = RING ? wv[4] : phase_params(a, q);
     if (q == NPHASES - 1) {
-      lm_head<RING>(a, sm, wv, st);
+      lm_head<RING>(a, sm, wv, st, params);
       break;
     }
     const int l = q / PHASES_PER_LAYER, sub = q % PHASES_PER_LAYER;
@@ -1267,25 +1298,31 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
     // so the grid barriers' targets stay bar_base + (k+1)*G.
     if (PARTIAL && partial_in_proj(a.flags, q - 1)) wait_core_producers(a, l, a.bar_base + (unsigned)q);
     if (is_fa(l)) {
-      if (sub == 0) fa_in_proj<RING>(a, l, sm, wv, st);
-      else if (sub == 1) fa_attention(a, l, sm);
+      if (sub == 0) fa_in_proj<RING>(a, l, sm, wv, st, params);
+      else if (sub == 1) fa_attention(a, l, sm, params);
       else if (sub == 2) fa_out_proj<RING>(a, l, sm, wv, st);
     } else {
-      if (sub == 0) dn_in_proj<RING>(a, l, sm, wv, st);
+      if (sub == 0) dn_in_proj<RING>(a, l, sm, wv, st, params);
       else if (sub == 1) dn_recurrence<RING>(a, l, sm, wv);
-      else if (sub == 2) dn_out_proj<RING>(a, l, sm, wv, st);
+      else if (sub == 2) dn_out_proj<RING>(a, l, sm, wv, st, params);
     }
-    if (sub == 3) mlp_gate_up<RING>(a, l, sm, wv, st);
+    if (sub == 3) mlp_gate_up<RING>(a, l, sm, wv, st, params);
     else if (sub == 4) mlp_down<RING>(a, l, sm, wv, st);
     if (a.times && t == BAR_THREAD) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
     const unsigned target = a.bar_base + (unsigned)(q + 1) * (unsigned)G;
     const bool wait = !PARTIAL || !partial_in_proj(a.flags, q);
     barrier_arrive(a.sync, target, a.flags, !wait, a.bar_base + (unsigned)(q + 1));
     if (pf_phases > 0 && pf_end) prefetch_phase(a, q + a.pf_dist);
-    if (RING && !bar_warp) issue_core_inputs(a, q + 1, wv, true);
+    if (RING && !bar_warp) {
+      issue_core_inputs(a, q + 1, wv, true);
+      wv[4] = phase_params(a, q + 1);
+    }
     else if (EARLY && !bar_warp) issue_phase(a, q + 1, wv);
     if (wait) barrier_wait(a.sync, target, a.flags);
-    if (RING && bar_warp) issue_core_inputs(a, q + 1, wv, true);
+    if (RING && bar_warp) {
+      issue_core_inputs(a, q + 1, wv, true);
+      wv[4] = phase_params(a, q + 1);
+    }
     else if (EARLY && bar_warp) issue_phase(a, q + 1, wv);
     if (a.times && blockIdx.x == 0 && t == 0) a.times[q + 1] = globaltimer();
   }
