@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The megakernel's development run in ONE device call: JIT build, phase-by-phase and
 # layer-by-layer checks + tg128 timing of every schedule variant (python -m megakernel.dev_check),
-# the GPU tests, and (stage "sanitize") compute-sanitizer memcheck + racecheck. From the repo root:
+# the GPU tests, and (stage "sanitize") compute-sanitizer memcheck, synccheck and racecheck. From the repo root:
 #     bash megakernel/dev_run.sh [all|check|tests|sanitize|prefill]...     (default: check tests)
 # Stage "prefill": the fast-prefill GPU tests (tests/test_megakernel_prefill.py, memcheck included)
 # and python -m megakernel.bench_prefill (prefill_tests.log, prefill_bench.{md,json}); fla is

@@ -1,4 +1,4 @@
-"""A short GPU run of the megakernel for compute-sanitizer (memcheck / racecheck):
+"""A short GPU run of the megakernel for compute-sanitizer (memcheck / synccheck / racecheck):
 
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck --kernel-name kns=mk_decode \
         python -m megakernel sanitize-run --steps 2
