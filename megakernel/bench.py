@@ -77,3 +77,45 @@ def launch_gaps(tier, steps=16, prompt_len=16, seed=0):
     spans = [(x[NPHASES] - x[0]) / 1000.0 for x in t]
     gaps = [(t[k + 1][0] - t[k][NPHASES]) / 1000.0 for k in range(steps - 1)]
     return {"span_us": statistics.mean(spans[1:]), "gap_us": statistics.mean(gaps), "gap_min_us": min(gaps)}
+
+
+PHASE_NAMES = ("in-proj", "core", "out-proj", "gate/up", "down")
+UNIT_STEPS = ("unit0 q,k normed", "unit0 positions done", "unit0 output stored", "unit0 merged")
+
+
+def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
+    """Where each layer phase's time goes, from the timing mode's stamps: from block 0's exit of
+    the previous barrier to the first, median and last block's arrival at the phase's barrier
+    (the blocks' own work: the fastest, typical and critical block), then the last arrival to
+    block 0's exit (the barrier's exit latency). µs, means over the layers of a kind and
+    `steps` steps after a `prompt_len`-token prompt. → {"DeltaNet in-proj": {...}, ...}; for the
+    attention core also the share of steps whose critical block is a split-K unit ("unit_last")
+    and the times at which block 0's own unit passed its steps (UNIT_STEPS)."""
+    from .tier import NBARRIERS, NPHASES, UNIT_STAMPS
+
+    gen = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(0, tier.config.vocab_size, (1, prompt_len), generator=gen)
+    state = tier.new_state(max_seq_len=prompt_len + steps + 2)
+    ids = tier.decode_argmax(tier.prefill(prompt, state).argmax(-1).to(tier.device), state)
+    rows = {}
+    for _ in range(steps):
+        units = 2 * min(64, -(-(state.seq_len + 1) // 32))  # attention split-K units (tier.attention_splits)
+        tier.decode_layer_times(ids, state)
+        t = tier.last_phase_stamps
+        for q in range(NBARRIERS):
+            layer, sub = divmod(q, 5)
+            arr = tier.last_barrier_arrivals[:, q]
+            start, exit_ = t[q], t[q + 1]  # (t[0]: block 0's start)
+            kind = ("attention " if layer % 4 == 3 else "DeltaNet ") + PHASE_NAMES[sub]
+            r = rows.setdefault(kind, {"first": 0.0, "median": 0.0, "last": 0.0, "exit": 0.0, "unit_last": 0.0, "n": 0})
+            r["first"] += (float(arr.min()) - start) / 1000.0
+            r["median"] += (float(arr.median()) - start) / 1000.0
+            r["last"] += (float(arr.max()) - start) / 1000.0
+            r["exit"] += (exit_ - float(arr.max())) / 1000.0
+            r["unit_last"] += float(int(arr.argmax()) < units)
+            r["n"] += 1
+            if kind == "attention core":  # block 0's own unit, step by step (kernel: UNIT_STAMPS)
+                base = NPHASES + 3 + UNIT_STAMPS * (layer // 4)
+                for k, name in enumerate(UNIT_STEPS):
+                    r[name] = r.get(name, 0.0) + (t[base + k] - start) / 1000.0
+    return {k: {f: v / r["n"] for f, v in r.items() if f != "n"} for k, r in rows.items()}

@@ -5,7 +5,8 @@
    reference's own intermediates of the same step;
 2. layer by layer: the trace of one decode step against the fp32 reference (and HF bf16);
 3. speed: tg128 of every schedule variant (the ring paced or not, TMA or cp.async, the register
-   schedules), per-layer times, barrier skew and exit latency, and the gap between launches.
+   schedules), per-layer times, barrier skew and exit latency, and the gap between launches;
+4. the default schedule's phases taken apart (megakernel.bench.phase_anatomy).
 Prints a compact table last and writes JSON to $OUT (or ./dev_check.json).
 
     python -m megakernel.dev_check [--skip-hf] [--skip-bench]
@@ -259,6 +260,17 @@ def main(argv=None):
               + " ".join(f"{x:4.1f}" for x in dn) + " | " + " ".join(f"{x:4.1f}" for x in fa) + f" | {lt['lm_head']:.1f}",
               flush=True)
     mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight = default
+    # 4. the default schedule's phases taken apart: the blocks' work and the barrier's exit
+    from megakernel.bench import phase_anatomy
+    anat = phase_anatomy(mk, prompt_len=64)
+    results["phase_anatomy_us"] = anat
+    print("\nphase anatomy (default schedule, 64-token context; us from block 0's barrier exit to the blocks' "
+          "arrivals, then to the next exit):", flush=True)
+    print(f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s}  last block is an attention unit", flush=True)
+    for kind, r in anat.items():
+        print(f"  {kind:22s} {r['first']:6.2f} {r['median']:6.2f} {r['last']:6.2f} {r['exit']:6.2f}  {r['unit_last']:.0%}", flush=True)
+    print("  attention core, block 0's unit: " + ", ".join(f"{k} {v:.2f}" for k, v in anat["attention core"].items()
+                                                          if k.startswith("unit0")), flush=True)
     results["all_variants_same_bits"] = all(v["same_bits"] for v in results["variants"].values())
     # the summary the default is chosen from: fastest first (tg128 median of 5 repetitions)
     print("\nschedule variants, fastest first (tg128, median of 5; copy BW 2.87 TB/s):", flush=True)

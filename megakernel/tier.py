@@ -40,7 +40,8 @@ CONV = SUPPORTED.conv_dim
 # slots of the per-layer pointer table (csrc/megakernel.cuh)
 SL_IN_NORM, SL_POST_NORM, SL_WIN, SL_CONV_W, SL_A_LOG, SL_DT_BIAS, SL_GNORM = 0, 1, 2, 3, 4, 5, 6
 SL_Q_NORM, SL_K_NORM, SL_OUT, SL_GATE_UP, SL_DOWN, NSLOT = 3, 4, 7, 8, 9, 10
-NPHASES, NBARRIERS, NTIMES = 24 * 5 + 1, 24 * 5, 24 * 5 + 4
+NPHASES, NBARRIERS, UNIT_STAMPS = 24 * 5 + 1, 24 * 5, 4
+NTIMES = NPHASES + 3 + 6 * UNIT_STAMPS  # phase exits, start/embed/lm_head stamps, attention unit stamps
 MAX_GRID = 1024  # the sync buffer has one publish word per block
 SYNC_WORDS, ATT_MAX_SPLIT, ATT_PART = 32 * 5 + MAX_GRID, 64, 260
 MKF_EARLY, MKF_PF_END, MKF_PF_SPREAD, MKF_PF_LINES, MKF_LM_PF, MKF_LIGHT_BAR = 1, 2, 4, 8, 16, 32
@@ -365,6 +366,7 @@ class MegakernelTier(Tier):
         self.last_phase_stamps = t[:NTIMES]
         # every block's arrival at every barrier: skew (last - first arrival) and latency (exit - last)
         arr = torch.tensor(t[NTIMES:NTIMES + self.grid * NBARRIERS], dtype=torch.float64).view(self.grid, NBARRIERS)
+        self.last_barrier_arrivals = arr  # [grid, NBARRIERS] ns (megakernel.bench.phase_anatomy)
         exit_ = torch.tensor(t[1:NBARRIERS + 1], dtype=torch.float64)
         self.last_barrier_stats = {
             "skew_us": ((arr.max(0).values - arr.min(0).values) / 1000.0).tolist(),

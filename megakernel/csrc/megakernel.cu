@@ -1003,6 +1003,9 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
     qf[t + 512] = r1;
     if (t < FA_HD) kb[t] = bits(rk);
     sync_warps();
+    const bool stamp = a.times && blockIdx.x == 0 && t == 0 && u == 0;  // block 0's unit, timing mode
+    unsigned long long* stamps = a.times + NPHASES + 3 + fa_slot(l) * UNIT_STAMPS;
+    if (stamp) stamps[0] = globaltimer();  // q, k normed and rotated
     // the new k, v go to the cache at pos (one unit per kv head); nobody reads row pos from
     // the cache in this launch (the unit holding pos takes it from smem)
     if (s == ns - 1) {
@@ -1071,6 +1074,7 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
       for (int i = 0; i < 8; ++i) wacc[(slot8 * 4 + hq) * FA_HD + lane * 8 + i] = acc[hh][i];
     }
     sync_warps();
+    if (stamp) stamps[1] = globaltimer();  // every position scored and summed
     // -- merge the 8 position slots: thread t -> head hh = t / 128, dims 2(t % 128), +1 --
     {
       const int hh = t >> 7, dd = (t & 127) * 2;
@@ -1098,6 +1102,7 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
         pp[4 + dd + 1] = A1;
       }
     }
+    if (stamp) stamps[2] = globaltimer();  // the unit's output (or partial) stored
     if (ns > 1) {
       __threadfence();  // every writer publishes its partial before the count
       sync_warps();
@@ -1127,6 +1132,7 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
       }
     }
     sync_warps();  // smem reuse by the next unit
+    if (stamp) stamps[3] = globaltimer();  // split-K merged (by the last unit of the kv head)
   }
 }
 

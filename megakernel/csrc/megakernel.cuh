@@ -30,7 +30,8 @@ constexpr int DN_VSLICES = 8;                        // a DeltaNet head's 128 v 
 constexpr int DN_UNITS = DN_H * DN_VSLICES;          // 128 recurrence units
 constexpr int ATT_MAX_SPLIT = 64;                    // split-K units per kv head (attention)
 constexpr int ATT_PART = FA_HD + 4;                  // one partial: m, l, 2 pad, acc[256]
-constexpr int NTIMES = NPHASES + 3;                  // globaltimer stamps (see kernel)
+constexpr int UNIT_STAMPS = 4;                       // timing mode: block 0's first attention unit, per layer
+constexpr int NTIMES = NPHASES + 3 + NFA * UNIT_STAMPS;  // globaltimer stamps (see kernel)
 constexpr int LM_ROWS_PER_IT = NWARPS * 4;           // lm_head rows a block covers per loop iteration
 
 // layer table: NSLOT device pointers per layer (unused slots are 0)
