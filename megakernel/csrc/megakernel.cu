@@ -48,7 +48,6 @@ constexpr int SM_AT_M = SM_AT_VB + 512;           // float [8][4]
 constexpr int SM_AT_L = SM_AT_M + 128;            // float [8][4]
 constexpr int SM_AT_ACC = SM_AT_L + 128;          // float [8][4][256]
 constexpr int SM_END = SM_AT_ACC + 8 * 4 * FA_HD * 4;
-constexpr int KV_STAGE = 8 * 4 * FA_HD * 4 / (2 * FA_HD * 2);  // 32 positions of K and V fill the merge area
 constexpr int SM_RING = (SM_END + 127) & ~127;    // MKF_RING: ring_slots slots of ring::SLOT bytes, then their mbarriers
 static_assert(SM_DN_V + 64 <= SM_END, "smem");
 static_assert(NWARPS == DN_H, "gated norm: one warp per DeltaNet head");
@@ -956,8 +955,6 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
   float* wm = reinterpret_cast<float*>(sm + SM_AT_M);
   float* wl = reinterpret_cast<float*>(sm + SM_AT_L);
   float* wacc = reinterpret_cast<float*>(sm + SM_AT_ACC);
-  uint16_t* kst = reinterpret_cast<uint16_t*>(sm + SM_AT_ACC);  // [KV_STAGE][256] staged K rows (merge area)
-  uint16_t* vst = kst + KV_STAGE * FA_HD;                         // [KV_STAGE][256] staged V rows
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
@@ -966,17 +963,6 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
     const int g = u / ns, s = u % ns;
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
     const int d = t & (FA_HD - 1);
-    // the unit's first KV_STAGE cached K and V rows into shared memory (the merge area) by
-    // cp.async, in flight while q and k are normed; rows beyond them are loaded in the loop
-    const uint16_t* kc = a.k_cache + ((size_t)(slot * FA_HKV + g) * a.max_seq) * FA_HD;
-    const uint16_t* vc = a.v_cache + ((size_t)(slot * FA_HKV + g) * a.max_seq) * FA_HD;
-    const int staged = min(KV_STAGE, max(0, min(p1, a.pos) - p0));
-    for (int i = t; i < staged * (FA_HD / 8); i += THREADS) {  // 16-byte pieces of the rows p0 ..
-      const size_t off = (size_t)p0 * FA_HD + i * 8;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(ring::smem_addr(kst + i * 8)), "l"(__cvta_generic_to_global(kc + off)) : "memory");
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(ring::smem_addr(vst + i * 8)), "l"(__cvta_generic_to_global(vc + off)) : "memory");
-    }
-    asm volatile("cp.async.commit_group;" ::: "memory");
     // params: q-norm, k-norm weight, RoPE cos, sin (dims < 64) of this thread
     const float rc = __uint_as_float(params.z), rs = __uint_as_float(params.w);
     const uint32_t gates = __ldcg(reinterpret_cast<const unsigned*>(a.qkv + (4 * g + (t >> 7)) * 2 * FA_HD + FA_HD + (t & 127) * 2));
@@ -1016,7 +1002,6 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
     qf[t] = r0;
     qf[t + 512] = r1;
     if (t < FA_HD) kb[t] = bits(rk);
-    asm volatile("cp.async.wait_group 0;" ::: "memory");  // this thread's staged rows have landed
     sync_warps();
     const bool stamp = a.times && blockIdx.x == 0 && t == 0 && u == 0;  // block 0's unit, timing mode
     unsigned long long* stamps = a.times + NPHASES + 3 + fa_slot(l) * UNIT_STAMPS;
@@ -1040,12 +1025,11 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[hh][i] = 0.f;
     }
+    const uint16_t* kc = a.k_cache + (size_t)(slot * FA_HKV + g) * a.max_seq * FA_HD;
+    const uint16_t* vc = a.v_cache + (size_t)(slot * FA_HKV + g) * a.max_seq * FA_HD;
     for (int p = p0 + slot8; p < p1; p += 8) {
       uint4 kv, vv;
-      if (p - p0 < staged) {
-        kv = reinterpret_cast<const uint4*>(kst + (p - p0) * FA_HD)[lane];
-        vv = reinterpret_cast<const uint4*>(vst + (p - p0) * FA_HD)[lane];
-      } else if (p == a.pos) {
+      if (p == a.pos) {
         kv = reinterpret_cast<const uint4*>(kb)[lane];
         vv = reinterpret_cast<const uint4*>(vb)[lane];
       } else {
@@ -1082,7 +1066,6 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
         m[hh] = mn;
       }
     }
-    sync_warps();  // every warp is done with the staged rows: the merge area is written next
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int hq = 2 * hg + hh;
