@@ -91,7 +91,7 @@ def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
     `steps` steps after a `prompt_len`-token prompt. → {"DeltaNet in-proj": {...}, ...}; for the
     attention core also the share of steps whose critical block is a split-K unit ("unit_last")
     and the times at which block 0's own unit passed its steps (UNIT_STEPS)."""
-    from .tier import NBARRIERS, NPHASES, UNIT_STAMPS
+    from .tier import NBARRIERS, NPHASES, UNIT_STAMPS, attention_splits
 
     gen = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, tier.config.vocab_size, (1, prompt_len), generator=gen)
@@ -99,7 +99,7 @@ def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
     ids = tier.decode_argmax(tier.prefill(prompt, state).argmax(-1).to(tier.device), state)
     rows = {}
     for _ in range(steps):
-        units = 2 * min(64, -(-(state.seq_len + 1) // 32))  # attention split-K units (tier.attention_splits)
+        units = 2 * attention_splits(state.seq_len)  # the step's attention split-K units
         tier.decode_layer_times(ids, state)
         t = tier.last_phase_stamps
         for q in range(NBARRIERS):
