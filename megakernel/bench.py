@@ -80,7 +80,7 @@ def launch_gaps(tier, steps=16, prompt_len=16, seed=0):
 
 
 PHASE_NAMES = ("in-proj", "core", "out-proj", "gate/up", "down")
-UNIT_STEPS = ("unit0 q,k normed", "unit0 positions done", "unit0 output stored", "unit0 merged")
+UNIT_STEPS = ("unit0 q,k normed", "unit0 warp0 scored", "unit0 output stored", "unit0 merged")
 
 
 def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
@@ -99,7 +99,7 @@ def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
     ids = tier.decode_argmax(tier.prefill(prompt, state).argmax(-1).to(tier.device), state)
     rows = {}
     for _ in range(steps):
-        units = 2 * attention_splits(state.seq_len)  # the step's attention split-K units
+        units = 2 * attention_splits(state.seq_len, tier.positions_per_split)  # the step's attention split-K units
         tier.decode_layer_times(ids, state)
         t = tier.last_phase_stamps
         for q in range(NBARRIERS):
@@ -115,7 +115,16 @@ def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
             r["unit_last"] += float(int(arr.argmax()) < units)
             r["n"] += 1
             if kind == "attention core":  # block 0's own unit, step by step (kernel: UNIT_STAMPS)
+                per_unit = r.setdefault("unit_arrivals", {})  # every unit block's own arrival: [sum, count]
+                for blk in range(min(units, len(arr))):
+                    acc = per_unit.setdefault(blk, [0.0, 0])
+                    acc[0] += (float(arr[blk]) - start) / 1000.0
+                    acc[1] += 1
                 base = NPHASES + 3 + UNIT_STAMPS * (layer // 4)
                 for k, name in enumerate(UNIT_STEPS):
                     r[name] = r.get(name, 0.0) + (t[base + k] - start) / 1000.0
-    return {k: {f: v / r["n"] for f, v in r.items() if f != "n"} for k, r in rows.items()}
+    out = {k: {f: v / r["n"] for f, v in r.items() if f not in ("n", "unit_arrivals")} for k, r in rows.items()}
+    core = rows.get("attention core")
+    if core:  # mean arrival of the block of unit 0, 1, ... (over the steps that had that unit)
+        out["attention core"]["unit_arrivals"] = [t / n for _, (t, n) in sorted(core["unit_arrivals"].items())]
+    return out

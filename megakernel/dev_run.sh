@@ -2,10 +2,11 @@
 # The megakernel's development run in ONE device call: JIT build, phase-by-phase and
 # layer-by-layer checks + tg128 timing of every schedule variant (python -m megakernel.dev_check),
 # the GPU tests, and (stage "sanitize") compute-sanitizer memcheck, synccheck and racecheck. From the repo root:
-#     bash megakernel/dev_run.sh [all|check|tests|sanitize|prefill]...     (default: check tests)
+#     bash megakernel/dev_run.sh [all|check|tests|sanitize|prefill|ab]...     (default: check tests)
 # Stage "prefill": the fast-prefill GPU tests (tests/test_megakernel_prefill.py, memcheck included)
 # and python -m megakernel.bench_prefill (prefill_tests.log, prefill_bench.{md,json}); fla is
 # installed from ./.whl (carried) when it is not importable.
+# Stage "ab": python -m megakernel.ab $AB_ARGS (variants timed interleaved in one process; ab.log, ab.json).
 # Writes at most 6 files to $OUT: run.log (device, build, stage times), dev_check.log / .json,
 # tests.log, sanitize.log (pytest) and sanitizers.log (every sanitizer run's whole report).
 # Test tools missing on the GPU machine are installed from ./.mkwhl (carried) when present.
@@ -63,5 +64,9 @@ if [[ " $stages " == *" prefill "* ]]; then
     log "prefill tests done: $(( $(date +%s) - t0 )) s"
     timeout ${PREFILL_BENCH_LIMIT:-200} python3 -m megakernel.bench_prefill --out "$OUT" ${PREFILL_BENCH_ARGS:-} 2>&1 | tail -30
     log "prefill bench done: $(( $(date +%s) - t0 )) s"
+fi
+if [[ " $stages " == *" ab "* ]]; then
+    timeout ${AB_LIMIT:-300} python3 -m megakernel.ab ${AB_ARGS:-base} --json "$OUT/ab.json" 2>&1 | tee "$OUT/ab.log"
+    log "ab done: $(( $(date +%s) - t0 )) s"
 fi
 log "total: $(( $(date +%s) - t0 )) s"

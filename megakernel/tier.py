@@ -50,6 +50,8 @@ MKF_EARLY, MKF_PF_END, MKF_PF_SPREAD, MKF_PF_LINES, MKF_LM_PF, MKF_LIGHT_BAR = 1
 MKF_GEN_BAR, MKF_DN_FLAGS, MKF_FA_FLAGS = 64, 128, 256
 # v6: weights streamed through a shared-memory ring (TMA bulk copies on sm_90; cp.async forced by the second)
 MKF_RING, MKF_RING_TMA = 512, 1024
+# weights' L2 lines evict-first; attention units prefetch their K, V rows into L2
+MKF_EVICT_FIRST, MKF_ATT_PREFETCH = 2048, 4096
 RING_MIN_SLOTS = 8  # csrc/megakernel.cuh: a matrix phase's item reads up to 8 slots at once
 REGISTER_SCHEDULE = MKF_EARLY | MKF_LIGHT_BAR  # v4: the default where the ring does not fit
 RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR
@@ -76,9 +78,10 @@ def check_batch(batch_size: int) -> None:
         raise TierInputError(f"the megakernel decodes batch 1 only; got batch_size={batch_size} (expected 1)")
 
 
-def attention_splits(pos: int) -> int:
-    """Split-K units per kv head for a token at position `pos` (context pos + 1)."""
-    return max(1, min(ATT_MAX_SPLIT, math.ceil((pos + 1) / ATT_POSITIONS_PER_SPLIT)))
+def attention_splits(pos: int, per_split: int = ATT_POSITIONS_PER_SPLIT) -> int:
+    """Split-K units per kv head for a token at position `pos` (context pos + 1), one per
+    `per_split` positions."""
+    return max(1, min(ATT_MAX_SPLIT, math.ceil((pos + 1) / per_split)))
 
 
 @dataclass(eq=False)
@@ -97,6 +100,7 @@ class MegakernelTier(Tier):
     pf_dist = 0  # L2 prefetch distance in phases (0 turns prefetching off)
     flags = RING_SCHEDULE  # (REGISTER_SCHEDULE on GPUs whose shared memory cannot hold the ring)
     ring_inflight = 2  # the ring's producer keeps at most this many 16 KB chunks in flight (0: up to ring_slots)
+    positions_per_split = ATT_POSITIONS_PER_SPLIT  # attention: split-K units per kv head = context / this
 
     @classmethod
     def unavailable_reason(cls, device) -> str | None:
@@ -322,7 +326,7 @@ class MegakernelTier(Tier):
             0 if times is None else times.data_ptr(), state.rope.data_ptr(),
         ]
         pos = state.seq_len
-        ints = [state.max_seq_len, pos, attention_splits(pos), self._bar_base, int(self.pf_dist), int(stop_after),
+        ints = [state.max_seq_len, pos, attention_splits(pos, self.positions_per_split), self._bar_base, int(self.pf_dist), int(stop_after),
                 self.grid, int(self.flags), self.ring_slots, int(self.ring_inflight)]
         self.ext.launch(self.device.index, ptrs, ints)
         barriers = NBARRIERS if stop_after < 0 or stop_after >= NBARRIERS else stop_after + 1

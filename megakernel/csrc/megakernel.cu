@@ -33,21 +33,25 @@ constexpr float EPS = 1e-6f;
 constexpr int PF_PIECE = 16384;  // bytes per bulk prefetch instruction
 
 // ---- shared-memory layout (bytes) ----
-constexpr int SM_XS = 0;                          // bf16 [INTER] matvec input vector
-constexpr int SM_RED = SM_XS + INTER * 2;         // float [64] reductions
+// The matrix phases' input vector (XS) and the mixer cores' areas (U) are never live in the
+// same phase, so they share bytes: every byte left goes to the MKF_RING weight ring.
+constexpr int SM_RED = 0;                          // float [64] reductions
 constexpr int SM_MISC = SM_RED + 64 * 4;          // int [32]
-constexpr int SM_U = SM_MISC + 128;                // phase-specific area
+constexpr int SM_XS = SM_MISC + 128;              // bf16 [INTER] matvec input vector
+constexpr int SM_U = SM_XS;                       // phase-specific area of the mixer cores
 constexpr int SM_DN_Q = SM_U;                     // float [128]
 constexpr int SM_DN_K = SM_DN_Q + 512;            // float [128]
 constexpr int SM_DN_V = SM_DN_K + 512;            // float [16]
+constexpr int AT_ENTRIES = 4;                     // attention: the warp merge's partial results (slots 0-3)
 constexpr int SM_AT_Q = SM_U;                     // float [4][256]
 constexpr int SM_AT_K = SM_AT_Q + 4096;           // float [256]
 constexpr int SM_AT_KB = SM_AT_K + 1024;          // bf16 [256]
 constexpr int SM_AT_VB = SM_AT_KB + 512;          // bf16 [256]
-constexpr int SM_AT_M = SM_AT_VB + 512;           // float [8][4]
-constexpr int SM_AT_L = SM_AT_M + 128;            // float [8][4]
-constexpr int SM_AT_ACC = SM_AT_L + 128;          // float [8][4][256]
-constexpr int SM_END = SM_AT_ACC + 8 * 4 * FA_HD * 4;
+constexpr int SM_AT_M = SM_AT_VB + 512;           // float [AT_ENTRIES][4]
+constexpr int SM_AT_L = SM_AT_M + AT_ENTRIES * 16;  // float [AT_ENTRIES][4]
+constexpr int SM_AT_ACC = SM_AT_L + AT_ENTRIES * 16;  // float [AT_ENTRIES][4][256]
+constexpr int SM_END_XS = SM_XS + INTER * 2, SM_END_AT = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;
+constexpr int SM_END = SM_END_XS > SM_END_AT ? SM_END_XS : SM_END_AT;
 constexpr int SM_RING = (SM_END + 127) & ~127;    // MKF_RING: ring_slots slots of ring::SLOT bytes, then their mbarriers
 static_assert(SM_DN_V + 64 <= SM_END, "smem");
 static_assert(NWARPS == DN_H, "gated norm: one warp per DeltaNet head");
@@ -467,12 +471,33 @@ __device__ void stream_start(const Args& a, Stream& s, uint8_t* sm) {
 __device__ void produce(const Args& a, const Stream& s) {
   const int lane = threadIdx.x & 31, S = s.S;
   const int M_layers = a.ring_inflight > 0 && a.ring_inflight < S ? a.ring_inflight : S;
-  Cursor c{0, 0, 0, phase_slice(a, 0)};
+  const bool hint = a.flags & MKF_EVICT_FIRST;
+  const uint64_t pol = hint ? ring::evict_first_policy() : 0;
+  // pf_dist > 0 (sm_90): while it waits for a slot, the producer asks the L2 for the next
+  // pf_dist chunks of the layers (cursor pc), so that their copies hit the L2 once slots free up
+  const int P = ring::HAS_TMA ? a.pf_dist : 0;
+  Cursor c{0, 0, 0, phase_slice(a, 0)}, pc = c;
   while (cursor_valid(a, c)) {
     const int n = c.n, slot = n % S;
     const bool lm = c.q == NPHASES - 1, tma = lm ? ring::HAS_TMA : s.tma;
     const int M = lm ? S : M_layers;
-    if (n >= S) ring::bar_wait(s.empty + 8 * slot, (n / S - 1) & 1);  // chunk n - S released
+    if (n >= S) {
+      const uint32_t empty = s.empty + 8 * slot;
+      const unsigned parity = (n / S - 1) & 1;
+      if (P > 0 && !lm && !ring::bar_done(empty, parity)) {
+        if (pc.n < n) pc = c;
+        while (pc.n < n + P && cursor_valid(a, pc) && pc.q < NPHASES - 1) {
+          if (lane == 0) {
+            const int r = pc.i * pc.p.rpc;
+            const uint32_t bytes = (uint32_t)min(pc.p.rpc, pc.p.rows - r) * pc.p.k * 2;
+            ring::l2_prefetch_bulk(pc.p.w + (size_t)r * pc.p.k, bytes);
+            if (pc.p.w2) ring::l2_prefetch_bulk(pc.p.w2 + (size_t)r * pc.p.k, bytes);
+          }
+          ++pc.n, ++pc.i;
+        }
+      }
+      ring::bar_wait(empty, parity);  // chunk n - S released
+    }
     if (M < S && n >= M) ring::bar_wait(s.full + 8 * ((n - M) % S), ((n - M) / S) & 1);  // chunk n - M landed
     const int r = c.i * c.p.rpc;
     const uint32_t dst = s.slots + slot * ring::SLOT, bar = s.full + 8 * slot;
@@ -482,14 +507,14 @@ __device__ void produce(const Args& a, const Stream& s) {
     if (tma) {
       if (lane == 0) {
         ring::arrive_expect_bytes(bar, src2 ? 2 * bytes : bytes);
-        ring::bulk_copy(dst, src, bytes, bar);
-        if (src2) ring::bulk_copy(dst + ring::SLOT / 2, src2, bytes, bar);
+        ring::bulk_copy(dst, src, bytes, bar, hint, pol);
+        if (src2) ring::bulk_copy(dst + ring::SLOT / 2, src2, bytes, bar, hint, pol);
       } else {
         ring::bar_arrive(bar);
       }
     } else {
-      ring::warp_copy(dst, src, bytes, lane);
-      if (src2) ring::warp_copy(dst + ring::SLOT / 2, src2, bytes, lane);
+      ring::warp_copy(dst, src, bytes, lane, hint, pol);
+      if (src2) ring::warp_copy(dst + ring::SLOT / 2, src2, bytes, lane, hint, pol);
       ring::lane_arrive_on_copies(bar);
     }
     ++c.n, ++c.i;
@@ -943,6 +968,37 @@ __device__ __forceinline__ void attn_finish(const Args& a, int h, int d, float o
   a.attn[h * FA_HD + d] = bits(bfr(o) * bfr(sigmoidf_(gate)));
 }
 
+// a warp's online-softmax state for q heads 2hg, 2hg+1 (lane: dims 8 lane ..) into merge entry e
+__device__ __forceinline__ void att_put(float* wm, float* wl, float* wacc, int e, int hg, int lane, const float (&m)[2],
+                                        const float (&lsum)[2], const float (&acc)[2][8]) {
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int i = e * 4 + 2 * hg + hh;
+    if (lane == 0) { wm[i] = m[hh]; wl[i] = lsum[hh]; }
+    float4* dst = reinterpret_cast<float4*>(wacc + i * FA_HD + lane * 8);
+    dst[0] = make_float4(acc[hh][0], acc[hh][1], acc[hh][2], acc[hh][3]);
+    dst[1] = make_float4(acc[hh][4], acc[hh][5], acc[hh][6], acc[hh][7]);
+  }
+}
+// ... and the state in entry e merged into the warp's (a slot with no positions has m = -inf)
+__device__ __forceinline__ void att_combine(const float* wm, const float* wl, const float* wacc, int e, int hg, int lane,
+                                            float (&m)[2], float (&lsum)[2], float (&acc)[2][8]) {
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int i = e * 4 + 2 * hg + hh;
+    const float pm = wm[i];
+    if (pm == -INFINITY) continue;
+    const float M = fmaxf(m[hh], pm), c = expf(m[hh] - M), x = expf(pm - M);
+    lsum[hh] = fmaf(wl[i], x, lsum[hh] * c);
+    const float4* src = reinterpret_cast<const float4*>(wacc + i * FA_HD + lane * 8);
+    const float4 p0 = src[0], p1 = src[1];
+    const float pv[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc[hh][k] = fmaf(pv[k], x, acc[hh][k] * c);
+    m[hh] = M;
+  }
+}
+
 // phase 1: unit (kv head g, split s) covers positions [p0, p1) of 0..pos for q heads 4g..4g+3.
 // All threads: q/k norm + partial RoPE; warp w: positions p0+w, p0+w+16, ... with an online
 // softmax (lane = 8 dims); then the 16 warps merge in smem. With nsplit > 1 the last unit of
@@ -963,6 +1019,13 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
     const int g = u / ns, s = u % ns;
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
     const int d = t & (FA_HD - 1);
+    if (a.flags & MKF_ATT_PREFETCH) {  // the unit's cached K, V rows toward L2 while q and k are normed
+      const int p = p0 + (t >> 3), line = t & 7;  // 8 lines per position: 4 of K, 4 of V
+      if (p < p1 && p != a.pos) {
+        const size_t row = ((size_t)(slot * FA_HKV + g) * a.max_seq + p) * FA_HD + (line & 3) * 64;
+        line_prefetch((line < 4 ? a.k_cache : a.v_cache) + row);
+      }
+    }
     // params: q-norm, k-norm weight, RoPE cos, sin (dims < 64) of this thread
     const float rc = __uint_as_float(params.z), rs = __uint_as_float(params.w);
     const uint32_t gates = __ldcg(reinterpret_cast<const unsigned*>(a.qkv + (4 * g + (t >> 7)) * 2 * FA_HD + FA_HD + (t & 127) * 2));
@@ -1066,26 +1129,27 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
         m[hh] = mn;
       }
     }
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int hq = 2 * hg + hh;
-      if (lane == 0) { wm[slot8 * 4 + hq] = m[hh]; wl[slot8 * 4 + hq] = lsum[hh]; }
-#pragma unroll
-      for (int i = 0; i < 8; ++i) wacc[(slot8 * 4 + hq) * FA_HD + lane * 8 + i] = acc[hh][i];
+    if (stamp) stamps[1] = globaltimer();  // warp 0 has scored its positions
+    // -- merge the 8 position slots of each head pair: slots 4-7 hand their state to slots 0-3
+    // through the AT_ENTRIES = 4 entries of shared memory, then thread t merges the 4 entries of
+    // head hh = t / 128, dims 2(t % 128), +1 --
+    if (slot8 >= 4) att_put(wm, wl, wacc, slot8 - 4, hg, lane, m, lsum, acc);
+    sync_warps();
+    if (slot8 < 4) {  // (a lane reads and then rewrites the same words of its entry)
+      att_combine(wm, wl, wacc, slot8, hg, lane, m, lsum, acc);
+      att_put(wm, wl, wacc, slot8, hg, lane, m, lsum, acc);
     }
     sync_warps();
-    if (stamp) stamps[1] = globaltimer();  // every position scored and summed
-    // -- merge the 8 position slots: thread t -> head hh = t / 128, dims 2(t % 128), +1 --
     {
       const int hh = t >> 7, dd = (t & 127) * 2;
       float M = -INFINITY;
 #pragma unroll
-      for (int w = 0; w < 8; ++w) M = fmaxf(M, wm[w * 4 + hh]);
+      for (int w = 0; w < AT_ENTRIES; ++w) M = fmaxf(M, wm[w * 4 + hh]);
       float L = 0.f, A0 = 0.f, A1 = 0.f;
 #pragma unroll
-      for (int w = 0; w < 8; ++w) {
+      for (int w = 0; w < AT_ENTRIES; ++w) {
         const float mw = wm[w * 4 + hh];
-        if (mw == -INFINITY) continue;  // a warp with no positions
+        if (mw == -INFINITY) continue;  // slots with no positions
         const float e = expf(mw - M);
         L = fmaf(wl[w * 4 + hh], e, L);
         A0 = fmaf(wacc[(w * 4 + hh) * FA_HD + dd], e, A0);
@@ -1116,15 +1180,25 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
         __threadfence();
         const int hh = t >> 7, dd = (t & 127) * 2;
         const float* base = a.apart + ((size_t)(g * ATT_MAX_SPLIT) * 4 + hh) * ATT_PART;
-        float M = -INFINITY;
-        for (int si = 0; si < ns; ++si) M = fmaxf(M, __ldcg(base + (size_t)si * 4 * ATT_PART));
-        float L = 0.f, A0 = 0.f, A1 = 0.f;
-        for (int si = 0; si < ns; ++si) {
-          const float* pp = base + (size_t)si * 4 * ATT_PART;
-          const float e = expf(__ldcg(pp) - M);
-          L = fmaf(__ldcg(pp + 1), e, L);
-          A0 = fmaf(__ldcg(pp + 4 + dd), e, A0);
-          A1 = fmaf(__ldcg(pp + 4 + dd + 1), e, A1);
+        // one pass with a running maximum, the loads of 4 partials in flight at a time
+        float M = -INFINITY, L = 0.f, A0 = 0.f, A1 = 0.f;
+        for (int s0 = 0; s0 < ns; s0 += 4) {
+          float2 ml[4], av[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const float* pp = base + (size_t)min(s0 + j, ns - 1) * 4 * ATT_PART;
+            ml[j] = __ldcg(reinterpret_cast<const float2*>(pp));
+            av[j] = __ldcg(reinterpret_cast<const float2*>(pp + 4 + dd));
+          }
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            if (s0 + j >= ns) break;
+            const float mn = fmaxf(M, ml[j].x), c = expf(M - mn), e = expf(ml[j].x - mn);
+            L = fmaf(ml[j].y, e, L * c);
+            A0 = fmaf(av[j].x, e, A0 * c);
+            A1 = fmaf(av[j].y, e, A1 * c);
+            M = mn;
+          }
         }
         attn_finish(a, 4 * g + hh, dd, A0 / L, lo(gates));
         attn_finish(a, 4 * g + hh, dd + 1, A1 / L, hi(gates));

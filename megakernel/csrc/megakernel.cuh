@@ -71,6 +71,9 @@ enum : int {
   MKF_RING_TMA = 1024, // the layers' chunks by TMA bulk copies too (else cp.async by the producer's lanes;
                        // the lm_head's are bulk copies on sm_90 either way): measured slower, the bulk
                        // requests queue ahead of the grid barrier's L2 round trips
+  MKF_EVICT_FIRST = 2048,  // the ring's copies mark the weights' L2 lines evict-first (the state, K/V cache
+                           // and activations keep their lines)
+  MKF_ATT_PREFETCH = 4096, // attention: a unit prefetches its first 64 positions' K, V rows into L2 at its start
 };
 constexpr int RING_MIN_SLOTS = 8;   // a matrix phase's item reads up to 8 slots at once
 constexpr int RING_MAX_SLOTS = 16;

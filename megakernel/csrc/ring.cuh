@@ -46,6 +46,21 @@ __device__ __forceinline__ void bar_wait(uint32_t bar, unsigned parity) {
   }
 }
 
+// has the barrier's phase with this parity completed? (no wait)
+__device__ __forceinline__ bool bar_done(uint32_t bar, unsigned parity) {
+  uint32_t done;
+  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  return done;
+}
+
+// sm_90: ask the L2 to fetch `bytes` (multiple of 16) from global memory; no completion to wait for
+__device__ __forceinline__ void l2_prefetch_bulk(const void* src, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(__cvta_generic_to_global(src)), "r"(bytes) : "memory");
+#endif
+}
+
 // one arrival (consumers releasing a slot to the producer)
 __device__ __forceinline__ void bar_arrive(uint32_t bar) {
   asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
@@ -57,10 +72,14 @@ __device__ __forceinline__ void arrive_expect_bytes(uint32_t bar, uint32_t bytes
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 #endif
 }
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, bool hint, uint64_t pol) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-               ::"r"(dst), "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar) : "memory");
+  if (hint)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+                 ::"r"(dst), "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar), "l"(pol) : "memory");
+  else
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar) : "memory");
 #endif
 }
 constexpr bool HAS_TMA =
@@ -70,11 +89,26 @@ constexpr bool HAS_TMA =
     false;
 #endif
 
-// cp.async (sm_80+): one warp copies `bytes` (multiple of 16), 16 bytes per lane and step
-__device__ __forceinline__ void warp_copy(uint32_t dst, const void* src, uint32_t bytes, int lane) {
+// an L2 policy that marks the lines a copy brings in as the first to evict: the weights are read
+// once per token, so they should not push out what is read again soon (recurrent state, K/V cache)
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+
+// cp.async (sm_80+): one warp copies `bytes` (multiple of 16), 16 bytes per lane and step;
+// hint: with the L2 policy `pol`
+__device__ __forceinline__ void warp_copy(uint32_t dst, const void* src, uint32_t bytes, int lane, bool hint, uint64_t pol) {
   const char* s = static_cast<const char*>(src);
-  for (uint32_t off = 16u * lane; off < bytes; off += 16u * 32u)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + off), "l"(__cvta_generic_to_global(s + off)) : "memory");
+  if (hint) {
+    for (uint32_t off = 16u * lane; off < bytes; off += 16u * 32u)
+      asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;"
+                   ::"r"(dst + off), "l"(__cvta_generic_to_global(s + off)), "l"(pol) : "memory");
+  } else {
+    for (uint32_t off = 16u * lane; off < bytes; off += 16u * 32u)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + off), "l"(__cvta_generic_to_global(s + off)) : "memory");
+  }
 }
 // each lane's arrival on the slot's barrier once all of its earlier cp.async copies have landed
 __device__ __forceinline__ void lane_arrive_on_copies(uint32_t bar) {
