@@ -50,11 +50,11 @@ MKF_EARLY, MKF_PF_END, MKF_PF_SPREAD, MKF_PF_LINES, MKF_LM_PF, MKF_LIGHT_BAR = 1
 MKF_GEN_BAR, MKF_DN_FLAGS, MKF_FA_FLAGS = 64, 128, 256
 # v6: weights streamed through a shared-memory ring (TMA bulk copies on sm_90; cp.async forced by the second)
 MKF_RING, MKF_RING_TMA = 512, 1024
-# weights' L2 lines evict-first; attention units prefetch their K, V rows into L2
-MKF_EVICT_FIRST, MKF_ATT_PREFETCH = 2048, 4096
+# v9: the ring's copies mark the weights' L2 lines evict-first (state, K/V cache, activations stay in L2)
+MKF_EVICT_FIRST = 2048
 RING_MIN_SLOTS = 8  # csrc/megakernel.cuh: a matrix phase's item reads up to 8 slots at once
 REGISTER_SCHEDULE = MKF_EARLY | MKF_LIGHT_BAR  # v4: the default where the ring does not fit
-RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR
+RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR | MKF_EVICT_FIRST
 PREFILL_PATHS = ("fast", "reference")
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head, at most 64
 
@@ -99,7 +99,7 @@ class MegakernelTier(Tier):
     # schedule (see csrc/megakernel.cuh MKF_*): measured in megakernel/NOTES.md
     pf_dist = 0  # L2 prefetch distance in phases (0 turns prefetching off)
     flags = RING_SCHEDULE  # (REGISTER_SCHEDULE on GPUs whose shared memory cannot hold the ring)
-    ring_inflight = 2  # the ring's producer keeps at most this many 16 KB chunks in flight (0: up to ring_slots)
+    ring_inflight = 0  # the ring's producer keeps at most this many 16 KB chunks in flight (0: up to ring_slots)
     positions_per_split = ATT_POSITIONS_PER_SPLIT  # attention: split-K units per kv head = context / this
 
     @classmethod
@@ -193,7 +193,7 @@ class MegakernelTier(Tier):
             table[i, SL_DOWN] = self.weights[p + "mlp.down_proj.weight"].data_ptr()
             if kind == "linear_attention":
                 a = p + "linear_attn."
-                win = pack([a + "in_proj_qkv.weight", a + "in_proj_z.weight", a + "in_proj_b.weight", a + "in_proj_a.weight"])
+                win = pack([a + "in_proj_qkv.weight", a + "in_proj_b.weight", a + "in_proj_a.weight", a + "in_proj_z.weight"])
                 for n in ("conv1d.weight", "A_log", "dt_bias", "norm.weight", "out_proj.weight"):
                     self.weights[a + n] = put(a + n)
                 table[i, SL_WIN] = win.data_ptr()

@@ -215,7 +215,7 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
     assert torch.equal(s1.dn_state, s2.dn_state)
     E, L, R = tier_mod.MKF_EARLY, tier_mod.MKF_LIGHT_BAR, tier_mod.MKF_RING
     # the schedule variants (register early-issue on/off, L2 prefetch kinds, v5 barriers, the v6
-    # ring filled by TMA or by cp.async) compute the same bits
+    # ring filled by TMA or by cp.async, with or without v9's evict-first weights) compute the same bits
     saved, saved_inflight = (mk.flags, mk.pf_dist), mk.ring_inflight
     try:
         for flags, pf in ((R | L, 0), (R, 0), (R | L | tier_mod.MKF_RING_TMA, 0), (R | L | tier_mod.MKF_GEN_BAR, 0),
@@ -227,8 +227,8 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
                           (E | L | V5_FLAGS, 0), (E | V5_FLAGS, 0)):
             mk.flags, mk.pf_dist = flags, pf
             assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), (flags, pf)
-        mk.flags, mk.ring_inflight = tier_mod.RING_SCHEDULE, 0  # the ring's producer not paced
-        assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), "ring_inflight=0"
+        mk.flags, mk.ring_inflight = tier_mod.RING_SCHEDULE, 2  # the ring's producer paced (v6-v8's default)
+        assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), "ring_inflight=2"
         mk.ring_inflight = saved_inflight
         mk.grid = 97  # several units per block; phases of several ring items
         for flags in (E | L | V5_FLAGS, R | L, R | L | tier_mod.MKF_RING_TMA, tier_mod.REGISTER_SCHEDULE):

@@ -12,7 +12,7 @@
 //          (DeltaNet: unit = head x 16-row v-slice; attention: unit = kv head x position split).
 //          Every block recomputes the RMSNorm of the 1024-wide hidden state itself.
 //   warp   matrix phases: 4 rows at a time (K = 1024) or one half row (K = 2048 / 3584);
-//          DeltaNet recurrence: one v row of the state; attention: every 16th position.
+//          DeltaNet recurrence: one v row of the state; attention: 2 q heads, every 8th position.
 //   lane   16-byte weight chunks (8 bf16) at lane*8 + 256*c, fp32 accumulation, shuffle reduce.
 //   ring   (MKF_RING, the default on sm_90) a 17th warp streams the block's weight slices into
 //          shared-memory slots ahead of the phases (see "the weight stream"); the 16 compute
@@ -39,7 +39,7 @@ constexpr int SM_RED = 0;                          // float [64] reductions
 constexpr int SM_MISC = SM_RED + 64 * 4;          // int [32]
 constexpr int SM_XS = SM_MISC + 128;              // bf16 [INTER] matvec input vector
 constexpr int SM_U = SM_XS;                       // phase-specific area of the mixer cores
-constexpr int SM_DN_Q = SM_U;                     // float [128]
+constexpr int SM_DN_Q = SM_U + 2 * D;             // float [128] (after XS's normed hidden: the core phase's z rows read it)
 constexpr int SM_DN_K = SM_DN_Q + 512;            // float [128]
 constexpr int SM_DN_V = SM_DN_K + 512;            // float [16]
 constexpr int AT_ENTRIES = 4;                     // attention: the warp merge's partial results (slots 0-3)
@@ -245,7 +245,7 @@ __device__ __forceinline__ const T* lw(const Args& a, int layer, int slot) {
 __device__ __forceinline__ void wait_core_producers(const Args& a, int l, unsigned pub) {
   const int G = gridDim.x, b = blockIdx.x;
   const bool fa = is_fa(l);
-  const int units = fa ? FA_HKV * a.nsplit : DN_UNITS, R = fa ? FA_QKV : DN_WIN;
+  const int units = fa ? FA_HKV * a.nsplit : DN_UNITS, R = fa ? FA_QKV : DN_IN;
   if (b >= units) return;  // no unit in this block
   if ((threadIdx.x >> 5) == BAR_THREAD / 32) {
     const int lane = threadIdx.x & 31;
@@ -261,7 +261,7 @@ __device__ __forceinline__ void wait_core_producers(const Args& a, int l, unsign
     } else {  // 6 lanes each: q, k, the unit's 16 v rows, b[h], a[h]; lanes 30, 31 idle
       const int h = b / DN_VSLICES, j = b % DN_VSLICES, i = lane / 6;
       r0 = i == 0 ? h * DN_DK : i == 1 ? DN_KEY + h * DN_DK : i == 2 ? 2 * DN_KEY + h * DN_DV + j * 16
-         : i == 3 ? DN_CONV + DN_VAL + h : DN_CONV + DN_VAL + DN_H + h;
+         : i == 3 ? DN_CONV + h : DN_CONV + DN_H + h;
       r1 = i <= 1 ? r0 + DN_DK : i == 2 ? r0 + 16 : i <= 4 ? r0 + 1 : r0;
       first = 6 * i;
       nl = 6;
@@ -413,8 +413,13 @@ __device__ PhaseSlice phase_slice(const Args& a, int q) {
   const int l = q / PHASES_PER_LAYER, r0 = part(D, b, G), r1 = part(D, b + 1, G);
   switch (q % PHASES_PER_LAYER) {
     case 0: {
-      const int R = is_fa(l) ? FA_QKV : DN_WIN, i0 = part(R, b, G);
+      const int R = is_fa(l) ? FA_QKV : DN_IN, i0 = part(R, b, G);
       return {lw<uint16_t>(a, l, SL_WIN) + (size_t)i0 * D, nullptr, part(R, b + 1, G) - i0, 8, D};
+    }
+    case 1: {  // DeltaNet core: the block's z rows
+      if (is_fa(l)) return {nullptr, nullptr, 0, 1, D};
+      const int z0 = part(DN_VAL, b, G);
+      return {lw<uint16_t>(a, l, SL_WIN) + (size_t)(DN_IN + z0) * D, nullptr, part(DN_VAL, b + 1, G) - z0, 8, D};
     }
     case 2: return {lw<uint16_t>(a, l, SL_OUT) + (size_t)r0 * DN_VAL, nullptr, r1 - r0, 4, DN_VAL};
     case 3: {
@@ -423,7 +428,7 @@ __device__ PhaseSlice phase_slice(const Args& a, int q) {
       return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, part(INTER, b + 1, G) - u0, 4, D};
     }
     case 4: return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, r1 - r0, 2, INTER};
-    default: return {nullptr, nullptr, 0, 1, D};  // mixer core: no weights to stream
+    default: return {nullptr, nullptr, 0, 1, D};
   }
 }
 
@@ -465,39 +470,22 @@ __device__ void stream_start(const Args& a, Stream& s, uint8_t* sm) {
 
 // The producer warp: copies the stream into the ring chunk after chunk, each as soon as its slot
 // has been released and, in the layers, fewer than `ring_inflight` earlier chunks are still in
-// flight (0: no limit but the ring's size). The limit keeps the memory system's queues short:
-// the grid barrier's and the activations' L2 round trips wait behind every weight request in
-// flight. The lm_head has no barrier: its chunks go unpaced, by bulk copy where there is one.
+// flight (0, the default: no limit but the ring's size). With MKF_EVICT_FIRST (the default) the
+// copies mark the weights' L2 lines as the first to evict, so the recurrent state, the K/V cache
+// and the activations stay in the L2 from token to token; without it the stream evicted them and
+// had to be paced to 2 chunks in flight (megakernel/NOTES.md, v6 and v9). The lm_head's chunks go
+// by bulk copy where there is one.
 __device__ void produce(const Args& a, const Stream& s) {
   const int lane = threadIdx.x & 31, S = s.S;
   const int M_layers = a.ring_inflight > 0 && a.ring_inflight < S ? a.ring_inflight : S;
   const bool hint = a.flags & MKF_EVICT_FIRST;
   const uint64_t pol = hint ? ring::evict_first_policy() : 0;
-  // pf_dist > 0 (sm_90): while it waits for a slot, the producer asks the L2 for the next
-  // pf_dist chunks of the layers (cursor pc), so that their copies hit the L2 once slots free up
-  const int P = ring::HAS_TMA ? a.pf_dist : 0;
-  Cursor c{0, 0, 0, phase_slice(a, 0)}, pc = c;
+  Cursor c{0, 0, 0, phase_slice(a, 0)};
   while (cursor_valid(a, c)) {
     const int n = c.n, slot = n % S;
     const bool lm = c.q == NPHASES - 1, tma = lm ? ring::HAS_TMA : s.tma;
     const int M = lm ? S : M_layers;
-    if (n >= S) {
-      const uint32_t empty = s.empty + 8 * slot;
-      const unsigned parity = (n / S - 1) & 1;
-      if (P > 0 && !lm && !ring::bar_done(empty, parity)) {
-        if (pc.n < n) pc = c;
-        while (pc.n < n + P && cursor_valid(a, pc) && pc.q < NPHASES - 1) {
-          if (lane == 0) {
-            const int r = pc.i * pc.p.rpc;
-            const uint32_t bytes = (uint32_t)min(pc.p.rpc, pc.p.rows - r) * pc.p.k * 2;
-            ring::l2_prefetch_bulk(pc.p.w + (size_t)r * pc.p.k, bytes);
-            if (pc.p.w2) ring::l2_prefetch_bulk(pc.p.w2 + (size_t)r * pc.p.k, bytes);
-          }
-          ++pc.n, ++pc.i;
-        }
-      }
-      ring::bar_wait(empty, parity);  // chunk n - S released
-    }
+    if (n >= S) ring::bar_wait(s.empty + 8 * slot, (n / S - 1) & 1);  // chunk n - S released
     if (M < S && n >= M) ring::bar_wait(s.full + 8 * ((n - M) % S), ((n - M) / S) & 1);  // chunk n - M landed
     const int r = c.i * c.p.rpc;
     const uint32_t dst = s.slots + slot * ring::SLOT, bar = s.full + 8 * slot;
@@ -641,12 +629,14 @@ __device__ void prefetch_phase(const Args& a, int q) {
   const bool fa = is_fa(l);
   switch (sub) {
     case 0: {
-      const int R = fa ? FA_QKV : DN_WIN, r0 = part(R, b, G), r1 = part(R, b + 1, G);
+      const int R = fa ? FA_QKV : DN_IN, r0 = part(R, b, G), r1 = part(R, b + 1, G);
       block_prefetch(lw<uint16_t>(a, l, SL_WIN) + (size_t)r0 * D, (size_t)(r1 - r0) * D * 2, f);
       break;
     }
     case 1:
       if (!fa) {
+        const int z0 = part(DN_VAL, b, G), z1 = part(DN_VAL, b + 1, G);
+        block_prefetch(lw<uint16_t>(a, l, SL_WIN) + (size_t)(DN_IN + z0) * D, (size_t)(z1 - z0) * D * 2, f);
         for (int u = b; u < DN_UNITS; u += G) {
           const int h = u / DN_VSLICES, j = u % DN_VSLICES;
           block_prefetch(a.dn_state + ((size_t)(dn_slot(l) * DN_H + h) * DN_DV + j * 16) * DN_DK, 16 * DN_DK * 4, f);
@@ -800,7 +790,7 @@ __device__ __forceinline__ void issue_phase(const Args& a, int q, uint4 (&wv)[16
   const int r0 = part(D, b, G), r1 = part(D, b + 1, G);
   switch (sub) {
     case 0: {
-      const int R = is_fa(l) ? FA_QKV : DN_WIN;
+      const int R = is_fa(l) ? FA_QKV : DN_IN;
       issue_quad(lw<uint16_t>(a, l, SL_WIN), part(R, b, G) + warp * 4, part(R, b + 1, G), lane, wv);
       break;
     }
@@ -816,7 +806,7 @@ __device__ __forceinline__ void issue_phase(const Args& a, int q, uint4 (&wv)[16
 }
 
 // ---- DeltaNet phases --------------------------------------------------------
-// phase 0: xs = norm(hidden); rows of [qkv | z | b | a] -> conv ring column pos%4 | zab
+// phase 0: xs = norm(hidden); rows of [qkv | b | a] -> conv ring column pos%4 | zab (b, a)
 template <bool RING>
 __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
@@ -840,17 +830,19 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
   uint16_t* zab = a.zab;
   const auto epi = [&](int r, float v) {
     if (r < DN_CONV) ring[r] = bits(v);
-    else zab[r - DN_CONV] = bits(v);
+    else zab[DN_VAL + r - DN_CONV] = bits(v);
   };
-  const int r0 = part(DN_WIN, b, G), r1 = part(DN_WIN, b + 1, G);
+  const int r0 = part(DN_IN, b, G), r1 = part(DN_IN, b + 1, G);
   if constexpr (RING) ring_mv_k1024(a, st, r1 - r0, xs, [&](int i, float v) { epi(r0 + i, v); });
   else mv_k1024(lw<uint16_t>(a, l, SL_WIN), r0, r1, xs, wv, epi);
 }
 
 // phase 1: unit (head h, v-slice j): conv + SiLU of the head's q, k and 16 v channels,
-// L2 norms, gates, then warp w updates state row v = 16j + w: S = aS + k (b(v - aS.k)), o = S.q
+// L2 norms, gates, then warp w updates state row v = 16j + w: S = aS + k (b(v - aS.k)), o = S.q.
+// Then every block's slice of z = W_z norm(hidden) (xs still holds the in-proj's input): the
+// ring streams these rows while the units run, instead of stalling on a full ring.
 template <bool RING>
-__device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
+__device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);
   float* ks = reinterpret_cast<float*>(sm + SM_DN_K);
   float* vs = reinterpret_cast<float*>(sm + SM_DN_V);
@@ -922,6 +914,16 @@ __device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm,
     __stcg(reinterpret_cast<float4*>(srow) + lane, sd);
     if (lane == 0) a.obuf[h * DN_DV + v] = bits(o);
     sync_warps();  // smem reuse by the next unit
+  }
+  const uint16_t* xs = reinterpret_cast<const uint16_t*>(sm + SM_XS);
+  const uint16_t* wz = lw<uint16_t>(a, l, SL_WIN) + (size_t)DN_IN * D;
+  const int G = gridDim.x, z0 = part(DN_VAL, blockIdx.x, G), z1 = part(DN_VAL, blockIdx.x + 1, G);
+  uint16_t* z = a.zab;
+  if constexpr (RING) {
+    ring_mv_k1024(a, st, z1 - z0, xs, [&](int i, float y) { z[z0 + i] = bits(y); });
+  } else {
+    issue_quad(wz, z0 + warp * 4, z1, lane, wv);
+    mv_k1024(wz, z0, z1, xs, wv, [&](int r, float y) { z[r] = bits(y); });
   }
 }
 
@@ -1019,13 +1021,6 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
     const int g = u / ns, s = u % ns;
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
     const int d = t & (FA_HD - 1);
-    if (a.flags & MKF_ATT_PREFETCH) {  // the unit's cached K, V rows toward L2 while q and k are normed
-      const int p = p0 + (t >> 3), line = t & 7;  // 8 lines per position: 4 of K, 4 of V
-      if (p < p1 && p != a.pos) {
-        const size_t row = ((size_t)(slot * FA_HKV + g) * a.max_seq + p) * FA_HD + (line & 3) * 64;
-        line_prefetch((line < 4 ? a.k_cache : a.v_cache) + row);
-      }
-    }
     // params: q-norm, k-norm weight, RoPE cos, sin (dims < 64) of this thread
     const float rc = __uint_as_float(params.z), rs = __uint_as_float(params.w);
     const uint32_t gates = __ldcg(reinterpret_cast<const unsigned*>(a.qkv + (4 * g + (t >> 7)) * 2 * FA_HD + FA_HD + (t & 127) * 2));
@@ -1383,7 +1378,7 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
       else if (sub == 2) fa_out_proj<RING>(a, l, sm, wv, st);
     } else {
       if (sub == 0) dn_in_proj<RING>(a, l, sm, wv, st, params);
-      else if (sub == 1) dn_recurrence<RING>(a, l, sm, wv);
+      else if (sub == 1) dn_recurrence<RING>(a, l, sm, wv, st);
       else if (sub == 2) dn_out_proj<RING>(a, l, sm, wv, st, params);
     }
     if (sub == 3) mlp_gate_up<RING>(a, l, sm, wv, st, params);

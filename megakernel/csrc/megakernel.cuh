@@ -16,7 +16,9 @@ constexpr int DN_H = 16, DN_DK = 128, DN_DV = 128;
 constexpr int DN_KEY = DN_H * DN_DK;                 // 2048
 constexpr int DN_VAL = DN_H * DN_DV;                 // 2048
 constexpr int DN_CONV = 2 * DN_KEY + DN_VAL;         // 6144 conv channels [q | k | v]
-constexpr int DN_WIN = DN_CONV + DN_VAL + 2 * DN_H;  // packed in-projection rows [qkv | z | b | a] = 8224
+constexpr int DN_IN = DN_CONV + 2 * DN_H;            // the in-proj phase's rows [qkv | b | a] = 6176
+constexpr int DN_WIN = DN_IN + DN_VAL;               // packed in-projection rows [qkv | b | a | z] = 8224; the z rows
+                                                     // are computed in the core phase (whose units stream no weights)
 constexpr int FA_HQ = 8, FA_HKV = 2, FA_HD = 256, FA_ROT = 64;
 constexpr int FA_QKV = 2 * FA_HQ * FA_HD + 2 * FA_HKV * FA_HD;  // packed [q+gate 4096 | k 512 | v 512] = 5120
 constexpr int FA_OIN = FA_HQ * FA_HD;                           // 2048
@@ -73,7 +75,6 @@ enum : int {
                        // requests queue ahead of the grid barrier's L2 round trips
   MKF_EVICT_FIRST = 2048,  // the ring's copies mark the weights' L2 lines evict-first (the state, K/V cache
                            // and activations keep their lines)
-  MKF_ATT_PREFETCH = 4096, // attention: a unit prefetches its first 64 positions' K, V rows into L2 at its start
 };
 constexpr int RING_MIN_SLOTS = 8;   // a matrix phase's item reads up to 8 slots at once
 constexpr int RING_MAX_SLOTS = 16;
@@ -110,11 +111,11 @@ struct Args {
   int pos;                  // position of this token (= tokens already in the cache)
   int nsplit;               // attention split-K units per kv head, 1..ATT_MAX_SPLIT, <= pos + 1
   unsigned bar_base;        // barrier counter value at launch start (epoch)
-  int pf_dist;              // L2 prefetch distance in phases (0 = off); MKF_RING: in chunks beyond the ring
+  int pf_dist;              // register schedules: L2 prefetch distance in phases (0 = off); the ring ignores it
   int stop_after;           // debug: last phase to run (-1 = all)
   int flags;                // MKF_* bits (schedule variants, for measurement)
   int ring_slots;           // MKF_RING: slots of the weight ring (configure() picks the most that fit)
-  int ring_inflight;        // MKF_RING: most chunks the producer keeps in flight (0: up to ring_slots)
+  int ring_inflight;        // MKF_RING: most chunks the producer keeps in flight in the layers (0: up to ring_slots)
 };
 
 int smem_bytes();                 // the register schedules

@@ -46,21 +46,6 @@ __device__ __forceinline__ void bar_wait(uint32_t bar, unsigned parity) {
   }
 }
 
-// has the barrier's phase with this parity completed? (no wait)
-__device__ __forceinline__ bool bar_done(uint32_t bar, unsigned parity) {
-  uint32_t done;
-  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  return done;
-}
-
-// sm_90: ask the L2 to fetch `bytes` (multiple of 16) from global memory; no completion to wait for
-__device__ __forceinline__ void l2_prefetch_bulk(const void* src, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(__cvta_generic_to_global(src)), "r"(bytes) : "memory");
-#endif
-}
-
 // one arrival (consumers releasing a slot to the producer)
 __device__ __forceinline__ void bar_arrive(uint32_t bar) {
   asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
