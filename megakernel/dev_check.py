@@ -89,10 +89,10 @@ def phase_check(tier, state, token):
     lin = [o for n, o in L0 if n == "linear"]
     st = run(0)
     rows.append(("L0 P0 qkv -> conv ring", rel(st.conv_ring[0, pos % 4], lin[0].flatten())))
+    rows.append(("L0 P0 z", rel(s["zab"][:2048], lin[1].flatten())))
     rows.append(("L0 P0 b", rel(s["zab"][2048:2064], lin[2].flatten())))
     rows.append(("L0 P0 a", rel(s["zab"][2064:2080], lin[3].flatten())))
     st = run(1)
-    rows.append(("L0 P1 z", rel(s["zab"][:2048], lin[1].flatten())))
     o_ref = dict(L0)["gated_delta_rule_recurrent"][0].to(torch.bfloat16)
     rows.append(("L0 P1 core out", rel(s["obuf"], o_ref.flatten())))
     rows.append(("L0 P1 state", rel(st.dn_state[0], ms_after.recurrent[0, 0].transpose(-1, -2))))

@@ -2,7 +2,7 @@
 tensor cores, captured once per prompt shape as a CUDA graph and replayed.
 
 Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu):
-    add+RMSNorm → in-proj GEMM (packed [qkv|b|a|z] or [q+gate|k|v], cuBLAS) →
+    add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v], cuBLAS) →
     DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → fla's chunked delta rule (state read and
               written in the decode kernel's [V][K] layout) → state copy → gated norm + conv ring
     attention: q/k norm + RoPE + cache write (1 kernel) → flash causal attention (torch SDPA) →

@@ -193,7 +193,7 @@ class MegakernelTier(Tier):
             table[i, SL_DOWN] = self.weights[p + "mlp.down_proj.weight"].data_ptr()
             if kind == "linear_attention":
                 a = p + "linear_attn."
-                win = pack([a + "in_proj_qkv.weight", a + "in_proj_b.weight", a + "in_proj_a.weight", a + "in_proj_z.weight"])
+                win = pack([a + "in_proj_qkv.weight", a + "in_proj_z.weight", a + "in_proj_b.weight", a + "in_proj_a.weight"])
                 for n in ("conv1d.weight", "A_log", "dt_bias", "norm.weight", "out_proj.weight"):
                     self.weights[a + n] = put(a + n)
                 table[i, SL_WIN] = win.data_ptr()

@@ -39,7 +39,7 @@ constexpr int SM_RED = 0;                          // float [64] reductions
 constexpr int SM_MISC = SM_RED + 64 * 4;          // int [32]
 constexpr int SM_XS = SM_MISC + 128;              // bf16 [INTER] matvec input vector
 constexpr int SM_U = SM_XS;                       // phase-specific area of the mixer cores
-constexpr int SM_DN_Q = SM_U + 2 * D;             // float [128] (after XS's normed hidden: the core phase's z rows read it)
+constexpr int SM_DN_Q = SM_U;                     // float [128]
 constexpr int SM_DN_K = SM_DN_Q + 512;            // float [128]
 constexpr int SM_DN_V = SM_DN_K + 512;            // float [16]
 constexpr int AT_ENTRIES = 4;                     // attention: the warp merge's partial results (slots 0-3)
@@ -245,7 +245,7 @@ __device__ __forceinline__ const T* lw(const Args& a, int layer, int slot) {
 __device__ __forceinline__ void wait_core_producers(const Args& a, int l, unsigned pub) {
   const int G = gridDim.x, b = blockIdx.x;
   const bool fa = is_fa(l);
-  const int units = fa ? FA_HKV * a.nsplit : DN_UNITS, R = fa ? FA_QKV : DN_IN;
+  const int units = fa ? FA_HKV * a.nsplit : DN_UNITS, R = fa ? FA_QKV : DN_WIN;
   if (b >= units) return;  // no unit in this block
   if ((threadIdx.x >> 5) == BAR_THREAD / 32) {
     const int lane = threadIdx.x & 31;
@@ -261,7 +261,7 @@ __device__ __forceinline__ void wait_core_producers(const Args& a, int l, unsign
     } else {  // 6 lanes each: q, k, the unit's 16 v rows, b[h], a[h]; lanes 30, 31 idle
       const int h = b / DN_VSLICES, j = b % DN_VSLICES, i = lane / 6;
       r0 = i == 0 ? h * DN_DK : i == 1 ? DN_KEY + h * DN_DK : i == 2 ? 2 * DN_KEY + h * DN_DV + j * 16
-         : i == 3 ? DN_CONV + h : DN_CONV + DN_H + h;
+         : i == 3 ? DN_CONV + DN_VAL + h : DN_CONV + DN_VAL + DN_H + h;
       r1 = i <= 1 ? r0 + DN_DK : i == 2 ? r0 + 16 : i <= 4 ? r0 + 1 : r0;
       first = 6 * i;
       nl = 6;
@@ -413,13 +413,8 @@ __device__ PhaseSlice phase_slice(const Args& a, int q) {
   const int l = q / PHASES_PER_LAYER, r0 = part(D, b, G), r1 = part(D, b + 1, G);
   switch (q % PHASES_PER_LAYER) {
     case 0: {
-      const int R = is_fa(l) ? FA_QKV : DN_IN, i0 = part(R, b, G);
+      const int R = is_fa(l) ? FA_QKV : DN_WIN, i0 = part(R, b, G);
       return {lw<uint16_t>(a, l, SL_WIN) + (size_t)i0 * D, nullptr, part(R, b + 1, G) - i0, 8, D};
-    }
-    case 1: {  // DeltaNet core: the block's z rows
-      if (is_fa(l)) return {nullptr, nullptr, 0, 1, D};
-      const int z0 = part(DN_VAL, b, G);
-      return {lw<uint16_t>(a, l, SL_WIN) + (size_t)(DN_IN + z0) * D, nullptr, part(DN_VAL, b + 1, G) - z0, 8, D};
     }
     case 2: return {lw<uint16_t>(a, l, SL_OUT) + (size_t)r0 * DN_VAL, nullptr, r1 - r0, 4, DN_VAL};
     case 3: {
@@ -428,7 +423,7 @@ __device__ PhaseSlice phase_slice(const Args& a, int q) {
       return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, part(INTER, b + 1, G) - u0, 4, D};
     }
     case 4: return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, r1 - r0, 2, INTER};
-    default: return {nullptr, nullptr, 0, 1, D};
+    default: return {nullptr, nullptr, 0, 1, D};  // mixer core: no weights to stream
   }
 }
 
@@ -629,14 +624,12 @@ __device__ void prefetch_phase(const Args& a, int q) {
   const bool fa = is_fa(l);
   switch (sub) {
     case 0: {
-      const int R = fa ? FA_QKV : DN_IN, r0 = part(R, b, G), r1 = part(R, b + 1, G);
+      const int R = fa ? FA_QKV : DN_WIN, r0 = part(R, b, G), r1 = part(R, b + 1, G);
       block_prefetch(lw<uint16_t>(a, l, SL_WIN) + (size_t)r0 * D, (size_t)(r1 - r0) * D * 2, f);
       break;
     }
     case 1:
       if (!fa) {
-        const int z0 = part(DN_VAL, b, G), z1 = part(DN_VAL, b + 1, G);
-        block_prefetch(lw<uint16_t>(a, l, SL_WIN) + (size_t)(DN_IN + z0) * D, (size_t)(z1 - z0) * D * 2, f);
         for (int u = b; u < DN_UNITS; u += G) {
           const int h = u / DN_VSLICES, j = u % DN_VSLICES;
           block_prefetch(a.dn_state + ((size_t)(dn_slot(l) * DN_H + h) * DN_DV + j * 16) * DN_DK, 16 * DN_DK * 4, f);
@@ -790,7 +783,7 @@ __device__ __forceinline__ void issue_phase(const Args& a, int q, uint4 (&wv)[16
   const int r0 = part(D, b, G), r1 = part(D, b + 1, G);
   switch (sub) {
     case 0: {
-      const int R = is_fa(l) ? FA_QKV : DN_IN;
+      const int R = is_fa(l) ? FA_QKV : DN_WIN;
       issue_quad(lw<uint16_t>(a, l, SL_WIN), part(R, b, G) + warp * 4, part(R, b + 1, G), lane, wv);
       break;
     }
@@ -806,7 +799,7 @@ __device__ __forceinline__ void issue_phase(const Args& a, int q, uint4 (&wv)[16
 }
 
 // ---- DeltaNet phases --------------------------------------------------------
-// phase 0: xs = norm(hidden); rows of [qkv | b | a] -> conv ring column pos%4 | zab (b, a)
+// phase 0: xs = norm(hidden); rows of [qkv | z | b | a] -> conv ring column pos%4 | zab
 template <bool RING>
 __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
@@ -830,19 +823,17 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
   uint16_t* zab = a.zab;
   const auto epi = [&](int r, float v) {
     if (r < DN_CONV) ring[r] = bits(v);
-    else zab[DN_VAL + r - DN_CONV] = bits(v);
+    else zab[r - DN_CONV] = bits(v);
   };
-  const int r0 = part(DN_IN, b, G), r1 = part(DN_IN, b + 1, G);
+  const int r0 = part(DN_WIN, b, G), r1 = part(DN_WIN, b + 1, G);
   if constexpr (RING) ring_mv_k1024(a, st, r1 - r0, xs, [&](int i, float v) { epi(r0 + i, v); });
   else mv_k1024(lw<uint16_t>(a, l, SL_WIN), r0, r1, xs, wv, epi);
 }
 
 // phase 1: unit (head h, v-slice j): conv + SiLU of the head's q, k and 16 v channels,
-// L2 norms, gates, then warp w updates state row v = 16j + w: S = aS + k (b(v - aS.k)), o = S.q.
-// Then every block's slice of z = W_z norm(hidden) (xs still holds the in-proj's input): the
-// ring streams these rows while the units run, instead of stalling on a full ring.
+// L2 norms, gates, then warp w updates state row v = 16j + w: S = aS + k (b(v - aS.k)), o = S.q
 template <bool RING>
-__device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
+__device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);
   float* ks = reinterpret_cast<float*>(sm + SM_DN_K);
   float* vs = reinterpret_cast<float*>(sm + SM_DN_V);
@@ -914,16 +905,6 @@ __device__ __forceinline__ void dn_recurrence(const Args& a, int l, uint8_t* sm,
     __stcg(reinterpret_cast<float4*>(srow) + lane, sd);
     if (lane == 0) a.obuf[h * DN_DV + v] = bits(o);
     sync_warps();  // smem reuse by the next unit
-  }
-  const uint16_t* xs = reinterpret_cast<const uint16_t*>(sm + SM_XS);
-  const uint16_t* wz = lw<uint16_t>(a, l, SL_WIN) + (size_t)DN_IN * D;
-  const int G = gridDim.x, z0 = part(DN_VAL, blockIdx.x, G), z1 = part(DN_VAL, blockIdx.x + 1, G);
-  uint16_t* z = a.zab;
-  if constexpr (RING) {
-    ring_mv_k1024(a, st, z1 - z0, xs, [&](int i, float y) { z[z0 + i] = bits(y); });
-  } else {
-    issue_quad(wz, z0 + warp * 4, z1, lane, wv);
-    mv_k1024(wz, z0, z1, xs, wv, [&](int r, float y) { z[r] = bits(y); });
   }
 }
 
@@ -1378,7 +1359,7 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
       else if (sub == 2) fa_out_proj<RING>(a, l, sm, wv, st);
     } else {
       if (sub == 0) dn_in_proj<RING>(a, l, sm, wv, st, params);
-      else if (sub == 1) dn_recurrence<RING>(a, l, sm, wv, st);
+      else if (sub == 1) dn_recurrence<RING>(a, l, sm, wv);
       else if (sub == 2) dn_out_proj<RING>(a, l, sm, wv, st, params);
     }
     if (sub == 3) mlp_gate_up<RING>(a, l, sm, wv, st, params);

@@ -16,9 +16,7 @@ constexpr int DN_H = 16, DN_DK = 128, DN_DV = 128;
 constexpr int DN_KEY = DN_H * DN_DK;                 // 2048
 constexpr int DN_VAL = DN_H * DN_DV;                 // 2048
 constexpr int DN_CONV = 2 * DN_KEY + DN_VAL;         // 6144 conv channels [q | k | v]
-constexpr int DN_IN = DN_CONV + 2 * DN_H;            // the in-proj phase's rows [qkv | b | a] = 6176
-constexpr int DN_WIN = DN_IN + DN_VAL;               // packed in-projection rows [qkv | b | a | z] = 8224; the z rows
-                                                     // are computed in the core phase (whose units stream no weights)
+constexpr int DN_WIN = DN_CONV + DN_VAL + 2 * DN_H;  // packed in-projection rows [qkv | z | b | a] = 8224
 constexpr int FA_HQ = 8, FA_HKV = 2, FA_HD = 256, FA_ROT = 64;
 constexpr int FA_QKV = 2 * FA_HQ * FA_HD + 2 * FA_HKV * FA_HD;  // packed [q+gate 4096 | k 512 | v 512] = 5120
 constexpr int FA_OIN = FA_HQ * FA_HD;                           // 2048

@@ -12,7 +12,7 @@ namespace mkp {
 namespace {
 
 constexpr int D = 1024, INTER = 3584;
-constexpr int DN_H = 16, DN_HD = 128, DN_CONV = 6144, DN_WIN = 8224, DN_B = 6144, DN_A = 6160, DN_Z = 6176;
+constexpr int DN_H = 16, DN_HD = 128, DN_CONV = 6144, DN_WIN = 8224, DN_Z = 6144, DN_B = 8192, DN_A = 8208;
 constexpr int DN_STATE = DN_H * DN_HD * DN_HD;  // floats per layer
 constexpr int N_DN = 18;
 constexpr int FA_HQ = 8, FA_HKV = 2, FA_HD = 256, FA_QKV = 5120, FA_K = 4096, FA_V = 4608, FA_ROT_HALF = 32;

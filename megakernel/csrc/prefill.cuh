@@ -23,7 +23,7 @@ cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* 
 
 // DeltaNet inputs: causal conv (3 earlier inputs from the ring) + SiLU of the in-projection's
 // [q|k|v] columns, l2norm of q and k per head, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b).
-// proj [T][8224] = [qkv 6144 | b 16 | a 16 | z 2048] (the tier's packed in-projection); q, k, v [T][16][128]; g, beta fp32 [T][16].
+// proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [T][16][128]; g, beta fp32 [T][16].
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, int start, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int T, cudaStream_t s);
