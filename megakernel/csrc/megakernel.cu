@@ -1156,25 +1156,15 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
         __threadfence();
         const int hh = t >> 7, dd = (t & 127) * 2;
         const float* base = a.apart + ((size_t)(g * ATT_MAX_SPLIT) * 4 + hh) * ATT_PART;
-        // one pass with a running maximum, the loads of 4 partials in flight at a time
-        float M = -INFINITY, L = 0.f, A0 = 0.f, A1 = 0.f;
-        for (int s0 = 0; s0 < ns; s0 += 4) {
-          float2 ml[4], av[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const float* pp = base + (size_t)min(s0 + j, ns - 1) * 4 * ATT_PART;
-            ml[j] = __ldcg(reinterpret_cast<const float2*>(pp));
-            av[j] = __ldcg(reinterpret_cast<const float2*>(pp + 4 + dd));
-          }
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            if (s0 + j >= ns) break;
-            const float mn = fmaxf(M, ml[j].x), c = expf(M - mn), e = expf(ml[j].x - mn);
-            L = fmaf(ml[j].y, e, L * c);
-            A0 = fmaf(av[j].x, e, A0 * c);
-            A1 = fmaf(av[j].y, e, A1 * c);
-            M = mn;
-          }
+        float M = -INFINITY;
+        for (int si = 0; si < ns; ++si) M = fmaxf(M, __ldcg(base + (size_t)si * 4 * ATT_PART));
+        float L = 0.f, A0 = 0.f, A1 = 0.f;
+        for (int si = 0; si < ns; ++si) {
+          const float* pp = base + (size_t)si * 4 * ATT_PART;
+          const float e = expf(__ldcg(pp) - M);
+          L = fmaf(__ldcg(pp + 1), e, L);
+          A0 = fmaf(__ldcg(pp + 4 + dd), e, A0);
+          A1 = fmaf(__ldcg(pp + 4 + dd + 1), e, A1);
         }
         attn_finish(a, 4 * g + hh, dd, A0 / L, lo(gates));
         attn_finish(a, 4 * g + hh, dd + 1, A1 / L, hi(gates));
