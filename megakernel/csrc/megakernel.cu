@@ -1111,8 +1111,9 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
     // head hh = t / 128, dims 2(t % 128), +1 --
     if (slot8 >= 4) att_put(wm, wl, wacc, slot8 - 4, hg, lane, m, lsum, acc);
     sync_warps();
-    if (slot8 < 4) {  // (a lane reads and then rewrites the same words of its entry)
+    if (slot8 < 4) {  // the warp reads its entry, then rewrites it (m, l by lane 0: after every lane's read)
       att_combine(wm, wl, wacc, slot8, hg, lane, m, lsum, acc);
+      __syncwarp();
       att_put(wm, wl, wacc, slot8, hg, lane, m, lsum, acc);
     }
     sync_warps();
