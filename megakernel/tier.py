@@ -308,6 +308,8 @@ class MegakernelTier(Tier):
     def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1):
         if not 1 <= self.grid <= self.max_grid:
             raise TierInputError(f"grid={self.grid} outside [1, {self.max_grid}] (blocks that can be resident at once)")
+        if not isinstance(self.positions_per_split, int) or self.positions_per_split < 1:
+            raise TierInputError(f"positions_per_split={self.positions_per_split!r}; expected an int >= 1")
         if self.flags & MKF_RING and not self.ring_slots:
             raise TierInputError("flags ask for the ring schedule (MKF_RING), but this GPU's shared memory cannot hold "
                                  f"{RING_MIN_SLOTS} slots of 16 KB; use REGISTER_SCHEDULE")

@@ -83,11 +83,25 @@ def test_batch_one_only():
         check_batch(2)
 
 
+def test_ab_variant_specs():
+    from megakernel.ab import parse_variant
+
+    assert parse_variant("base", 544) == ("base", {})
+    assert parse_variant("ef:flags=+2048,positions_per_split=16", 544) == ("ef", {"flags": 2592, "positions_per_split": 16})
+    assert parse_variant("v8:flags=-2048,ring_inflight=2", 2592) == ("v8", {"flags": 544, "ring_inflight": 2})
+    assert parse_variant("x:flags=0x200", 0) == ("x", {"flags": 512})
+    for bad, msg in ((":flags=1", "name before ':' is empty"), ("a:foo=1", "'foo=1' is not attr=value"),
+                     ("a:flags", "'flags' is not attr=value"), ("a:grid=many", "'many' is not an integer")):
+        with pytest.raises(SystemExit, match=msg):
+            parse_variant(bad, 0)
+
+
 def test_attention_splits():
     for pos in (0, 1, 15, 31, 32, 100, 143, 4095, 100000):
         n = attention_splits(pos)
         assert 1 <= n <= min(64, pos + 1)
     assert attention_splits(15) == 1 and attention_splits(143) == 5 and attention_splits(100000) == 64
+    assert attention_splits(143, per_split=8) == 18 and attention_splits(15, per_split=16) == 1
 
 
 # ---- GPU ---------------------------------------------------------------------------

@@ -6,8 +6,8 @@
 # Stages: report = bench --layers + diff; tests = every GPU test; long = bench of pp520,
 # pp4096, pp32768 for the fast tiers, the megakernel prefill breakdown
 # (python -m megakernel.bench_prefill) and `compare generate` with the triton and megakernel
-# tiers. All three take ~12 minutes on the lent H100, more than one 10-minute device call:
-# run `report tests` and `long` as two calls.
+# tiers. All three take ~15 minutes on the lent H100, more than one 10-minute device call:
+# run `report`, `tests` and `long` as three calls.
 # fla (and pytest/hypothesis, where missing) are installed from ./.whl and ./.mkwhl when
 # present (the lent H100 has no fla). Each step has its own time limit so the results of
 # the earlier ones always come back. Results go to $OUT (default ./gpu-results); copy
