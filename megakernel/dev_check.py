@@ -217,14 +217,17 @@ def main(argv=None):
 
     # 3. schedule variants: same bits, different speed
     from megakernel.bench import launch_gaps, layer_times, tg
-    from megakernel.tier import (MKF_DN_FLAGS, MKF_EARLY, MKF_GEN_BAR, MKF_LIGHT_BAR,
+    from megakernel.tier import (MKF_DN_FLAGS, MKF_EARLY, MKF_EVICT_FIRST, MKF_GEN_BAR, MKF_LIGHT_BAR,
                                  MKF_RING, MKF_RING_TMA)
 
     default = (mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight)
     L, EL, RL = MKF_LIGHT_BAR, MKF_EARLY | MKF_LIGHT_BAR, MKF_RING | MKF_LIGHT_BAR
     S = mk.ring_slots
     # v6: the ring (slots: its size; in flight: the most chunks the producer keeps in flight, 0 = slots)
-    ring = [(f"v6 ring cp.async, {m or S} in flight", RL, 0, S, m) for m in (2, 4, 0)]
+    # v9: the weights' L2 lines evict-first (the default), unpaced or paced
+    EF = MKF_EVICT_FIRST
+    ring = [(f"v9 ring evict-first, {m or S} in flight", RL | EF, 0, S, m) for m in (0, 2)]
+    ring += [(f"v6 ring cp.async, {m or S} in flight", RL, 0, S, m) for m in (2, 0)]
     ring += [(f"v6 ring TMA, {m} in flight", RL | MKF_RING_TMA, 0, S, m) for m in (1, 0)]
     variants = (ring if S else []) + [
         ("early+light (v4)", EL, 0, S, 0),

@@ -7,8 +7,9 @@
 # and python -m megakernel.bench_prefill (prefill_tests.log, prefill_bench.{md,json}); fla is
 # installed from ./.whl (carried) when it is not importable.
 # Stage "ab": python -m megakernel.ab $AB_ARGS (variants timed interleaved in one process; ab.log, ab.json).
-# Writes at most 6 files to $OUT: run.log (device, build, stage times), dev_check.log / .json,
-# tests.log, sanitize.log (pytest) and sanitizers.log (every sanitizer run's whole report).
+# Writes to $OUT: run.log (device, build, stage times), dev_check.log / .json, tests.log,
+# sanitize.log (pytest), sanitizers.log (every sanitizer run's whole report) and the prefill
+# and ab stages' files.
 # Test tools missing on the GPU machine are installed from ./.mkwhl (carried) when present.
 set -uo pipefail
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1

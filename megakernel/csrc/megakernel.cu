@@ -54,6 +54,7 @@ constexpr int SM_END_XS = SM_XS + INTER * 2, SM_END_AT = SM_AT_ACC + AT_ENTRIES 
 constexpr int SM_END = SM_END_XS > SM_END_AT ? SM_END_XS : SM_END_AT;
 constexpr int SM_RING = (SM_END + 127) & ~127;    // MKF_RING: ring_slots slots of ring::SLOT bytes, then their mbarriers
 static_assert(SM_DN_V + 64 <= SM_END, "smem");
+static_assert(AT_ENTRIES == 4, "the attention warp merge: position slots 4-7 hand over to slots 0-3");
 static_assert(NWARPS == DN_H, "gated norm: one warp per DeltaNet head");
 static_assert(NWARPS == DN_DV / DN_VSLICES, "recurrence: one warp per v row of a unit");
 
