@@ -40,6 +40,12 @@ def parse_variant(spec: str, default_flags: int) -> tuple[str, dict]:
     return name, attrs
 
 
+def apply(tier, default: dict, attrs: dict) -> None:
+    """The tier's defaults, then the variant's changes."""
+    for k, v in {**default, **attrs}.items():
+        setattr(tier, k, v)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("variants", nargs="+", help="NAME[:attr=value,...] (the first is the reference for the bits)")
@@ -67,18 +73,17 @@ def main(argv=None) -> int:
     token = torch.tensor([7])
     results, ref = {}, None
     for name, attrs in variants:
-        for k, v in {**default, **attrs}.items():
-            setattr(mk, k, v)
+        apply(mk, default, attrs)
         logits = mk.decode(token, mk.clone_state(base_state))
         if ref is None:
             ref = logits
         diff = float((logits.float() - ref.float()).abs().max())
-        results[name] = {"attrs": attrs, "same_bits": bool(torch.equal(logits, ref)), "max_logit_diff": diff,
-                         "tg128": [], f"tg128_d{args.depth}": []}
+        results[name] = {"attrs": attrs, "same_bits": bool(torch.equal(logits, ref)), "max_logit_diff": diff, "tg128": []}
+        if args.depth:
+            results[name][f"tg128_d{args.depth}"] = []
     for rnd in range(args.rounds):
         for name, attrs in variants:
-            for k, v in {**default, **attrs}.items():
-                setattr(mk, k, v)
+            apply(mk, default, attrs)
             r = results[name]
             r["tg128"].append(tg(mk, reps=args.reps)["tok_s_median"])
             line = f"round {rnd + 1} {name:14s} tg128 {r['tg128'][-1]:8.1f}"
@@ -102,8 +107,7 @@ def main(argv=None) -> int:
         print(f"{name:14s}{cells}  {bits}", flush=True)
     if args.anatomy:
         for name, attrs in variants:
-            for k, v in {**default, **attrs}.items():
-                setattr(mk, k, v)
+            apply(mk, default, attrs)
             an = phase_anatomy(mk, prompt_len=64)
             results[name]["anatomy"] = an
             print(f"\nphase anatomy, {name} (64-token context; us: first / median / last arrival, exit)")
@@ -112,8 +116,7 @@ def main(argv=None) -> int:
                 if "unit_arrivals" in row:
                     extra += "\n    every unit block's arrival: " + " ".join(f"{v:.2f}" for v in row["unit_arrivals"])
                 print(f"  {kind:20s} {row['first']:6.2f} {row['median']:6.2f} {row['last']:6.2f} {row['exit']:6.2f}{extra}")
-    for k, v in default.items():
-        setattr(mk, k, v)
+    apply(mk, default, {})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "results": results}, f, indent=1)

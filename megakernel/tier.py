@@ -135,6 +135,7 @@ class MegakernelTier(Tier):
 
         self.ext = load(self.device)
         blocks_per_sm, num_sms, self.smem_bytes, self.ring_slots, self.ring_smem_bytes = self.ext.configure(self.device.index)
+        self.max_ring_slots = self.ring_slots  # (ring_slots may be lowered for measurements, never raised)
         if not self.ring_slots:
             self.flags = REGISTER_SCHEDULE
         if blocks_per_sm < 1:
@@ -310,9 +311,12 @@ class MegakernelTier(Tier):
             raise TierInputError(f"grid={self.grid} outside [1, {self.max_grid}] (blocks that can be resident at once)")
         if not isinstance(self.positions_per_split, int) or self.positions_per_split < 1:
             raise TierInputError(f"positions_per_split={self.positions_per_split!r}; expected an int >= 1")
-        if self.flags & MKF_RING and not self.ring_slots:
+        if self.flags & MKF_RING and not self.max_ring_slots:
             raise TierInputError("flags ask for the ring schedule (MKF_RING), but this GPU's shared memory cannot hold "
                                  f"{RING_MIN_SLOTS} slots of 16 KB; use REGISTER_SCHEDULE")
+        if self.flags & MKF_RING and not RING_MIN_SLOTS <= self.ring_slots <= self.max_ring_slots:
+            raise TierInputError(f"ring_slots={self.ring_slots!r}; expected {RING_MIN_SLOTS}..{self.max_ring_slots} "
+                                 "(the most this GPU's shared memory holds)")
         if self.debug_poison:
             self.poison(state)
         s = self.scratch
