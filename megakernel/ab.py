@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
 
-    from megakernel.bench import phase_anatomy, tg
+    from megakernel.bench import anatomy_lines, phase_anatomy, tg
     from megakernel.tier import MegakernelTier
     from reference import ModelConfig, perturb_norms, random_weights
 
@@ -110,12 +110,8 @@ def main(argv=None) -> int:
             apply(mk, default, attrs)
             an = phase_anatomy(mk, prompt_len=64)
             results[name]["anatomy"] = an
-            print(f"\nphase anatomy, {name} (64-token context; us: first / median / last arrival, exit)")
-            for kind, row in an.items():
-                extra = "".join(f", {k} {v:.2f}" for k, v in row.items() if k.startswith("unit0"))
-                if "unit_arrivals" in row:
-                    extra += "\n    every unit block's arrival: " + " ".join(f"{v:.2f}" for v in row["unit_arrivals"])
-                print(f"  {kind:20s} {row['first']:6.2f} {row['median']:6.2f} {row['last']:6.2f} {row['exit']:6.2f}{extra}")
+            print(f"\nphase anatomy, {name} (64-token context; us from block 0's barrier exit)")
+            print("\n".join(anatomy_lines(an)), flush=True)
     apply(mk, default, {})
     if args.json:
         with open(args.json, "w") as f:

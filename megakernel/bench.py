@@ -35,6 +35,24 @@ def tg(tier, n=128, prompt_len=16, reps=5, seed=0):
             "ms_per_token": 1000.0 / med, "bw_fraction": med * WEIGHT_BYTES / COPY_BW, "reps": reps}
 
 
+def stream_only(tier, reps=3):
+    """The ring's weight stream alone (MKF_STREAM_ONLY: the compute warps only take and release
+    the chunks), with one and with two producer warps: the ceiling the schedule's stream puts on
+    tg128. → {"1 producer": {...tg...}, "2 producers": {...}} (empty without the ring)."""
+    from .tier import MKF_STREAM_ONLY, MKF_TWO_PRODUCERS
+
+    if not tier.max_ring_slots:
+        return {}
+    saved, out = tier.flags, {}
+    try:
+        for name, extra in (("1 producer", 0), ("2 producers", MKF_TWO_PRODUCERS)):
+            tier.flags = saved | MKF_STREAM_ONLY | extra
+            out[name] = tg(tier, reps=reps)
+    finally:
+        tier.flags = saved
+    return out
+
+
 def layer_times(tier, prompt_len=16, steps=8, seed=0):
     """Mean µs per part over `steps` timed decode steps (after one untimed)."""
     gen = torch.Generator().manual_seed(seed)
@@ -59,13 +77,13 @@ def launch_gaps(tier, steps=16, prompt_len=16, seed=0):
     """Back-to-back greedy steps (no host sync between them) with globaltimer stamps: the
     kernel's span (first block's start to the argmax's end) and the gap from one launch's end
     to the next one's start, µs, means over `steps` - 1 pairs."""
-    from .tier import NBARRIERS, NPHASES, NTIMES
+    from .tier import NPHASES, NTIMES
 
     gen = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, tier.config.vocab_size, (1, prompt_len), generator=gen)
     state = tier.new_state(max_seq_len=prompt_len + steps + 1)
     ids = tier.prefill(prompt, state).argmax(-1).to(tier.device)
-    bufs = [torch.zeros(NTIMES + tier.max_grid * NBARRIERS, dtype=torch.int64, device=tier.device) for _ in range(steps)]
+    bufs = [tier.times_buffer() for _ in range(steps)]
     torch.cuda.synchronize()
     for buf in bufs:
         out = torch.empty(1, dtype=torch.int64, device=tier.device)
@@ -88,7 +106,8 @@ def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
     the previous barrier to the first, median and last block's arrival at the phase's barrier
     (the blocks' own work: the fastest, typical and critical block), then the last arrival to
     block 0's exit (the barrier's exit latency). µs, means over the layers of a kind and
-    `steps` steps after a `prompt_len`-token prompt. → {"DeltaNet in-proj": {...}, ...}; for the
+    `steps` steps after a `prompt_len`-token prompt. → {"DeltaNet in-proj": {...}, ...,
+    "ring_full_us": {min, median, max over blocks}}; for the
     attention core also the share of steps whose critical block is a split-K unit ("unit_last")
     and the times at which block 0's own unit passed its steps (UNIT_STEPS)."""
     from .tier import NBARRIERS, NPHASES, UNIT_STAMPS, attention_splits
@@ -97,10 +116,11 @@ def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
     prompt = torch.randint(0, tier.config.vocab_size, (1, prompt_len), generator=gen)
     state = tier.new_state(max_seq_len=prompt_len + steps + 2)
     ids = tier.decode_argmax(tier.prefill(prompt, state).argmax(-1).to(tier.device), state)
-    rows = {}
+    rows, ring_full = {}, torch.zeros(tier.grid, dtype=torch.float64)
     for _ in range(steps):
         units = 2 * attention_splits(state.seq_len, tier.positions_per_split)  # the step's attention split-K units
         tier.decode_layer_times(ids, state)
+        ring_full += tier.last_ring_full_us / steps
         t = tier.last_phase_stamps
         for q in range(NBARRIERS):
             layer, sub = divmod(q, 5)
@@ -127,4 +147,26 @@ def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
     core = rows.get("attention core")
     if core:  # mean arrival of the block of unit 0, 1, ... (over the steps that had that unit)
         out["attention core"]["unit_arrivals"] = [t / n for _, (t, n) in sorted(core["unit_arrivals"].items())]
+    # µs per token the blocks' producers waited for a free ring slot in the layers (the stream was
+    # ahead of the phases); near zero: the phases wait for the stream instead
+    out["ring_full_us"] = {"min": float(ring_full.min()), "median": float(ring_full.median()), "max": float(ring_full.max())}
     return out
+
+
+def anatomy_lines(an) -> list[str]:
+    """phase_anatomy's result as a table: one line per phase kind (µs: first / median / last
+    arrival, exit; the share of steps whose last block was an attention unit), block 0's
+    attention unit step by step, every unit block's arrival, and the ring's full time."""
+    lines = [f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s}  last block is an attention unit"]
+    for kind, r in an.items():
+        if kind == "ring_full_us":
+            continue
+        lines.append(f"  {kind:22s} {r['first']:6.2f} {r['median']:6.2f} {r['last']:6.2f} {r['exit']:6.2f}  {r['unit_last']:.0%}")
+    core = an.get("attention core")
+    if core:
+        lines.append("  attention core, block 0's unit: " + ", ".join(f"{k} {v:.2f}" for k, v in core.items() if k.startswith("unit0")))
+        lines.append("  attention core, every unit block's arrival: " + " ".join(f"{v:.2f}" for v in core.get("unit_arrivals", [])))
+    full = an["ring_full_us"]
+    lines.append(f"  ring full (a producer waited for a free slot; layers, us per token): min {full['min']:.1f}, "
+                 f"median {full['median']:.1f}, max {full['max']:.1f} over blocks")
+    return lines

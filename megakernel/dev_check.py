@@ -221,7 +221,7 @@ def main(argv=None):
                                  MKF_RING, MKF_RING_TMA)
 
     default = (mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight)
-    L, EL, RL = MKF_LIGHT_BAR, MKF_EARLY | MKF_LIGHT_BAR, MKF_RING | MKF_LIGHT_BAR
+    EL, RL = MKF_EARLY | MKF_LIGHT_BAR, MKF_RING | MKF_LIGHT_BAR
     S = mk.ring_slots
     # v6: the ring (slots: its size; in flight: the most chunks the producer keeps in flight, 0 = slots)
     # v9: the weights' L2 lines evict-first (the default), unpaced or paced
@@ -263,17 +263,20 @@ def main(argv=None):
               + " ".join(f"{x:4.1f}" for x in dn) + " | " + " ".join(f"{x:4.1f}" for x in fa) + f" | {lt['lm_head']:.1f}",
               flush=True)
     mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight = default
+    # the weight stream alone: the ceiling the ring's producer puts on the default schedule
+    if not args.skip_bench:
+        from megakernel.bench import WEIGHT_BYTES, stream_only
+        results["stream_only"] = stream_only(mk)
+        for name, r in results["stream_only"].items():
+            print(f"weight stream alone ({name}, MKF_STREAM_ONLY): tg128 {r['tok_s_median']:.0f} tok/s, "
+                  f"{r['ms_per_token']:.3f} ms/token, {WEIGHT_BYTES / r['ms_per_token'] / 1e9:.2f} TB/s", flush=True)
     # 4. the default schedule's phases taken apart: the blocks' work and the barrier's exit
-    from megakernel.bench import phase_anatomy
+    from megakernel.bench import anatomy_lines, phase_anatomy
     anat = phase_anatomy(mk, prompt_len=64)
     results["phase_anatomy_us"] = anat
     print("\nphase anatomy (default schedule, 64-token context; us from block 0's barrier exit to the blocks' "
           "arrivals, then to the next exit):", flush=True)
-    print(f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s}  last block is an attention unit", flush=True)
-    for kind, r in anat.items():
-        print(f"  {kind:22s} {r['first']:6.2f} {r['median']:6.2f} {r['last']:6.2f} {r['exit']:6.2f}  {r['unit_last']:.0%}", flush=True)
-    print("  attention core, block 0's unit: " + ", ".join(f"{k} {v:.2f}" for k, v in anat["attention core"].items()
-                                                          if k.startswith("unit0")), flush=True)
+    print("\n".join(anatomy_lines(anat)), flush=True)
     results["all_variants_same_bits"] = all(v["same_bits"] for v in results["variants"].values())
     # the summary the default is chosen from: fastest first (tg128 median of 5 repetitions)
     print("\nschedule variants, fastest first (tg128, median of 5; copy BW 2.87 TB/s):", flush=True)

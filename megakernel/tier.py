@@ -42,6 +42,7 @@ SL_IN_NORM, SL_POST_NORM, SL_WIN, SL_CONV_W, SL_A_LOG, SL_DT_BIAS, SL_GNORM = 0,
 SL_Q_NORM, SL_K_NORM, SL_OUT, SL_GATE_UP, SL_DOWN, NSLOT = 3, 4, 7, 8, 9, 10
 NPHASES, NBARRIERS, UNIT_STAMPS = 24 * 5 + 1, 24 * 5, 4
 NTIMES = NPHASES + 3 + 6 * UNIT_STAMPS  # phase exits, start/embed/lm_head stamps, attention unit stamps
+RING_MAX_PRODUCERS = 2  # the timing buffer's per-block producer words (csrc/megakernel.cuh)
 MAX_GRID = 1024  # the sync buffer has one publish word per block
 SYNC_WORDS, ATT_MAX_SPLIT, ATT_PART = 32 * 5 + MAX_GRID, 64, 260
 MKF_EARLY, MKF_PF_END, MKF_PF_SPREAD, MKF_PF_LINES, MKF_LM_PF, MKF_LIGHT_BAR = 1, 2, 4, 8, 16, 32
@@ -52,6 +53,9 @@ MKF_GEN_BAR, MKF_DN_FLAGS, MKF_FA_FLAGS = 64, 128, 256
 MKF_RING, MKF_RING_TMA = 512, 1024
 # v9: the ring's copies mark the weights' L2 lines evict-first (state, K/V cache, activations stay in L2)
 MKF_EVICT_FIRST = 2048
+# measurement: the weight stream alone (no compute, nothing written but the input id as the output)
+MKF_STREAM_ONLY = 4096
+MKF_TWO_PRODUCERS = 8192  # the ring filled by two producer warps (even / odd chunks)
 RING_MIN_SLOTS = 8  # csrc/megakernel.cuh: a matrix phase's item reads up to 8 slots at once
 REGISTER_SCHEDULE = MKF_EARLY | MKF_LIGHT_BAR  # v4: the default where the ring does not fit
 RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR | MKF_EVICT_FIRST
@@ -76,6 +80,15 @@ def check_config(config: ModelConfig) -> None:
 def check_batch(batch_size: int) -> None:
     if batch_size != 1:
         raise TierInputError(f"the megakernel decodes batch 1 only; got batch_size={batch_size} (expected 1)")
+
+
+def check_extension_constants(ext) -> None:
+    """The buffer sizes this file allocates must be the ones the compiled kernel indexes."""
+    expected = {"NPHASES": NPHASES, "NBARRIERS": NBARRIERS, "NTIMES": NTIMES, "RING_MAX_PRODUCERS": RING_MAX_PRODUCERS,
+                "SYNC_WORDS": SYNC_WORDS, "ATT_MAX_SPLIT": ATT_MAX_SPLIT, "ATT_PART": ATT_PART, "NSLOT": NSLOT}
+    wrong = [f"{k}: kernel {getattr(ext, k)}, tier {v}" for k, v in expected.items() if getattr(ext, k) != v]
+    if wrong:
+        raise RuntimeError("megakernel/tier.py and csrc/megakernel.cuh disagree (" + "; ".join(wrong) + ")")
 
 
 def attention_splits(pos: int, per_split: int = ATT_POSITIONS_PER_SPLIT) -> int:
@@ -134,6 +147,7 @@ class MegakernelTier(Tier):
         from .build import load
 
         self.ext = load(self.device)
+        check_extension_constants(self.ext)
         blocks_per_sm, num_sms, self.smem_bytes, self.ring_slots, self.ring_smem_bytes = self.ext.configure(self.device.index)
         self.max_ring_slots = self.ring_slots  # (ring_slots may be lowered for measurements, never raised)
         if not self.ring_slots:
@@ -229,8 +243,6 @@ class MegakernelTier(Tier):
             "amax_val": torch.zeros(self.max_grid, dtype=f32, device=dev),
             "amax_idx": torch.zeros(self.max_grid, dtype=torch.int32, device=dev),
         }
-        if self.ext.SYNC_WORDS != SYNC_WORDS:
-            raise RuntimeError(f"megakernel: SYNC_WORDS {SYNC_WORDS} in tier.py but {self.ext.SYNC_WORDS} in the kernel")
         self.sync = torch.zeros(SYNC_WORDS, dtype=torch.int32, device=dev)
 
     # ---- state ------------------------------------------------------------------
@@ -362,7 +374,7 @@ class MegakernelTier(Tier):
         self._check_state(state, ids.shape[0], 1)
         if state.seq_len == 0:
             raise TierInputError("decode on an empty state; expected prefill of at least one token first")
-        times = torch.zeros(NTIMES + self.max_grid * NBARRIERS, dtype=torch.int64, device=self.device)
+        times = self.times_buffer()
         out = self._out(1, dtype=torch.int64)
         self._launch(state, ids, out, times=times)
         state.seq_len += 1
@@ -377,12 +389,20 @@ class MegakernelTier(Tier):
         # every block's arrival at every barrier: skew (last - first arrival) and latency (exit - last)
         arr = torch.tensor(t[NTIMES:NTIMES + self.grid * NBARRIERS], dtype=torch.float64).view(self.grid, NBARRIERS)
         self.last_barrier_arrivals = arr  # [grid, NBARRIERS] ns (megakernel.bench.phase_anatomy)
+        full = t[NTIMES + self.grid * NBARRIERS:NTIMES + self.grid * (NBARRIERS + RING_MAX_PRODUCERS)]
+        # [grid] µs the block's producer warp waited for a free ring slot in the layers (0: no ring;
+        # MKF_TWO_PRODUCERS: the longer of the two waits)
+        self.last_ring_full_us = torch.tensor(full, dtype=torch.float64).view(self.grid, RING_MAX_PRODUCERS).amax(1) / 1000.0
         exit_ = torch.tensor(t[1:NBARRIERS + 1], dtype=torch.float64)
         self.last_barrier_stats = {
             "skew_us": ((arr.max(0).values - arr.min(0).values) / 1000.0).tolist(),
             "latency_us": ((exit_ - arr.max(0).values) / 1000.0).tolist(),
         }
         return res
+
+    def times_buffer(self) -> torch.Tensor:
+        """A zeroed buffer for the timing mode's stamps (Args::times)."""
+        return torch.zeros(NTIMES + self.max_grid * (NBARRIERS + RING_MAX_PRODUCERS), dtype=torch.int64, device=self.device)
 
     def clone_state(self, state: MegakernelState) -> MegakernelState:
         """An independent copy (tests: run the same step twice)."""

@@ -96,6 +96,18 @@ def test_ab_variant_specs():
             parse_variant(bad, 0)
 
 
+def test_extension_constants_must_match():
+    class Ext:
+        pass
+    ext = Ext()
+    for k in ("NPHASES", "NBARRIERS", "NTIMES", "RING_MAX_PRODUCERS", "SYNC_WORDS", "ATT_MAX_SPLIT", "ATT_PART", "NSLOT"):
+        setattr(ext, k, getattr(tier_mod, k))
+    tier_mod.check_extension_constants(ext)
+    ext.NTIMES += 1
+    with pytest.raises(RuntimeError, match=r"NTIMES: kernel \d+, tier \d+"):
+        tier_mod.check_extension_constants(ext)
+
+
 def test_attention_splits():
     for pos in (0, 1, 15, 31, 32, 100, 143, 4095, 100000):
         n = attention_splits(pos)
@@ -233,6 +245,7 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
     saved, saved_inflight = (mk.flags, mk.pf_dist), mk.ring_inflight
     try:
         for flags, pf in ((R | L, 0), (R, 0), (R | L | tier_mod.MKF_RING_TMA, 0), (R | L | tier_mod.MKF_GEN_BAR, 0),
+                          (tier_mod.RING_SCHEDULE | tier_mod.MKF_TWO_PRODUCERS, 0),
                           (0, 0), (E, 0), (L, 0), (E | L | tier_mod.MKF_PF_LINES, 2),
                           (tier_mod.MKF_PF_END | tier_mod.MKF_PF_LINES, 1),
                           (E | tier_mod.MKF_PF_SPREAD | tier_mod.MKF_LM_PF, 2),
@@ -245,7 +258,8 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
         assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), "ring_inflight=2"
         mk.ring_inflight = saved_inflight
         mk.grid = 97  # several units per block; phases of several ring items
-        for flags in (E | L | V5_FLAGS, R | L, R | L | tier_mod.MKF_RING_TMA, tier_mod.REGISTER_SCHEDULE):
+        for flags in (E | L | V5_FLAGS, R | L, R | L | tier_mod.MKF_RING_TMA, tier_mod.REGISTER_SCHEDULE,
+                      tier_mod.RING_SCHEDULE | tier_mod.MKF_TWO_PRODUCERS):
             mk.flags = flags
             assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), (flags, 97)
     finally:
@@ -258,7 +272,8 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
 @pytest.mark.parametrize("flags", [tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | V5_FLAGS,
                                    tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | tier_mod.MKF_DN_FLAGS,
                                    tier_mod.REGISTER_SCHEDULE,
-                                   tier_mod.RING_SCHEDULE | tier_mod.MKF_RING_TMA])
+                                   tier_mod.RING_SCHEDULE | tier_mod.MKF_RING_TMA,
+                                   tier_mod.RING_SCHEDULE | tier_mod.MKF_TWO_PRODUCERS])
 def test_schedules_over_many_steps(mk, flags):
     """Consecutive launches (the publish / generation words carry over between them, the ring
     starts empty in each), a few positions on each side of an attention split change, against
@@ -278,6 +293,48 @@ def test_schedules_over_many_steps(mk, flags):
         assert torch.equal(a.dn_state, b.dn_state) and torch.equal(a.k_cache, b.k_cache)
     finally:
         mk.flags = saved
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("producers", [1, 2])
+def test_stream_only_launch_leaves_the_next_decode_exact(mk, producers):
+    """The measurement mode streams the weights and computes nothing: it hands the input id back
+    and keeps the barrier counter's epoch, so the real decodes after it (and their state) equal
+    those of a state that never saw it."""
+    if not mk.max_ring_slots:
+        pytest.skip("the ring schedule does not fit this GPU's shared memory (the mode streams through the ring)")
+    prompt, token = ids(20, 14), ids(1, 15)[0]
+    a, b = mk.new_state(max_seq_len=32), mk.new_state(max_seq_len=32)
+    mk.prefill(prompt, a)
+    mk.prefill(prompt, b)
+    saved = mk.flags
+    try:
+        mk.flags = saved | tier_mod.MKF_STREAM_ONLY | (tier_mod.MKF_TWO_PRODUCERS if producers == 2 else 0)
+        scratch = mk.clone_state(b)
+        out = mk.decode_argmax(token.to(mk.device), scratch)
+        assert int(out) == int(token)  # the input id, untouched
+        assert torch.equal(scratch.dn_state, b.dn_state) and torch.equal(scratch.k_cache, b.k_cache)  # nothing written
+    finally:
+        mk.flags = saved
+    for t in range(3):
+        la, lb = mk.decode(token, a), mk.decode(token, b)
+        assert torch.equal(la, lb), t
+
+
+@gpu
+@needs_gpu
+def test_ring_full_time_is_measured(mk):
+    """Timing mode: every block's producer reports how long it waited for a free ring slot."""
+    if not mk.max_ring_slots:
+        pytest.skip("the ring schedule does not fit this GPU's shared memory")
+    state = mk.new_state(max_seq_len=32)
+    mk.prefill(ids(8, 16), state)
+    mk.decode_layer_times(ids(1, 17)[0], state)
+    full = mk.last_ring_full_us
+    assert full.shape == (mk.grid,) and torch.isfinite(full).all() and (full >= 0).all()
+    span_us = (mk.last_phase_stamps[tier_mod.NPHASES] - mk.last_phase_stamps[0]) / 1000.0
+    assert float(full.max()) < span_us  # (a wait cannot outlast the launch)
 
 
 @gpu

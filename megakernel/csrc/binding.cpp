@@ -197,6 +197,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("NPHASES") = mk::NPHASES;
   m.attr("NBARRIERS") = mk::NBARRIERS;
   m.attr("NTIMES") = mk::NTIMES;
+  m.attr("RING_MAX_PRODUCERS") = mk::RING_MAX_PRODUCERS;
   m.attr("SYNC_WORDS") = static_cast<int>(mk::SYNC_WORDS);
   m.attr("ATT_MAX_SPLIT") = mk::ATT_MAX_SPLIT;
   m.attr("ATT_PART") = mk::ATT_PART;

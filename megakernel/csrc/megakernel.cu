@@ -470,18 +470,26 @@ __device__ void stream_start(const Args& a, Stream& s, uint8_t* sm) {
 // copies mark the weights' L2 lines as the first to evict, so the recurrent state, the K/V cache
 // and the activations stay in the L2 from token to token; without it the stream evicted them and
 // had to be paced to 2 chunks in flight (megakernel/NOTES.md, v6 and v9). The lm_head's chunks go
-// by bulk copy where there is one.
-__device__ void produce(const Args& a, const Stream& s) {
+// by bulk copy where there is one. With MKF_TWO_PRODUCERS, producer warp `who` of the `nprod`
+// copies the chunks n with n % nprod == who.
+template <bool TIMED>
+__device__ void produce(const Args& a, const Stream& s, int who, int nprod) {
   const int lane = threadIdx.x & 31, S = s.S;
   const int M_layers = a.ring_inflight > 0 && a.ring_inflight < S ? a.ring_inflight : S;
   const bool hint = a.flags & MKF_EVICT_FIRST;
   const uint64_t pol = hint ? ring::evict_first_policy() : 0;
+  unsigned long long full_ns = 0;  // TIMED (timing mode): how long the layers' chunks waited for a free slot
   Cursor c{0, 0, 0, phase_slice(a, 0)};
-  while (cursor_valid(a, c)) {
+  for (; cursor_valid(a, c); ++c.n, ++c.i) {
     const int n = c.n, slot = n % S;
+    if (n % nprod != who) continue;
     const bool lm = c.q == NPHASES - 1, tma = lm ? ring::HAS_TMA : s.tma;
     const int M = lm ? S : M_layers;
-    if (n >= S) ring::bar_wait(s.empty + 8 * slot, (n / S - 1) & 1);  // chunk n - S released
+    if (n >= S) {  // chunk n - S released
+      const unsigned long long t0 = TIMED ? globaltimer() : 0;
+      ring::bar_wait(s.empty + 8 * slot, (n / S - 1) & 1);
+      if (TIMED && !lm) full_ns += globaltimer() - t0;
+    }
     if (M < S && n >= M) ring::bar_wait(s.full + 8 * ((n - M) % S), ((n - M) / S) & 1);  // chunk n - M landed
     const int r = c.i * c.p.rpc;
     const uint32_t dst = s.slots + slot * ring::SLOT, bar = s.full + 8 * slot;
@@ -501,8 +509,8 @@ __device__ void produce(const Args& a, const Stream& s) {
       if (src2) ring::warp_copy(dst + ring::SLOT / 2, src2, bytes, lane, hint, pol);
       ring::lane_arrive_on_copies(bar);
     }
-    ++c.n, ++c.i;
   }
+  if (TIMED && lane == 0) a.times[NTIMES + gridDim.x * NBARRIERS + blockIdx.x * RING_MAX_PRODUCERS + who] = full_ns;
 }
 
 // chunk c of the current item (counted from the first unreleased chunk): wait until it has
@@ -519,6 +527,25 @@ __device__ __forceinline__ void chunks_done(Stream& s, int n) {
     for (int k = s.cons; k < s.cons + n; ++k) ring::bar_arrive(s.empty + 8 * (k % s.S));
   s.cons += n;
 }
+
+// MKF_STREAM_ONLY (measurement), the compute warps' whole launch: take every phase's chunks as
+// soon as they land and release them (8 at a time); arrive at every grid barrier without waiting
+// (the counter keeps its epoch); hand the input id back as the output
+__device__ void consume_stream_only(const Args& a, Stream& s) {
+  const int warp = threadIdx.x >> 5;
+  for (int q = 0; q < NPHASES; ++q) {
+    if (a.stop_after >= 0 && q > a.stop_after) break;
+    const int n = nchunks(phase_slice(a, q));
+    for (int c = 0; c < n; c += 8) {
+      const int k = min(8, n - c);
+      if (warp < k) chunk_wait(s, warp);
+      chunks_done(s, k);
+    }
+    if (q < NBARRIERS) barrier_arrive(a.sync, a.bar_base + (unsigned)(q + 1) * gridDim.x, a.flags, false, 0);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) a.out_token[0] = a.token[0];
+}
+
 __device__ __forceinline__ uint4 lds128(uint32_t addr) {
   uint4 r;
   asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));
@@ -1308,7 +1335,7 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
 // RING (MKF_RING): the weights come through the shared-memory ring, filled by a 17th warp (the
 // producer) that runs ahead of the 16 compute warps, through the grid barriers.
 template <bool EARLY, bool PARTIAL, bool RING>
-__global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_kernel(const Args a) {
+__global__ void __launch_bounds__(RING ? THREADS + 32 * RING_MAX_PRODUCERS : THREADS, 1) mk_decode_kernel(const Args a) {
   extern __shared__ __align__(128) uint8_t sm[];
   const int t = threadIdx.x;
   const int G = gridDim.x;
@@ -1321,7 +1348,13 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
   if constexpr (RING) {
     stream_start(a, st, sm);
     if (t >= THREADS) {
-      produce(a, st);
+      const int who = (t - THREADS) >> 5, nprod = (a.flags & MKF_TWO_PRODUCERS) ? 2 : 1;
+      if (a.times) produce<true>(a, st, who, nprod);
+      else produce<false>(a, st, who, nprod);
+      return;
+    }
+    if (a.flags & MKF_STREAM_ONLY) {
+      consume_stream_only(a, st);
       return;
     }
   }
@@ -1416,7 +1449,8 @@ cudaError_t configure(int device, int* blocks_per_sm, int* num_sms, int* ring_sl
     e = cudaFuncSetAttribute(kernel_fn(RING_KERNEL), cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem_bytes(slots));
     int n = 0;
     if (e == cudaSuccess)
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(RING_KERNEL), THREADS + 32, ring_smem_bytes(slots));
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(RING_KERNEL), THREADS + 32 * RING_MAX_PRODUCERS,
+                                                          ring_smem_bytes(slots));
     if (e == cudaSuccess && n >= 1) *ring_slots = slots;
   }
   return e;
@@ -1430,7 +1464,7 @@ cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
   void* params[] = {&copy};
   const bool partial = a.flags & (MKF_DN_FLAGS | MKF_FA_FLAGS);
   const int k = ring ? RING_KERNEL : !(a.flags & MKF_EARLY) ? 0 : partial ? 2 : 1;
-  const dim3 block(ring ? THREADS + 32 : THREADS);
+  const dim3 block(ring ? THREADS + 32 * ((a.flags & MKF_TWO_PRODUCERS) ? 2 : 1) : THREADS);
   const int smem = ring ? ring_smem_bytes(a.ring_slots) : SM_END;
   return cudaLaunchCooperativeKernel(kernel_fn(k), dim3(grid), block, params, smem, stream);
 }

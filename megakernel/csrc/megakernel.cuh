@@ -73,9 +73,13 @@ enum : int {
                        // requests queue ahead of the grid barrier's L2 round trips
   MKF_EVICT_FIRST = 2048,  // the ring's copies mark the weights' L2 lines evict-first (the state, K/V cache
                            // and activations keep their lines)
+  MKF_STREAM_ONLY = 4096,  // measurement: the compute warps only take each chunk and release it (no compute, no
+                           // barrier waits, nothing written but the input id as the output): the weight stream alone
+  MKF_TWO_PRODUCERS = 8192,  // the ring is filled by two producer warps (even / odd chunks), not one
 };
 constexpr int RING_MIN_SLOTS = 8;   // a matrix phase's item reads up to 8 slots at once
 constexpr int RING_MAX_SLOTS = 16;
+constexpr int RING_MAX_PRODUCERS = 2;  // producer warps after the 16 compute warps
 
 struct Args {
   // weights
@@ -104,7 +108,8 @@ struct Args {
   int64_t* out_token;       // [1] greedy next id (device)
   float* logits;            // [VOCAB] fp32 or null
   float* trace;             // [NLAYER + 2][D] fp32 or null: embed, layers.0..23, norm
-  unsigned long long* times;  // [NTIMES + grid * NBARRIERS] globaltimer stamps or null (then: every block's barrier arrivals)
+  unsigned long long* times;  // [NTIMES + grid * (NBARRIERS + RING_MAX_PRODUCERS)] globaltimer stamps or null, then every
+                              // block's barrier arrivals, then (MKF_RING) ns each producer waited for a free slot in the layers
   int max_seq;
   int pos;                  // position of this token (= tokens already in the cache)
   int nsplit;               // attention split-K units per kv head, 1..ATT_MAX_SPLIT, <= pos + 1
