@@ -16,8 +16,10 @@
 //   lane   16-byte weight chunks (8 bf16) at lane*8 + 256*c, fp32 accumulation, shuffle reduce.
 //   ring   (MKF_RING, the default on sm_90) a 17th warp streams the block's weight slices into
 //          shared-memory slots ahead of the phases (see "the weight stream"); the 16 compute
-//          warps read them from there. The register schedules load each warp's rows straight
-//          into registers (v4: those of the next phase before the barrier).
+//          warps read them from there (MKF_TWO_PRODUCERS: an 18th warp shares the copying;
+//          MKF_STREAM_ONLY: the compute warps only take and release the chunks, to time the
+//          stream alone). The register schedules load each warp's rows straight into registers
+//          (v4: those of the next phase before the barrier).
 //   prefetch  (pf_dist > 0, register schedules) warp 0 issues L2 bulk prefetches of its block's
 //          slice of phase q+pf_dist when phase q starts.
 #include "megakernel.cuh"
