@@ -267,6 +267,14 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
         mk.grid, mk.ring_inflight = mk.max_grid, saved_inflight
 
 
+def twin_states(mk, prompt, max_seq_len):
+    """Two states, each prefilled with the same prompt."""
+    states = mk.new_state(max_seq_len=max_seq_len), mk.new_state(max_seq_len=max_seq_len)
+    for st in states:
+        mk.prefill(prompt, st)
+    return states
+
+
 @gpu
 @needs_gpu
 @pytest.mark.parametrize("flags", [tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | V5_FLAGS,
@@ -278,10 +286,8 @@ def test_schedules_over_many_steps(mk, flags):
     """Consecutive launches (the publish / generation words carry over between them, the ring
     starts empty in each), a few positions on each side of an attention split change, against
     the default schedule."""
-    prompt, forced = ids(28, 12), ids(12, 13)[0]
-    a, b = mk.new_state(max_seq_len=64), mk.new_state(max_seq_len=64)
-    mk.prefill(prompt, a)
-    mk.prefill(prompt, b)
+    forced = ids(12, 13)[0]
+    a, b = twin_states(mk, ids(28, 12), max_seq_len=64)
     saved = mk.flags
     try:
         for t in range(12):
@@ -304,10 +310,8 @@ def test_stream_only_launch_leaves_the_next_decode_exact(mk, producers):
     those of a state that never saw it."""
     if not mk.max_ring_slots:
         pytest.skip("the ring schedule does not fit this GPU's shared memory (the mode streams through the ring)")
-    prompt, token = ids(20, 14), ids(1, 15)[0]
-    a, b = mk.new_state(max_seq_len=32), mk.new_state(max_seq_len=32)
-    mk.prefill(prompt, a)
-    mk.prefill(prompt, b)
+    token = ids(1, 15)[0]
+    a, b = twin_states(mk, ids(20, 14), max_seq_len=32)
     saved = mk.flags
     try:
         mk.flags = saved | tier_mod.MKF_STREAM_ONLY | (tier_mod.MKF_TWO_PRODUCERS if producers == 2 else 0)
