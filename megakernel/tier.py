@@ -82,6 +82,15 @@ def check_batch(batch_size: int) -> None:
         raise TierInputError(f"the megakernel decodes batch 1 only; got batch_size={batch_size} (expected 1)")
 
 
+def check_ring_only_flags(flags: int) -> None:
+    """The stream-only mode and the second producer belong to the ring schedule: without
+    MKF_RING the kernel would ignore them and run (and time) a plain decode instead."""
+    named = {"MKF_STREAM_ONLY": MKF_STREAM_ONLY, "MKF_TWO_PRODUCERS": MKF_TWO_PRODUCERS}
+    asked = [name for name, bit in named.items() if flags & bit]
+    if asked and not flags & MKF_RING:
+        raise TierInputError(f"flags={flags}: {', '.join(asked)} work in the ring schedule only; add MKF_RING ({MKF_RING})")
+
+
 def check_extension_constants(ext) -> None:
     """The buffer sizes this file allocates must be the ones the compiled kernel indexes."""
     expected = {"NPHASES": NPHASES, "NBARRIERS": NBARRIERS, "NTIMES": NTIMES, "RING_MAX_PRODUCERS": RING_MAX_PRODUCERS,
@@ -323,6 +332,7 @@ class MegakernelTier(Tier):
             raise TierInputError(f"grid={self.grid} outside [1, {self.max_grid}] (blocks that can be resident at once)")
         if not isinstance(self.positions_per_split, int) or self.positions_per_split < 1:
             raise TierInputError(f"positions_per_split={self.positions_per_split!r}; expected an int >= 1")
+        check_ring_only_flags(self.flags)
         if self.flags & MKF_RING and not self.max_ring_slots:
             raise TierInputError("flags ask for the ring schedule (MKF_RING), but this GPU's shared memory cannot hold "
                                  f"{RING_MIN_SLOTS} slots of 16 KB; use REGISTER_SCHEDULE")

@@ -96,6 +96,14 @@ def test_ab_variant_specs():
             parse_variant(bad, 0)
 
 
+def test_ring_only_flags_need_the_ring():
+    tier_mod.check_ring_only_flags(tier_mod.RING_SCHEDULE | tier_mod.MKF_STREAM_ONLY | tier_mod.MKF_TWO_PRODUCERS)
+    tier_mod.check_ring_only_flags(tier_mod.REGISTER_SCHEDULE)
+    for extra, name in ((tier_mod.MKF_STREAM_ONLY, "MKF_STREAM_ONLY"), (tier_mod.MKF_TWO_PRODUCERS, "MKF_TWO_PRODUCERS")):
+        with pytest.raises(TierInputError, match=f"{name} work in the ring schedule only; add MKF_RING"):
+            tier_mod.check_ring_only_flags(tier_mod.REGISTER_SCHEDULE | extra)
+
+
 def test_extension_constants_must_match():
     class Ext:
         pass
