@@ -217,8 +217,8 @@ def main(argv=None):
 
     # 3. schedule variants: same bits, different speed
     from megakernel.bench import launch_gaps, layer_times, tg
-    from megakernel.tier import (MKF_DN_FLAGS, MKF_EARLY, MKF_EVICT_FIRST, MKF_GEN_BAR, MKF_LIGHT_BAR,
-                                 MKF_RING, MKF_RING_TMA)
+    from megakernel.tier import (MKF_DN_FLAGS, MKF_EARLY, MKF_EVICT_FIRST, MKF_GEN_BAR, MKF_LEAN_MERGE, MKF_LIGHT_BAR,
+                                 MKF_OUT_MERGE, MKF_RING, MKF_RING_TMA)
 
     default = (mk.flags, mk.pf_dist, mk.ring_slots, mk.ring_inflight)
     EL, RL = MKF_EARLY | MKF_LIGHT_BAR, MKF_RING | MKF_LIGHT_BAR
@@ -226,7 +226,10 @@ def main(argv=None):
     # v6: the ring (slots: its size; in flight: the most chunks the producer keeps in flight, 0 = slots)
     # v9: the weights' L2 lines evict-first (the default), unpaced or paced
     EF = MKF_EVICT_FIRST
-    ring = [(f"v9 ring evict-first, {m or S} in flight", RL | EF, 0, S, m) for m in (0, 2)]
+    # v11: the split-K count without fences, the out-proj merging 2-8 partials (the default)
+    SK = MKF_LEAN_MERGE | MKF_OUT_MERGE
+    ring = [("v11 ring, split-K merged by the out-proj", RL | EF | SK, 0, S, 0)]
+    ring += [(f"v9 ring evict-first, {m or S} in flight", RL | EF, 0, S, m) for m in (0, 2)]
     ring += [(f"v6 ring cp.async, {m or S} in flight", RL, 0, S, m) for m in (2, 0)]
     ring += [(f"v6 ring TMA, {m} in flight", RL | MKF_RING_TMA, 0, S, m) for m in (1, 0)]
     variants = (ring if S else []) + [

@@ -56,9 +56,12 @@ MKF_EVICT_FIRST = 2048
 # measurement: the weight stream alone (no compute, nothing written but the input id as the output)
 MKF_STREAM_ONLY = 4096
 MKF_TWO_PRODUCERS = 8192  # the ring filled by two producer warps (even / odd chunks)
+# v11 attention split-K: the units count with one release-atomic, no fences (LEAN); with 2-8 splits
+# the out-proj merges the partials itself, no count and no last-unit merge (OUT_MERGE)
+MKF_LEAN_MERGE, MKF_OUT_MERGE = 16384, 32768
 RING_MIN_SLOTS = 8  # csrc/megakernel.cuh: a matrix phase's item reads up to 8 slots at once
 REGISTER_SCHEDULE = MKF_EARLY | MKF_LIGHT_BAR  # v4: the default where the ring does not fit
-RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR | MKF_EVICT_FIRST
+RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR | MKF_EVICT_FIRST | MKF_LEAN_MERGE | MKF_OUT_MERGE  # v11
 PREFILL_PATHS = ("fast", "reference")
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head, at most 64
 

@@ -230,6 +230,7 @@ def test_fused_argmax_repeatable_and_poison_proof(mk, prompt_len):
 
 
 V5_FLAGS = tier_mod.MKF_GEN_BAR | tier_mod.MKF_DN_FLAGS | tier_mod.MKF_FA_FLAGS
+SPLIT_K_FLAGS = tier_mod.MKF_LEAN_MERGE | tier_mod.MKF_OUT_MERGE
 
 
 @gpu
@@ -275,6 +276,36 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
         mk.grid, mk.ring_inflight = mk.max_grid, saved_inflight
 
 
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("per_split", [2, 6, 32])
+def test_split_k_variants_give_the_same_bits(mk, per_split):
+    """The attention split-K variants (the count by one release-atomic without fences; the
+    out-proj merging 2-8 partials itself) compute the default's bits: 41 positions over 21
+    splits (past the out-proj's 8: the units merge), 7 splits, 2 splits, with the ring and the
+    register schedules, and with a grid smaller than the units (blocks with two units)."""
+    prompt, token = ids(40, 16), ids(1, 17)[0]
+    s0 = mk.new_state(max_seq_len=64)
+    mk.prefill(prompt, s0)
+    saved = mk.flags, mk.positions_per_split
+    try:
+        mk.positions_per_split = per_split
+        ring = tier_mod.RING_SCHEDULE & ~SPLIT_K_FLAGS if mk.max_ring_slots else 0  # v10's default
+        mk.flags = ring or tier_mod.REGISTER_SCHEDULE
+        ref = mk.clone_state(s0)
+        full = mk.decode(token, ref)
+        for base in {ring, tier_mod.REGISTER_SCHEDULE}:
+            for extra in (0, tier_mod.MKF_LEAN_MERGE, tier_mod.MKF_OUT_MERGE, SPLIT_K_FLAGS):
+                for grid in (mk.max_grid, 40):
+                    mk.flags, mk.grid = base | extra, grid
+                    st = mk.clone_state(s0)
+                    assert torch.equal(mk.decode(token, st), full), (base, extra, grid)
+                    assert torch.equal(st.k_cache, ref.k_cache) and torch.equal(st.dn_state, ref.dn_state), (base, extra, grid)
+    finally:
+        mk.flags, mk.positions_per_split = saved
+        mk.grid = mk.max_grid
+
+
 def twin_states(mk, prompt, max_seq_len):
     """Two states, each prefilled with the same prompt."""
     states = mk.new_state(max_seq_len=max_seq_len), mk.new_state(max_seq_len=max_seq_len)
@@ -289,7 +320,8 @@ def twin_states(mk, prompt, max_seq_len):
                                    tier_mod.MKF_EARLY | tier_mod.MKF_LIGHT_BAR | tier_mod.MKF_DN_FLAGS,
                                    tier_mod.REGISTER_SCHEDULE,
                                    tier_mod.RING_SCHEDULE | tier_mod.MKF_RING_TMA,
-                                   tier_mod.RING_SCHEDULE | tier_mod.MKF_TWO_PRODUCERS])
+                                   tier_mod.RING_SCHEDULE | tier_mod.MKF_TWO_PRODUCERS,
+                                   tier_mod.RING_SCHEDULE & ~SPLIT_K_FLAGS])
 def test_schedules_over_many_steps(mk, flags):
     """Consecutive launches (the publish / generation words carry over between them, the ring
     starts empty in each), a few positions on each side of an attention split change, against

@@ -56,6 +56,7 @@ constexpr int SM_END_XS = SM_XS + INTER * 2, SM_END_AT = SM_AT_ACC + AT_ENTRIES 
 constexpr int SM_END = SM_END_XS > SM_END_AT ? SM_END_XS : SM_END_AT;
 constexpr int SM_RING = (SM_END + 127) & ~127;    // MKF_RING: ring_slots slots of ring::SLOT bytes, then their mbarriers
 static_assert(SM_DN_V + 64 <= SM_END, "smem");
+static_assert(THREADS * 4 == FA_OIN, "MKF_OUT_MERGE: four attention outputs per thread");
 static_assert(AT_ENTRIES == 4, "the attention warp merge: position slots 4-7 hand over to slots 0-3");
 static_assert(NWARPS == DN_H, "gated norm: one warp per DeltaNet head");
 static_assert(NWARPS == DN_DV / DN_VSLICES, "recurrence: one warp per v row of a unit");
@@ -557,7 +558,7 @@ __device__ __forceinline__ uint4 lds128(uint32_t addr) {
 // rows [0, rows) of a K = 1024 slice from the ring: an item is 64 rows (8 chunks), warp w takes
 // its rows 4w .. 4w+3 (chunk w/2); epi(i, dot) on lane 0
 template <class Epi>
-__device__ __forceinline__ void ring_mv_k1024(const Args& a, Stream& s, int rows, const uint16_t* xs, Epi epi) {
+__device__ __forceinline__ void ring_mv_k1024(Stream& s, int rows, const uint16_t* xs, Epi epi) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int i0 = 0; i0 < rows; i0 += NWARPS * 4) {
     const int i = i0 + warp * 4;
@@ -608,8 +609,8 @@ __device__ __forceinline__ void ring_gate_up(const Args& a, Stream& s, int u0, i
 // rows [r0, r1) of W [*, K], K = 2048 or 3584, from the ring: two warps per row (each half
 // of K), then hidden[row] += bf16(dot) (the residual add), optionally copied to the trace
 template <int K>
-__device__ __forceinline__ void ring_half_rows_residual(const Args& a, Stream& s, int r0, int r1, const uint16_t* xs,
-                                                        uint16_t* hidden, float* red, float* trace_row) {
+__device__ __forceinline__ void ring_half_rows_residual(Stream& s, int r0, int r1, const uint16_t* xs, uint16_t* hidden, float* red,
+                                                        float* trace_row) {
   constexpr int NCH = K / 512, RPC = ring::SLOT / (2 * K);
   static_assert(NCH * 512 == K && RPC >= 1, "K must be a multiple of 512 and a row must fit a slot");
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -856,7 +857,7 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
     else zab[r - DN_CONV] = bits(v);
   };
   const int r0 = part(DN_WIN, b, G), r1 = part(DN_WIN, b + 1, G);
-  if constexpr (RING) ring_mv_k1024(a, st, r1 - r0, xs, [&](int i, float v) { epi(r0 + i, v); });
+  if constexpr (RING) ring_mv_k1024(st, r1 - r0, xs, [&](int i, float v) { epi(r0 + i, v); });
   else mv_k1024(lw<uint16_t>(a, l, SL_WIN), r0, r1, xs, wv, epi);
 }
 
@@ -959,7 +960,7 @@ __device__ __forceinline__ void dn_out_proj(const Args& a, int l, uint8_t* sm, u
   *reinterpret_cast<uint2*>(xs + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
   sync_warps();
   const int G = gridDim.x, b = blockIdx.x;
-  if constexpr (RING) ring_half_rows_residual<DN_VAL>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr);
+  if constexpr (RING) ring_half_rows_residual<DN_VAL>(st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr);
   else mv_half_rows_residual<DN_VAL>(lw<uint16_t>(a, l, SL_OUT), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr, wv);
 }
 
@@ -972,7 +973,7 @@ __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, ui
   const int G = gridDim.x, b = blockIdx.x;
   uint16_t* out = a.qkv;
   const int r0 = part(FA_QKV, b, G), r1 = part(FA_QKV, b + 1, G);
-  if constexpr (RING) ring_mv_k1024(a, st, r1 - r0, xs, [&](int i, float v) { out[r0 + i] = bits(v); });
+  if constexpr (RING) ring_mv_k1024(st, r1 - r0, xs, [&](int i, float v) { out[r0 + i] = bits(v); });
   else mv_k1024(lw<uint16_t>(a, l, SL_WIN), r0, r1, xs, wv, [&](int r, float v) { out[r] = bits(v); });
 }
 
@@ -980,6 +981,61 @@ __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, ui
 __device__ __forceinline__ void attn_finish(const Args& a, int h, int d, float o, float gate) {
   a.attn[h * FA_HD + d] = bits(bfr(o) * bfr(sigmoidf_(gate)));
 }
+
+// MKF_OUT_MERGE: the split-K merge of one q head's ns <= OUT_MERGE_MAX partials (base: split 0's;
+// split si at base + si * 4 * ATT_PART), dims dd .. dd+3, with the last-unit merge's arithmetic in
+// split order (the bits do not depend on which path merges). Every split's m, then the l and the
+// accumulators four splits at a time: one round of loads for ns <= 4, two for ns <= 8.
+__device__ __forceinline__ void merge_splits(const float* base, int ns, int dd, float& L, float (&A)[4]) {
+  constexpr int GROUP = 4;
+  float pm[OUT_MERGE_MAX];
+#pragma unroll
+  for (int si = 0; si < OUT_MERGE_MAX; ++si) pm[si] = si < ns ? __ldcg(base + (size_t)si * 4 * ATT_PART) : -INFINITY;
+  float M = -INFINITY;
+#pragma unroll
+  for (int si = 0; si < OUT_MERGE_MAX; ++si) M = fmaxf(M, pm[si]);
+  L = 0.f;
+  A[0] = A[1] = A[2] = A[3] = 0.f;
+#pragma unroll
+  for (int s0 = 0; s0 < OUT_MERGE_MAX; s0 += GROUP) {
+    if (s0 >= ns) break;
+    float pl[GROUP];
+    float4 pa[GROUP];
+#pragma unroll
+    for (int i = 0; i < GROUP; ++i) {
+      const float* pp = base + (size_t)(s0 + i < ns ? s0 + i : s0) * 4 * ATT_PART;  // (past ns: loaded, not used)
+      pl[i] = __ldcg(pp + 1);
+      pa[i] = __ldcg(reinterpret_cast<const float4*>(pp + 4 + dd));
+    }
+#pragma unroll
+    for (int i = 0; i < GROUP; ++i) {
+      if (s0 + i < ns) {
+        const float e = expf(pm[s0 + i] - M);
+        L = fmaf(pl[i], e, L);
+        A[0] = fmaf(pa[i].x, e, A[0]);
+        A[1] = fmaf(pa[i].y, e, A[1]);
+        A[2] = fmaf(pa[i].z, e, A[2]);
+        A[3] = fmaf(pa[i].w, e, A[3]);
+      }
+    }
+  }
+}
+
+// MKF_OUT_MERGE (1 < ns <= OUT_MERGE_MAX): the out-proj's input vector, each attention output the
+// gated merge of its head's split-K partials; thread t makes outputs 4t .. 4t+3 (q head t / 64)
+__device__ __forceinline__ void load_attn_merged(const Args& a, uint16_t* xs) {
+  const int t = threadIdx.x, h = t >> 6, d = (t & 63) * 4;
+  const uint2 gw = __ldcg(reinterpret_cast<const uint2*>(a.qkv + h * 2 * FA_HD + FA_HD + d));
+  float L, A[4];
+  merge_splits(a.apart + ((size_t)((h >> 2) * ATT_MAX_SPLIT) * 4 + (h & 3)) * ATT_PART, a.nsplit, d, L, A);
+  const float gate[4] = {lo(gw.x), hi(gw.x), lo(gw.y), hi(gw.y)};
+  uint16_t o[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) o[k] = bits(bfr(A[k] / L) * bfr(sigmoidf_(gate[k])));
+  reinterpret_cast<uint2*>(xs)[t] = make_uint2(o[0] | ((uint32_t)o[1] << 16), o[2] | ((uint32_t)o[3] << 16));
+  sync_warps();
+}
+__device__ __forceinline__ bool out_merge(const Args& a) { return (a.flags & MKF_OUT_MERGE) && a.nsplit > 1 && a.nsplit <= OUT_MERGE_MAX; }
 
 // a warp's online-softmax state for q heads 2hg, 2hg+1 (lane: dims 8 lane ..) into merge entry e
 __device__ __forceinline__ void att_put(float* wm, float* wl, float* wacc, int e, int hg, int lane, const float (&m)[2],
@@ -1015,7 +1071,8 @@ __device__ __forceinline__ void att_combine(const float* wm, const float* wl, co
 // phase 1: unit (kv head g, split s) covers positions [p0, p1) of 0..pos for q heads 4g..4g+3.
 // All threads: q/k norm + partial RoPE; warp w: positions p0+w, p0+w+16, ... with an online
 // softmax (lane = 8 dims); then the 16 warps merge in smem. With nsplit > 1 the last unit of
-// a kv head to finish merges the splits (fixed order: deterministic) and resets its counter.
+// a kv head to finish merges the splits (fixed order: deterministic) and resets its counter
+// (MKF_OUT_MERGE: the out-proj merges them instead).
 __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 params) {
   float* qf = reinterpret_cast<float*>(sm + SM_AT_Q);
   float* kf = reinterpret_cast<float*>(sm + SM_AT_K);
@@ -1028,6 +1085,7 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int slot = fa_slot(l), ctx = a.pos + 1, ns = a.nsplit;
+  const bool lean = a.flags & MKF_LEAN_MERGE, count = ns > 1 && !out_merge(a);
   for (int u = blockIdx.x; u < FA_HKV * ns; u += gridDim.x) {
     const int g = u / ns, s = u % ns;
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
@@ -1174,19 +1232,21 @@ __device__ void fa_attention(const Args& a, int l, uint8_t* sm, const uint4 para
       }
     }
     if (stamp) stamps[2] = globaltimer();  // the unit's output (or partial) stored
-    if (ns > 1) {
-      __threadfence();  // every writer publishes its partial before the count
+    if (count) {
+      // every writer publishes its partial before the count (lean: the block barrier, then one
+      // release by the counting thread, whose acquire the block barrier hands on to the readers)
+      if (!lean) __threadfence();
       sync_warps();
       if (t == 0) {
-        __threadfence();
-        const unsigned old = atomicAdd(a.sync + SYNC_ATT + 32 * g, 1u);
+        if (!lean) __threadfence();
+        const unsigned old = lean ? atom_add_acq_rel(a.sync + SYNC_ATT + 32 * g, 1u) : atomicAdd(a.sync + SYNC_ATT + 32 * g, 1u);
         misc[0] = (old == (unsigned)(ns - 1));
       }
       sync_warps();
       if (misc[0]) {  // last unit of kv head g: merge the ns partials in order
-        __threadfence();
         const int hh = t >> 7, dd = (t & 127) * 2;
         const float* base = a.apart + ((size_t)(g * ATT_MAX_SPLIT) * 4 + hh) * ATT_PART;
+        if (!lean) __threadfence();
         float M = -INFINITY;
         for (int si = 0; si < ns; ++si) M = fmaxf(M, __ldcg(base + (size_t)si * 4 * ATT_PART));
         float L = 0.f, A0 = 0.f, A1 = 0.f;
@@ -1211,9 +1271,10 @@ template <bool RING>
 __device__ __forceinline__ void fa_out_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
-  load_vec(a.attn, xs, FA_OIN);
+  if (out_merge(a)) load_attn_merged(a, xs);
+  else load_vec(a.attn, xs, FA_OIN);
   const int G = gridDim.x, b = blockIdx.x;
-  if constexpr (RING) ring_half_rows_residual<FA_OIN>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr);
+  if constexpr (RING) ring_half_rows_residual<FA_OIN>(st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr);
   else mv_half_rows_residual<FA_OIN>(lw<uint16_t>(a, l, SL_OUT), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, nullptr, wv);
 }
 
@@ -1251,7 +1312,7 @@ __device__ __forceinline__ void mlp_down(const Args& a, int l, uint8_t* sm, uint
   load_vec(a.act, xs, INTER);
   const int G = gridDim.x, b = blockIdx.x;
   float* trace_row = a.trace ? a.trace + (size_t)(1 + l) * D : nullptr;
-  if constexpr (RING) ring_half_rows_residual<INTER>(a, st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, trace_row);
+  if constexpr (RING) ring_half_rows_residual<INTER>(st, part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, trace_row);
   else mv_half_rows_residual<INTER>(lw<uint16_t>(a, l, SL_DOWN), part(D, b, G), part(D, b + 1, G), xs, a.hidden, red, trace_row, wv);
 }
 
@@ -1280,7 +1341,7 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
     if (better(v, row, best, besti)) { best = v; besti = row; }
   };
   int it = 0;
-  if constexpr (RING) ring_mv_k1024(a, st, r1 - r0, xs, [&](int i, float dot) { keep(r0 + i, dot); });
+  if constexpr (RING) ring_mv_k1024(st, r1 - r0, xs, [&](int i, float dot) { keep(r0 + i, dot); });
   else for (int base = r0 + warp * 4; base < r1; base += LM_ROWS_PER_IT, ++it) {
     if (it > 0) issue_quad(a.embed, base, r1, lane, wv);
     if (warp == 0 && a.pf_dist > 0 && (a.flags & MKF_LM_PF)) {  // keep pf_dist iterations of rows in flight

@@ -76,7 +76,12 @@ enum : int {
   MKF_STREAM_ONLY = 4096,  // measurement: the compute warps only take each chunk and release it (no compute, no
                            // barrier waits, nothing written but the input id as the output): the weight stream alone
   MKF_TWO_PRODUCERS = 8192,  // the ring is filled by two producer warps (even / odd chunks), not one
+  MKF_LEAN_MERGE = 16384,    // attention split-K: the units count with one atom.acq_rel after a block barrier (no
+                             // per-thread fences before the count, none before the last unit's merge)
+  MKF_OUT_MERGE = 32768,     // attention split-K with 1 < ns <= OUT_MERGE_MAX: no count, no last-unit merge; every
+                             // block merges the partials (and applies the gate) as it loads the out-proj's input
 };
+constexpr int OUT_MERGE_MAX = 8;    // MKF_OUT_MERGE: most split-K partials the out-proj merges itself
 constexpr int RING_MIN_SLOTS = 8;   // a matrix phase's item reads up to 8 slots at once
 constexpr int RING_MAX_SLOTS = 16;
 constexpr int RING_MAX_PRODUCERS = 2;  // producer warps after the 16 compute warps
