@@ -109,8 +109,9 @@ def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
     `steps` steps after a `prompt_len`-token prompt. → {"DeltaNet in-proj": {...}, ...,
     "ring_full_us": {min, median, max over blocks}}; for the
     attention core also the share of steps whose critical block is a split-K unit ("unit_last")
-    and the times at which block 0's own unit passed its steps (UNIT_STEPS)."""
-    from .tier import NBARRIERS, NPHASES, UNIT_STAMPS, attention_splits
+    and the times at which block 0's own unit passed its steps (UNIT_STEPS). In the stream-only
+    mode (MKF_STREAM_ONLY) the compute warps stamp nothing: the ring's full time alone."""
+    from .tier import MKF_STREAM_ONLY, NBARRIERS, NPHASES, UNIT_STAMPS, attention_splits
 
     gen = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, tier.config.vocab_size, (1, prompt_len), generator=gen)
@@ -122,7 +123,7 @@ def phase_anatomy(tier, prompt_len=128, steps=8, seed=0):
         tier.decode_layer_times(ids, state)
         ring_full += tier.last_ring_full_us / steps
         t = tier.last_phase_stamps
-        for q in range(NBARRIERS):
+        for q in range(0 if tier.flags & MKF_STREAM_ONLY else NBARRIERS):
             layer, sub = divmod(q, 5)
             arr = tier.last_barrier_arrivals[:, q]
             start, exit_ = t[q], t[q + 1]  # (t[0]: block 0's start)
@@ -158,6 +159,8 @@ def anatomy_lines(an) -> list[str]:
     arrival, exit; the share of steps whose last block was an attention unit), block 0's
     attention unit step by step, every unit block's arrival, and the ring's full time."""
     lines = [f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s}  last block is an attention unit"]
+    if len(an) == 1:  # the ring's full time only
+        lines = ["  no phase stamps (MKF_STREAM_ONLY: the compute warps only take and release the chunks)"]
     for kind, r in an.items():
         if kind == "ring_full_us":
             continue

@@ -434,3 +434,16 @@ def test_compute_sanitizer_clean(tool, flags, tmp_path):
     # (0 errors, n warnings)" (warnings: same-value writes, benign)
     clean = re.search(r"ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: \d+ hazards? displayed \(0 errors", out)
     assert status == 0 and clean, "\n".join(report[:80]) or out[-4000:]
+
+
+def test_anatomy_of_a_stream_only_launch_has_no_phase_rows():
+    """The stream-only mode stamps no phases: the table says so instead of printing the unset
+    stamps' differences, and still reports the ring's full time."""
+    from megakernel.bench import anatomy_lines
+
+    lines = anatomy_lines({"ring_full_us": {"min": 23.6, "median": 24.0, "max": 24.3}})
+    assert "no phase stamps" in lines[0] and len(lines) == 2
+    assert "median 24.0" in lines[1]
+    full = anatomy_lines({"DeltaNet in-proj": {"first": 1.0, "median": 2.0, "last": 3.0, "exit": 1.5, "unit_last": 0.5},
+                          "ring_full_us": {"min": 1.0, "median": 2.0, "max": 3.0}})
+    assert "DeltaNet in-proj" in full[1] and "50%" in full[1]
