@@ -102,7 +102,7 @@ struct Args {
   uint16_t* zab;            // [DN_VAL + 2*DN_H]: z | b | a
   uint16_t* obuf;           // [DN_VAL] DeltaNet core output (bf16)
   uint16_t* qkv;            // [FA_QKV] attention projections
-  uint16_t* attn;           // [FA_OIN] gated attention output
+  uint16_t* attn;           // [FA_OIN] gated attention output (MKF_OUT_MERGE with 2-8 splits: not written, the out-proj merges the partials)
   uint16_t* act;            // [INTER] silu(gate) * up
   float* apart;             // [FA_HKV][ATT_MAX_SPLIT][4][ATT_PART] attention partials
   float* amax_val;          // [grid] per-block best logit
