@@ -158,9 +158,10 @@ def anatomy_lines(an) -> list[str]:
     """phase_anatomy's result as a table: one line per phase kind (µs: first / median / last
     arrival, exit; the share of steps whose last block was an attention unit), block 0's
     attention unit step by step, every unit block's arrival, and the ring's full time."""
-    lines = [f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s}  last block is an attention unit"]
     if len(an) == 1:  # the ring's full time only
         lines = ["  no phase stamps (MKF_STREAM_ONLY: the compute warps only take and release the chunks)"]
+    else:
+        lines = [f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s}  last block is an attention unit"]
     for kind, r in an.items():
         if kind == "ring_full_us":
             continue

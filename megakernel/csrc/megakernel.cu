@@ -977,10 +977,9 @@ __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, ui
   else mv_k1024(lw<uint16_t>(a, l, SL_WIN), r0, r1, xs, wv, [&](int r, float v) { out[r] = bits(v); });
 }
 
-// final gate: attn[h*256+d] = bf16(bf16(o) * bf16(sigmoid(gate)))
-__device__ __forceinline__ void attn_finish(const Args& a, int h, int d, float o, float gate) {
-  a.attn[h * FA_HD + d] = bits(bfr(o) * bfr(sigmoidf_(gate)));
-}
+// the final gate: bf16(bf16(o) * bf16(sigmoid(gate))), as bf16 bits
+__device__ __forceinline__ uint16_t gated(float o, float gate) { return bits(bfr(o) * bfr(sigmoidf_(gate))); }
+__device__ __forceinline__ void attn_finish(const Args& a, int h, int d, float o, float gate) { a.attn[h * FA_HD + d] = gated(o, gate); }
 
 // MKF_OUT_MERGE: the split-K merge of one q head's ns <= OUT_MERGE_MAX partials (base: split 0's;
 // split si at base + si * 4 * ATT_PART), dims dd .. dd+3, with the last-unit merge's arithmetic in
@@ -1031,7 +1030,7 @@ __device__ __forceinline__ void load_attn_merged(const Args& a, uint16_t* xs) {
   const float gate[4] = {lo(gw.x), hi(gw.x), lo(gw.y), hi(gw.y)};
   uint16_t o[4];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) o[k] = bits(bfr(A[k] / L) * bfr(sigmoidf_(gate[k])));
+  for (int k = 0; k < 4; ++k) o[k] = gated(A[k] / L, gate[k]);
   reinterpret_cast<uint2*>(xs)[t] = make_uint2(o[0] | ((uint32_t)o[1] << 16), o[2] | ((uint32_t)o[3] << 16));
   sync_warps();
 }
