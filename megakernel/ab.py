@@ -53,10 +53,12 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=3, help="tg128 repetitions per round (median; default 3)")
     ap.add_argument("--depth", type=int, default=0, help="also tg128 after a prompt of this many tokens (0: off)")
     ap.add_argument("--anatomy", action="store_true", help="also print each variant's phase anatomy (timing mode)")
+    ap.add_argument("--gaps", action="store_true",
+                    help="also print each variant's kernel span and the gap between back-to-back launches (timing mode)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
 
-    from megakernel.bench import anatomy_lines, phase_anatomy, tg
+    from megakernel.bench import anatomy_lines, launch_gaps, phase_anatomy, tg
     from megakernel.tier import MegakernelTier
     from reference import ModelConfig, perturb_norms, random_weights
 
@@ -105,6 +107,17 @@ def main(argv=None) -> int:
         cells = "".join(f" {v:8.1f} {100 * (v / f - 1):+7.2f}%" for v, f in zip(row, first))
         bits = "same" if r["same_bits"] else f"max |dlogit| {r['max_logit_diff']:.2e}"
         print(f"{name:14s}{cells}  {bits}", flush=True)
+    if args.gaps:
+        print("\nback-to-back launches (timing mode, means over 15 pairs): kernel span, gap from one's argmax to the next's "
+              "start, restart (to the next's embedding row normed), first phase (to its barrier's exit)")
+        for name, attrs in variants:
+            apply(mk, default, attrs)
+            g = results[name]["gaps"] = launch_gaps(mk)
+            if g is None:
+                print(f"{name:14s} no stamps (MKF_STREAM_ONLY)", flush=True)
+                continue
+            print(f"{name:14s} span {g['span_us']:7.1f} us  gap {g['gap_us']:+6.2f} us (min {g['gap_min_us']:+6.2f})  "
+                  f"restart {g['restart_us']:5.2f} us  first phase {g['first_phase_us']:5.2f} us", flush=True)
     if args.anatomy:
         for name, attrs in variants:
             apply(mk, default, attrs)

@@ -74,11 +74,15 @@ def layer_times(tier, prompt_len=16, steps=8, seed=0):
 
 
 def launch_gaps(tier, steps=16, prompt_len=16, seed=0):
-    """Back-to-back greedy steps (no host sync between them) with globaltimer stamps: the
-    kernel's span (first block's start to the argmax's end) and the gap from one launch's end
-    to the next one's start, µs, means over `steps` - 1 pairs."""
-    from .tier import NPHASES, NTIMES
+    """Back-to-back greedy steps (no host sync between them) with globaltimer stamps, µs, means
+    over `steps` - 1 pairs: the kernel's span (block 0's start to the argmax's end), the gap
+    from one launch's argmax to the next one's start (negative: the next launch started early,
+    MKF_PDL), the restart (the argmax to the next launch's embedding row normed in block 0)
+    and the first phase (that to the first barrier's exit). None for a stream-only launch."""
+    from .tier import MKF_STREAM_ONLY, NPHASES, NTIMES
 
+    if tier.flags & MKF_STREAM_ONLY:
+        return None  # (a stream-only launch stamps no phases)
     gen = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, tier.config.vocab_size, (1, prompt_len), generator=gen)
     state = tier.new_state(max_seq_len=prompt_len + steps + 1)
@@ -93,8 +97,12 @@ def launch_gaps(tier, steps=16, prompt_len=16, seed=0):
     torch.cuda.synchronize()
     t = [b[:NTIMES].cpu().tolist() for b in bufs]
     spans = [(x[NPHASES] - x[0]) / 1000.0 for x in t]
-    gaps = [(t[k + 1][0] - t[k][NPHASES]) / 1000.0 for k in range(steps - 1)]
-    return {"span_us": statistics.mean(spans[1:]), "gap_us": statistics.mean(gaps), "gap_min_us": min(gaps)}
+    pairs = range(steps - 1)
+    gaps = [(t[k + 1][0] - t[k][NPHASES]) / 1000.0 for k in pairs]
+    restarts = [(t[k + 1][NPHASES + 2] - t[k][NPHASES]) / 1000.0 for k in pairs]
+    first = [(t[k + 1][1] - t[k + 1][NPHASES + 2]) / 1000.0 for k in pairs]
+    return {"span_us": statistics.mean(spans[1:]), "gap_us": statistics.mean(gaps), "gap_min_us": min(gaps),
+            "restart_us": statistics.mean(restarts), "first_phase_us": statistics.mean(first)}
 
 
 PHASE_NAMES = ("in-proj", "core", "out-proj", "gate/up", "down")

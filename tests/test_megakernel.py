@@ -265,7 +265,12 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
             assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), (flags, pf)
         mk.flags, mk.ring_inflight = tier_mod.RING_SCHEDULE, 2  # the ring's producer paced (v6-v8's default)
         assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), "ring_inflight=2"
-        mk.ring_inflight = saved_inflight
+        # the ring's slot and fill-parity counting at the fewest slots and at an odd count, paced or not
+        for slots, inflight in ((tier_mod.RING_MIN_SLOTS, 0), (tier_mod.RING_MIN_SLOTS + 1, 0), (tier_mod.RING_MIN_SLOTS + 1, 3)):
+            if mk.flags & tier_mod.MKF_RING and slots <= mk.max_ring_slots:
+                mk.ring_slots, mk.ring_inflight = slots, inflight
+                assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), (slots, inflight)
+        mk.ring_slots, mk.ring_inflight = mk.max_ring_slots, saved_inflight
         mk.grid = 97  # several units per block; phases of several ring items
         for flags in (E | L | V5_FLAGS, R | L, R | L | tier_mod.MKF_RING_TMA, tier_mod.REGISTER_SCHEDULE,
                       tier_mod.RING_SCHEDULE | tier_mod.MKF_TWO_PRODUCERS):
@@ -273,7 +278,7 @@ def test_any_grid_and_schedule_gives_the_same_bits(mk):
             assert torch.equal(mk.decode(token, mk.clone_state(s0)), full), (flags, 97)
     finally:
         mk.flags, mk.pf_dist = saved
-        mk.grid, mk.ring_inflight = mk.max_grid, saved_inflight
+        mk.grid, mk.ring_inflight, mk.ring_slots = mk.max_grid, saved_inflight, mk.max_ring_slots
 
 
 @gpu

@@ -176,7 +176,8 @@ __device__ __forceinline__ bool partial_in_proj(int flags, int q) {
   return (flags & mask) && q % PHASES_PER_LAYER == 0;
 }
 // the block whose row slice [part(R, b, G), part(R, b+1, G)) holds row r
-__device__ __forceinline__ int part(int n, int b, int G) { return (int)(((long long)n * b) / G); }
+__device__ __forceinline__ int part(int n, int b, int G) { return (int)((unsigned)n * (unsigned)b / (unsigned)G); }
+static_assert((long long)VOCAB * MAX_GRID < (1ll << 32), "part(): 32-bit products");
 __device__ __forceinline__ int row_owner(int R, int r, int G) {  // (R, G <= MAX_GRID: 32-bit products)
   int b = (int)((unsigned)(r * G) / (unsigned)R);  // part(R, b, G) <= r for this b
   while (b + 1 < G && (int)((unsigned)(R * (b + 1)) / (unsigned)G) <= r) ++b;
@@ -227,11 +228,11 @@ __device__ __forceinline__ void block_prefetch(const void* p, size_t bytes, int 
     for (size_t off = (size_t)t * 128; off < bytes; off += (size_t)THREADS * 128) line_prefetch(c + off);
     return;
   }
-  const size_t pieces = (bytes + PF_PIECE - 1) / PF_PIECE;
-  for (size_t i = 0; i < pieces; ++i) {
-    const int owner = (flags & MKF_PF_SPREAD) ? (int)((i % NWARPS) * 32 + (i / NWARPS) % 32) : (int)(i % 32);
-    if (owner == t) {
-      const size_t off = i * PF_PIECE;
+  const unsigned pieces = (unsigned)((bytes + PF_PIECE - 1) / PF_PIECE);  // (a slice is far below 2^32 pieces)
+  for (unsigned i = 0; i < pieces; ++i) {
+    const unsigned owner = (flags & MKF_PF_SPREAD) ? (i % NWARPS) * 32 + (i / NWARPS) % 32 : i % 32;
+    if (owner == (unsigned)t) {
+      const size_t off = (size_t)i * PF_PIECE;
       const size_t n = bytes - off < (size_t)PF_PIECE ? bytes - off : (size_t)PF_PIECE;
       l2_prefetch(c + off, (uint32_t)n);
     }
@@ -448,7 +449,8 @@ __device__ __forceinline__ bool cursor_valid(const Args& a, Cursor& c) {
 struct Stream {
   uint32_t slots, full, empty;  // shared addresses: slot 0, its "landed" and its "released" mbarrier
   int S;                        // slots
-  int cons;                     // chunks consumed and released (every compute thread keeps the same count)
+  int cons;                     // chunks consumed and released, mod 2S (every compute thread keeps the same count):
+                                // the next one's slot is cons mod S, the parity of its fill cons >= S
   bool tma;                     // layer weights by bulk copies (sm_90) or per-lane cp.async (the lm_head's: bulk on sm_90)
 };
 
@@ -467,6 +469,13 @@ __device__ void stream_start(const Args& a, Stream& s, uint8_t* sm) {
   __syncthreads();  // (all THREADS + 32 threads, the last time: the producer warp leaves the block barrier here)
 }
 
+// the slot after `slot`; flips the fill parity where the ring wraps around
+__device__ __forceinline__ int next_slot(int slot, int S, unsigned& fill) {
+  if (++slot < S) return slot;
+  fill ^= 1u;
+  return 0;
+}
+
 // The producer warp: copies the stream into the ring chunk after chunk, each as soon as its slot
 // has been released and, in the layers, fewer than `ring_inflight` earlier chunks are still in
 // flight (0, the default: no limit but the ring's size). With MKF_EVICT_FIRST (the default) the
@@ -474,7 +483,7 @@ __device__ void stream_start(const Args& a, Stream& s, uint8_t* sm) {
 // and the activations stay in the L2 from token to token; without it the stream evicted them and
 // had to be paced to 2 chunks in flight (megakernel/NOTES.md, v6 and v9). The lm_head's chunks go
 // by bulk copy where there is one. With MKF_TWO_PRODUCERS, producer warp `who` of the `nprod`
-// copies the chunks n with n % nprod == who.
+// copies the chunks n with n % nprod == who (nprod: 1 or 2).
 template <bool TIMED>
 __device__ void produce(const Args& a, const Stream& s, int who, int nprod) {
   const int lane = threadIdx.x & 31, S = s.S;
@@ -483,17 +492,20 @@ __device__ void produce(const Args& a, const Stream& s, int who, int nprod) {
   const uint64_t pol = hint ? ring::evict_first_policy() : 0;
   unsigned long long full_ns = 0;  // TIMED (timing mode): how long the layers' chunks waited for a free slot
   Cursor c{0, 0, 0, phase_slice(a, 0)};
-  for (; cursor_valid(a, c); ++c.n, ++c.i) {
-    const int n = c.n, slot = n % S;
-    if (n % nprod != who) continue;
+  int slot = 0;        // chunk n's slot, n mod S
+  unsigned fill = 0;   // how often that slot was filled before chunk n, mod 2: (n / S) mod 2
+  for (; cursor_valid(a, c); ++c.n, ++c.i, slot = next_slot(slot, S, fill)) {
+    const int n = c.n;
+    if ((n & (nprod - 1)) != who) continue;
     const bool lm = c.q == NPHASES - 1, tma = lm ? ring::HAS_TMA : s.tma;
     const int M = lm ? S : M_layers;
     if (n >= S) {  // chunk n - S released
       const unsigned long long t0 = TIMED ? globaltimer() : 0;
-      ring::bar_wait(s.empty + 8 * slot, (n / S - 1) & 1);
+      ring::bar_wait(s.empty + 8 * slot, fill ^ 1u);
       if (TIMED && !lm) full_ns += globaltimer() - t0;
     }
-    if (M < S && n >= M) ring::bar_wait(s.full + 8 * ((n - M) % S), ((n - M) / S) & 1);  // chunk n - M landed
+    if (M < S && n >= M)  // chunk n - M landed
+      ring::bar_wait(s.full + 8 * (slot >= M ? slot - M : slot - M + S), fill ^ (slot < M));
     const int r = c.i * c.p.rpc;
     const uint32_t dst = s.slots + slot * ring::SLOT, bar = s.full + 8 * slot;
     const uint32_t bytes = (uint32_t)min(c.p.rpc, c.p.rows - r) * c.p.k * 2;
@@ -516,19 +528,27 @@ __device__ void produce(const Args& a, const Stream& s, int who, int nprod) {
   if (TIMED && lane == 0) a.times[NTIMES + gridDim.x * NBARRIERS + blockIdx.x * RING_MAX_PRODUCERS + who] = full_ns;
 }
 
-// chunk c of the current item (counted from the first unreleased chunk): wait until it has
-// landed; -> its shared address
+// chunk c < 8 <= S of the current item (counted from the first unreleased chunk): wait until it
+// has landed; -> its shared address
 __device__ __forceinline__ uint32_t chunk_wait(const Stream& s, int c) {
-  const int n = s.cons + c, slot = n % s.S;
-  ring::bar_wait(s.full + 8 * slot, (n / s.S) & 1);
+  int n = s.cons + c;
+  if (n >= 2 * s.S) n -= 2 * s.S;
+  const bool odd = n >= s.S;
+  const int slot = odd ? n - s.S : n;
+  ring::bar_wait(s.full + 8 * slot, odd);
   return s.slots + slot * ring::SLOT;
 }
-// every compute thread, after its last read of the item's `n` chunks: release them to the producer
+// every compute thread, after its last read of the item's n <= 8 chunks: release them to the
+// producer (thread i releases the item's chunk i)
 __device__ __forceinline__ void chunks_done(Stream& s, int n) {
   sync_warps();
-  if (threadIdx.x == 0)
-    for (int k = s.cons; k < s.cons + n; ++k) ring::bar_arrive(s.empty + 8 * (k % s.S));
+  if ((int)threadIdx.x < n) {
+    int slot = s.cons + threadIdx.x;
+    slot = slot >= 2 * s.S ? slot - 2 * s.S : slot;
+    ring::bar_arrive(s.empty + 8 * (slot >= s.S ? slot - s.S : slot));
+  }
   s.cons += n;
+  if (s.cons >= 2 * s.S) s.cons -= 2 * s.S;
 }
 
 // MKF_STREAM_ONLY (measurement), the compute warps' whole launch: take every phase's chunks as
