@@ -76,9 +76,9 @@ def layer_times(tier, prompt_len=16, steps=8, seed=0):
 def launch_gaps(tier, steps=16, prompt_len=16, seed=0):
     """Back-to-back greedy steps (no host sync between them) with globaltimer stamps, µs, means
     over `steps` - 1 pairs: the kernel's span (block 0's start to the argmax's end), the gap
-    from one launch's argmax to the next one's start (negative: the next launch started early,
-    MKF_PDL), the restart (the argmax to the next launch's embedding row normed in block 0)
-    and the first phase (that to the first barrier's exit). None for a stream-only launch."""
+    from one launch's argmax to the next one's start, the restart (the argmax to the next
+    launch's embedding row normed in block 0) and the first phase (that to the first barrier's
+    exit). None for a stream-only launch."""
     from .tier import MKF_STREAM_ONLY, NPHASES, NTIMES
 
     if tier.flags & MKF_STREAM_ONLY:
