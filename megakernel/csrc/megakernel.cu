@@ -528,13 +528,18 @@ __device__ void produce(const Args& a, const Stream& s, int who, int nprod) {
   if (TIMED && lane == 0) a.times[NTIMES + gridDim.x * NBARRIERS + blockIdx.x * RING_MAX_PRODUCERS + who] = full_ns;
 }
 
-// chunk c < 8 <= S of the current item (counted from the first unreleased chunk): wait until it
-// has landed; -> its shared address
-__device__ __forceinline__ uint32_t chunk_wait(const Stream& s, int c) {
-  int n = s.cons + c;
+// the slot of the k-th unreleased chunk (k < 8 <= S) and whether that slot's fill is an odd one
+__device__ __forceinline__ int ring_slot(const Stream& s, int k, bool& odd) {
+  int n = s.cons + k;
   if (n >= 2 * s.S) n -= 2 * s.S;
-  const bool odd = n >= s.S;
-  const int slot = odd ? n - s.S : n;
+  odd = n >= s.S;
+  return odd ? n - s.S : n;
+}
+// chunk c of the current item (counted from the first unreleased chunk): wait until it has
+// landed; -> its shared address
+__device__ __forceinline__ uint32_t chunk_wait(const Stream& s, int c) {
+  bool odd;
+  const int slot = ring_slot(s, c, odd);
   ring::bar_wait(s.full + 8 * slot, odd);
   return s.slots + slot * ring::SLOT;
 }
@@ -543,9 +548,8 @@ __device__ __forceinline__ uint32_t chunk_wait(const Stream& s, int c) {
 __device__ __forceinline__ void chunks_done(Stream& s, int n) {
   sync_warps();
   if ((int)threadIdx.x < n) {
-    int slot = s.cons + threadIdx.x;
-    slot = slot >= 2 * s.S ? slot - 2 * s.S : slot;
-    ring::bar_arrive(s.empty + 8 * (slot >= s.S ? slot - s.S : slot));
+    bool odd;
+    ring::bar_arrive(s.empty + 8 * ring_slot(s, threadIdx.x, odd));
   }
   s.cons += n;
   if (s.cons >= 2 * s.S) s.cons -= 2 * s.S;
