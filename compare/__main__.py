@@ -1,4 +1,4 @@
-"""`python -m compare {diff,bench,generate}`: the workbench's commands.
+"""`python -m compare {diff,bench,generate,ab,prefill}`: the workbench's commands.
 
 Each subcommand lives in its own module exposing `add_arguments(parser)` and
 `run(args) -> exit status`. Errors a user can fix (an unknown tier, a missing
@@ -15,6 +15,8 @@ COMMANDS = {
     "diff": ("compare.diff", "per-layer relative error of every tier against the fp32 reference"),
     "bench": ("compare.bench", "llama-bench-style speed of every tier (pp, tg, per layer)"),
     "generate": ("compare.generate", "stream text (or token ids) from a checkpoint with one tier"),
+    "ab": ("compare.ab", "A/B timing of variants of one tier, interleaved in one process"),
+    "prefill": ("compare.prefill", "where the megakernel tier's fast prefill spends its time"),
 }
 
 

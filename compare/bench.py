@@ -17,22 +17,19 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import sys
 from dataclasses import dataclass, field
 
 import torch
 
-from reference import TierInputError, TierUnavailable, expected_shapes
+from reference import TierInputError, TierUnavailable
 
 from . import layer_times, tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device, select_tiers
 from .progress import Progress
-from .timing import EnergyMeter, Region, Summary, copy_bandwidth, synchronize
+from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, decode_steps, random_ids, tg_context,
+                     weight_bytes_per_step)
 from .tiers import load_tier
-
-TG_PROMPT = 16        # tokens prefilled before a plain tg run
-PREFILL_CHUNK = 4096  # a deep context is prefilled this many tokens at a time
 
 
 @dataclass(frozen=True)
@@ -78,9 +75,10 @@ def add_arguments(parser):
     arg("--repeats", type=int, default=None, help="timed runs per row (default: 5, 2 with --quick)")
     arg("--warmup", type=int, default=1, help="untimed runs before them (default: %(default)s)")
     arg("--quick", action="store_true", help="fewer repeats (2) and per-layer steps (5)")
-    arg("--hf-repeats", type=int, default=2,
-        help="at most this many repeats for the slow hf tier (default: %(default)s)")
-    arg("--hf-steps", type=int, default=32, help="at most this many tg steps for the hf tier (default: %(default)s)")
+    arg("--slow-repeats", "--hf-repeats", type=int, default=2, dest="slow_repeats",
+        help="at most this many repeats for tiers marked slow (hf) (default: %(default)s)")
+    arg("--slow-steps", "--hf-steps", type=int, default=32, dest="slow_steps",
+        help="at most this many tg steps for tiers marked slow (hf) (default: %(default)s)")
     arg("--layers", action="store_true", help="also time each part of one decode step per tier")
     arg("--layer-steps", type=int, default=None,
         help="decode steps the per-layer medians take (default: 10, 5 with --quick)")
@@ -89,13 +87,6 @@ def add_arguments(parser):
     arg("--json", metavar="PATH", dest="json_path", help="also write the results as JSON to PATH")
     arg("--progress", action=argparse.BooleanOptionalAction, default=None,
         help="progress bar on stderr (default: when stderr is a terminal)")
-
-
-def weight_bytes_per_step(config) -> int:
-    """Bytes of the weight matrices one decode step reads in bf16 (embedding = tied
-    lm_head once, every projection), as docs count them: 1,503,789,056 for the 0.8B.
-    The conv taps and norm vectors (0.07 % more) are left out."""
-    return sum(2 * math.prod(s) for s in expected_shapes(config).values() if len(s) == 2)
 
 
 def _lengths(text: str, what: str) -> list[int]:
@@ -124,64 +115,28 @@ def plan(args, config) -> tuple[list[Workload], list[str]]:
     return kept, notes
 
 
-def random_ids(config, n: int, seed: int, device) -> torch.Tensor:
-    """[1, n] seeded random token ids in [1, vocab) (never the all-zeros prompt)."""
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randint(1, config.vocab_size, (1, n), generator=gen).to(device)
-
-
-class Clock:
-    """Times one region (seconds) and, where NVML can, its energy (joules)."""
-
-    def __init__(self, device, meter: EnergyMeter):
-        self.device, self.meter = device, meter
-
-    def __call__(self, work) -> tuple[float, float | None]:
-        synchronize(self.device)
-        e0 = self.meter.millijoules()
-        with Region(self.device) as region:
-            work()
-        seconds = region.seconds
-        e1 = self.meter.millijoules()
-        return seconds, None if e0 is None else (e1 - e0) / 1e3
-
-
-def prefill_chunked(tier, ids, state):
-    logits = None
-    for start in range(0, ids.shape[1], PREFILL_CHUNK):
-        logits = tier.prefill(ids[:, start:start + PREFILL_CHUNK], state)
-    return logits
-
-
 def run_once(tier, w: Workload, steps: int, seed: int, clock: Clock):
     """One repeat of workload `w` (tg with `steps` steps) → (seconds, joules | None)."""
     if w.kind == "pp":
         ids = random_ids(tier.config, w.n, seed, tier.device)
         state = tier.new_state(1, w.n)
         return clock(lambda: tier.prefill(ids, state))
-    state = tier.new_state(1, w.context + steps)
-    token = prefill_chunked(tier, random_ids(tier.config, w.context, seed, tier.device), state).argmax(-1)
-
-    def decode_loop():
-        nonlocal token
-        for _ in range(steps):
-            token = tier.decode_argmax(token, state)
-
-    return clock(decode_loop)
+    state, token = tg_context(tier, w.context, steps, seed)
+    return clock(lambda: decode_steps(tier, token, state, steps))
 
 
 def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
     results = []
     for w in workloads:
         repeats, steps, notes = settings["repeats"], w.n, []
-        if tier.name == "hf":
-            if repeats > settings["hf_repeats"]:
-                notes.append(f"{settings['hf_repeats']} of {repeats} repeats")
-                repeats = settings["hf_repeats"]
-            if w.kind == "tg" and steps > settings["hf_steps"]:
-                notes.append(f"{settings['hf_steps']} of {steps} steps")
-                steps = settings["hf_steps"]
-        if w.kind == "pp" and getattr(tier, "prefill_note", None):
+        if tier.slow:
+            if repeats > settings["slow_repeats"]:
+                notes.append(f"{settings['slow_repeats']} of {repeats} repeats")
+                repeats = settings["slow_repeats"]
+            if w.kind == "tg" and steps > settings["slow_steps"]:
+                notes.append(f"{settings['slow_steps']} of {steps} steps")
+                steps = settings["slow_steps"]
+        if w.kind == "pp" and tier.prefill_note:
             notes.append(tier.prefill_note)
         seconds, joules = [], []
         for r in range(settings["warmup"] + repeats):
@@ -296,8 +251,9 @@ def run(args) -> int:
             config_note = "the default on a machine without a GPU"
     repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
     layer_steps = args.layer_steps if args.layer_steps is not None else (5 if args.quick else 10)
-    for what, value, least in (("--repeats", repeats, 1), ("--warmup", args.warmup, 0), ("--hf-repeats", args.hf_repeats, 1),
-                               ("--hf-steps", args.hf_steps, 1), ("--layer-steps", layer_steps, 1)):
+    for what, value, least in (("--repeats", repeats, 1), ("--warmup", args.warmup, 0),
+                               ("--slow-repeats", args.slow_repeats, 1), ("--slow-steps", args.slow_steps, 1),
+                               ("--layer-steps", layer_steps, 1)):
         if value < least:
             raise UsageError(f"{what} {value}: expected at least {least}")
     want_layers = args.layers or bool(args.png)
@@ -307,8 +263,8 @@ def run(args) -> int:
     if not workloads and not want_layers:
         raise UsageError("nothing to run: every workload is 0 or left out, and no --layers")
 
-    settings = {"repeats": repeats, "warmup": args.warmup, "seed": args.seed, "hf_repeats": args.hf_repeats,
-                "hf_steps": args.hf_steps, "layer_steps": layer_steps}
+    settings = {"repeats": repeats, "warmup": args.warmup, "seed": args.seed, "slow_repeats": args.slow_repeats,
+                "slow_steps": args.slow_steps, "layer_steps": layer_steps}
     meter = EnergyMeter(device)
     copy_bw = copy_bandwidth(device)
     clock = Clock(device, meter)
@@ -328,7 +284,7 @@ def run(args) -> int:
             results += bench_tier(tier, workloads, settings, clock, progress)
             if want_layers:
                 progress.show(f"per-layer {name}")
-                if layer_times.timing_method(tier) is None:
+                if tier.part_timing is None:
                     notes.append(f"per-layer: tier {name} offers no per-layer timing")
                 else:
                     prompt = random_ids(config, TG_PROMPT, args.seed, device)

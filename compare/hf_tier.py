@@ -9,6 +9,7 @@ default), so on any machine it runs the torch path that the spec was checked aga
 from __future__ import annotations
 
 import contextlib
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -40,6 +41,8 @@ def torch_path(module):
 class HFTier(Tier):
     name = "hf"
     state_class = HFState
+    slow = True  # transformers' eager decode: `compare bench` caps its repeats and steps
+    part_timing = "module hooks"
 
     @classmethod
     def unavailable_reason(cls, device):
@@ -75,8 +78,15 @@ class HFTier(Tier):
     def _new_state(self, batch_size, max_seq_len):
         return HFState(tier=self.name, config=self.config, batch_size=batch_size, max_seq_len=max_seq_len)
 
-    def _run(self, ids, state, trace):
+    def _run(self, ids, state, trace, marks=None):
         hooks = []
+        if marks is not None:  # decode_timed: a mark as each part's module ends
+            inner = self.model.model
+            modules = [("embed", inner.embed_tokens)] + [(f"layers.{i}", layer) for i, layer in enumerate(inner.layers)]
+            modules += [("norm", inner.norm), ("lm_head", self.model.lm_head)]
+            hooks.append(inner.embed_tokens.register_forward_pre_hook(lambda *_: marks.mark("start")))
+            for name, module in modules:
+                hooks.append(module.register_forward_hook(lambda *_, name=name: marks.mark(name)))
         if trace is not None:
             inner = self.model.model
 
@@ -104,3 +114,12 @@ class HFTier(Tier):
 
     def _decode(self, token_ids, state, trace):
         return self._run(token_ids[:, None], state, trace)
+
+    def _decode_timed(self, token_ids, state, marks):
+        return self._run(token_ids[:, None], state, None, marks).argmax(-1)
+
+    def clone_state(self, state):
+        """An independent copy: transformers' cache object deep-copied."""
+        self._check_state(state, state.batch_size, 0)
+        return HFState(tier=state.tier, config=state.config, batch_size=state.batch_size,
+                       max_seq_len=state.max_seq_len, seq_len=state.seq_len, cache=copy.deepcopy(state.cache))

@@ -1,5 +1,8 @@
-"""Clocks for the benchmarks: a region timer (CUDA events on a GPU, perf_counter on a
-CPU), the measured copy bandwidth, NVML's energy counter and the median/min/max summary.
+"""The one timing module of the workbench: a region timer (CUDA events on a GPU,
+perf_counter on a CPU), the floors' rates measured on this machine (copy bandwidth, dense
+bf16 matrix rate: never a constant), the bytes a decode step must read, the one tg loop,
+NVML's energy counter and the median/min/max summary. `compare bench`, `compare ab` and
+`compare prefill` time through it.
 
 Every GPU region is bracketed by events on the current stream and read back only after
 the region, so nothing inside it waits for the host.
@@ -7,11 +10,17 @@ the region, so nothing inside it waits for the host.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass
 
 import torch
+
+from reference import expected_shapes
+
+TG_PROMPT = 16        # tokens prefilled before a plain tg run
+PREFILL_CHUNK = 4096  # a deep context is prefilled this many tokens at a time
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,77 @@ def copy_bandwidth(device, gib: float = 2.0, repeats: int = 10) -> float | None:
     del src, dst
     torch.cuda.empty_cache()
     return 2 * n * 2 / statistics.median(times)
+
+
+def dense_bf16_flops(device, n: int = 8192, repeats: int = 5) -> float | None:
+    """FLOP/s of an n×n×n bf16 matrix product on random data (median of `repeats` after one
+    warm-up): the compute floor's rate; None on a CPU."""
+    if torch.device(device).type != "cuda":
+        return None
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    torch.mm(a, b)
+    times = []
+    for _ in range(repeats):
+        with Region(device) as r:
+            torch.mm(a, b)
+        times.append(r.seconds)
+    del a, b
+    torch.cuda.empty_cache()
+    return 2 * n ** 3 / statistics.median(times)
+
+
+def weight_bytes_per_step(config) -> int:
+    """Bytes of the weight matrices one decode step reads in bf16 (embedding = tied
+    lm_head once, every projection), as docs count them: 1,503,789,056 for the 0.8B.
+    The conv taps and norm vectors (0.07 % more) are left out."""
+    return sum(2 * math.prod(s) for s in expected_shapes(config).values() if len(s) == 2)
+
+
+def random_ids(config, n: int, seed: int, device) -> torch.Tensor:
+    """[1, n] seeded random token ids in [1, vocab) (never the all-zeros prompt)."""
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(1, config.vocab_size, (1, n), generator=gen).to(device)
+
+
+def prefill_chunked(tier, ids, state):
+    """Prefill `ids` [1, T] into `state` PREFILL_CHUNK tokens at a time → the last logits."""
+    logits = None
+    for start in range(0, ids.shape[1], PREFILL_CHUNK):
+        logits = tier.prefill(ids[:, start:start + PREFILL_CHUNK], state)
+    return logits
+
+
+def decode_steps(tier, token, state, steps: int):
+    """The tg loop: `steps` greedy decode_argmax steps, each fed the last one's ids on the
+    device (nothing waits for the host) → the last ids."""
+    for _ in range(steps):
+        token = tier.decode_argmax(token, state)
+    return token
+
+
+def tg_context(tier, context: int, steps: int, seed: int):
+    """A state holding a `context`-token random prompt (prefilled in chunks, untimed) with room
+    for `steps` more, and the greedy first token → (state, token)."""
+    state = tier.new_state(1, context + steps)
+    token = prefill_chunked(tier, random_ids(tier.config, context, seed, tier.device), state).argmax(-1)
+    return state, token
+
+
+class Clock:
+    """Times one region (seconds) and, where NVML can, its energy (joules)."""
+
+    def __init__(self, device, meter: EnergyMeter):
+        self.device, self.meter = device, meter
+
+    def __call__(self, work) -> tuple[float, float | None]:
+        synchronize(self.device)
+        e0 = self.meter.millijoules()
+        with Region(self.device) as region:
+            work()
+        seconds = region.seconds
+        e1 = self.meter.millijoules()
+        return seconds, None if e0 is None else (e1 - e0) / 1e3
 
 
 class EnergyMeter:

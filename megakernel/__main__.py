@@ -1,5 +1,12 @@
-"""`python -m megakernel build --arch sm_90a`: compile-check the kernel with the local nvcc
-(no GPU needed). `python -m megakernel sanitize-run`: a short decode (or prefill) run for compute-sanitizer."""
+"""The megakernel's own tools (each imports only `reference` and `megakernel`):
+
+    python -m megakernel build --arch sm_90a      compile-check the kernels with the local nvcc (no GPU)
+    python -m megakernel phases                   the kernel stopped after each phase vs the reference's intermediates
+    python -m megakernel anatomy                  where a step's time goes, from the kernel's own clock
+    python -m megakernel sanitize-run             a short decode (or prefill) run for compute-sanitizer
+
+Speed (tok/s) comes from `python -m compare bench` and `python -m compare ab`.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +15,27 @@ import sys
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m megakernel")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["phases"]:
+        from .phases import main as phases
+
+        return phases(argv[1:])
+    if argv[:1] == ["anatomy"]:
+        from .anatomy import main as anatomy
+
+        return anatomy(argv[1:])
+    parser = argparse.ArgumentParser(prog="python -m megakernel", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="nvcc -c every .cu with the real flags for one or more archs (no GPU needed)")
     b.add_argument("--arch", action="append", default=None,
                    help="sm_80, sm_86, sm_89, sm_90a (repeatable; default sm_90a)")
     b.add_argument("--verbose", action="store_true")
+    sub.add_parser("phases", help="the kernel stopped after each phase vs the bf16 reference's intermediates (GPU)")
+    sub.add_parser("anatomy", help="where a decode step's time goes, from the kernel's own clock (GPU)")
     s = sub.add_parser("sanitize-run", help="a short decode run on the GPU, meant to run under compute-sanitizer")
     s.add_argument("--steps", type=int, default=2)
-    s.add_argument("--flags", type=int, default=None, help="schedule flags (MKF_* bits; default: the tier's)")
+    s.add_argument("--schedule", choices=["ring", "register"], default=None, help="default: the tier's")
     s.add_argument("--grid", type=int, default=None, help="blocks per launch (default: one per SM)")
     s.add_argument("--prefill", type=int, default=0, metavar="N",
                    help="run the fast prefill of N + N tokens and one decode step instead")
@@ -38,7 +57,7 @@ def main(argv=None) -> int:
 
         if args.prefill:
             return sanitize_prefill(args.prefill)
-        return sanitize_run(steps=args.steps, flags=args.flags, grid=args.grid)
+        return sanitize_run(steps=args.steps, schedule=args.schedule, grid=args.grid)
     return 2
 
 

@@ -26,11 +26,8 @@ import torch.nn.functional as F
 from reference import record
 from reference.config import LINEAR
 
-D, VOCAB = 1024, 248320
-DN_H, DN_D, DN_WIN = 16, 128, 8224
-FA_HQ, FA_HKV, FA_D, FA_QKV = 8, 2, 256, 5120
-N_DN = 18
-INTER = 3584
+from . import ops
+
 MAX_PLANS = 4  # captured graphs kept (least recently used dropped first)
 
 
@@ -63,7 +60,7 @@ def layer_weights(tier) -> list[dict]:
 
 
 def state_table(state) -> torch.Tensor:
-    """The 5 state pointers (csrc/prefill.cuh StateSlot order) as a CPU int64 tensor."""
+    """The state's pointers in csrc/prefill.cuh StateSlot order, as a CPU int64 tensor."""
     return torch.tensor([state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(),
                          state.v_cache.data_ptr(), state.rope.data_ptr()], dtype=torch.int64)
 
@@ -76,85 +73,88 @@ class PrefillPlan:
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule
 
         self.delta_rule = chunk_gated_delta_rule
-        self.tier, self.ext, self.T, self.start, self.max_seq = tier, tier.ext, T, start, max_seq
+        self.op = {name: ops.op(name) for name in ops.OP_NAMES if name.startswith("prefill_")}
+        self.tier, self.T, self.start, self.max_seq = tier, T, start, max_seq
+        self.k = k = tier.k
         self.eps = tier.config.rms_norm_eps
         dev, bf, f32 = tier.device, torch.bfloat16, torch.float32
         n_ctx = start + T
         self.ids = torch.zeros(T, dtype=torch.int64, device=dev)
-        self.table = torch.zeros(5, dtype=torch.int64, device=dev)
-        self.res = torch.empty(T, D, dtype=bf, device=dev)       # residual stream
-        self.h = torch.empty(T, D, dtype=bf, device=dev)         # normed input of the next GEMM
-        self.x = torch.empty(T, D, dtype=bf, device=dev)         # output of the last GEMM
-        self.proj_buf = torch.empty(T * DN_WIN, dtype=bf, device=dev)
-        self.mix = torch.empty(T, 2048, dtype=bf, device=dev)    # mixer output, the out-proj's input
-        self.gu = torch.empty(T, 2 * INTER, dtype=bf, device=dev)
-        self.act = torch.empty(T, INTER, dtype=bf, device=dev)
-        self.q, self.k, self.v = (torch.empty(1, T, DN_H, DN_D, dtype=bf, device=dev) for _ in range(3))
-        self.g, self.beta = (torch.empty(1, T, DN_H, dtype=f32, device=dev) for _ in range(2))
-        self.h0 = torch.empty(N_DN, DN_H, DN_D, DN_D, dtype=f32, device=dev)
-        self.qbuf = torch.empty(1, FA_HQ, T, FA_D, dtype=bf, device=dev)
-        self.kv = torch.empty(2, 1, FA_HKV, n_ctx, FA_D, dtype=bf, device=dev)
+        self.table = torch.zeros(k.PREFILL_STATE_SLOTS, dtype=torch.int64, device=dev)
+        self.res = torch.empty(T, k.D, dtype=bf, device=dev)       # residual stream
+        self.h = torch.empty(T, k.D, dtype=bf, device=dev)         # normed input of the next GEMM
+        self.x = torch.empty(T, k.D, dtype=bf, device=dev)         # output of the last GEMM
+        self.proj_buf = torch.empty(T * max(k.DN_WIN, k.FA_QKV), dtype=bf, device=dev)
+        self.mix = torch.empty(T, k.DN_VAL, dtype=bf, device=dev)  # mixer output, the out-proj's input
+        self.gu = torch.empty(T, 2 * k.INTER, dtype=bf, device=dev)
+        self.act = torch.empty(T, k.INTER, dtype=bf, device=dev)
+        self.dn_q, self.dn_k, self.dn_v = (torch.empty(1, T, k.DN_H, k.DN_DK, dtype=bf, device=dev) for _ in range(3))
+        self.g, self.beta = (torch.empty(1, T, k.DN_H, dtype=f32, device=dev) for _ in range(2))
+        self.h0 = torch.empty(k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=f32, device=dev)
+        self.qbuf = torch.empty(1, k.FA_HQ, T, k.FA_HD, dtype=bf, device=dev)
+        self.kv = torch.empty(2, 1, k.FA_HKV, n_ctx, k.FA_HD, dtype=bf, device=dev)
         # a prefill after earlier tokens: query i (position start + i) sees keys <= start + i
         self.mask = None if start == 0 else (torch.arange(n_ctx, device=dev)[None, :]
                                              <= torch.arange(start, n_ctx, device=dev)[:, None])
-        self.logits = torch.empty(VOCAB, dtype=f32, device=dev)
+        self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
         self.graph = None
 
     # ---- the launch sequence --------------------------------------------------------
     def run(self, trace=None):
         """One prefill on the state the table points at (eager, or being captured)."""
-        t, ext, T, eps = self.tier, self.ext, self.T, self.eps
+        t, op, T, eps, D = self.tier, self.op, self.T, self.eps, self.k.D
         W = t.prefill_weights
         embed = t.weights["model.embed_tokens.weight"]
-        ext.p_dn_state_in(self.table, self.h0)
-        ext.p_add_rms_norm(None, self.ids, embed, self.res, W[0]["in_norm"], self.h, eps)
+        op["prefill_dn_state_in"](self.table, self.h0)
+        op["prefill_add_rms_norm"](None, self.ids, embed, self.res, W[0]["in_norm"], self.h, eps)
         record(trace, "embed", self.res.view(1, T, D))
         for i, kind in enumerate(t.config.layer_types):
             w, slot = W[i], t.config.layer_slot(i)
             if i > 0:
-                ext.p_add_rms_norm(self.x, None, embed, self.res, w["in_norm"], self.h, eps)
+                op["prefill_add_rms_norm"](self.x, None, embed, self.res, w["in_norm"], self.h, eps)
             if kind == LINEAR:
                 self.deltanet(w, slot)
             else:
                 self.attention(w, slot)
-            ext.p_add_rms_norm(self.x, None, embed, self.res, w["post_norm"], self.h, eps)
+            op["prefill_add_rms_norm"](self.x, None, embed, self.res, w["post_norm"], self.h, eps)
             torch.mm(self.h, w["gate_up"].t(), out=self.gu)
-            ext.p_silu_mul(self.gu, self.act)
+            op["prefill_silu_mul"](self.gu, self.act)
             torch.mm(self.act, w["down"].t(), out=self.x)
             if trace is not None:
                 record(trace, f"layers.{i}", (self.res + self.x).view(1, T, D))
         rows = slice(0, T) if trace is not None else slice(T - 1, T)  # only the last position needs the norm
-        ext.p_add_rms_norm(self.x[rows], None, embed, self.res[rows], t.weights["model.norm.weight"], self.h[rows], eps)
+        op["prefill_add_rms_norm"](self.x[rows], None, embed, self.res[rows], t.weights["model.norm.weight"],
+                                   self.h[rows], eps)
         record(trace, "norm", self.h.view(1, T, D))
-        ext.p_lm_head(self.h[T - 1], embed, self.logits)
+        op["prefill_lm_head"](self.h[T - 1], embed, self.logits)
 
     def deltanet(self, w, slot):
-        ext, T = self.ext, self.T
-        proj = self.proj_buf.view(T, DN_WIN)
+        op, T, k = self.op, self.T, self.k
+        proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         torch.mm(self.h, w["win"].t(), out=proj)
-        ext.p_dn_prep(proj, self.table, slot, self.start, w["conv_w"], w["a_log"], w["dt_bias"],
-                      self.q, self.k, self.v, self.g, self.beta)
-        o, final = self.delta_rule(self.q, self.k, self.v, self.g, self.beta, scale=DN_D ** -0.5,
+        op["prefill_dn_prep"](proj, self.table, slot, self.start, w["conv_w"], w["a_log"], w["dt_bias"],
+                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta)
+        o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, scale=k.DN_DK ** -0.5,
                                    initial_state=self.h0[slot:slot + 1], output_final_state=True, state_v_first=True)
-        ext.p_dn_state_out(self.table, slot, final)
-        ext.p_dn_out_norm(o, proj, w["gnorm"], self.table, slot, self.start, self.mix, self.eps)
+        op["prefill_dn_state_out"](self.table, slot, final)
+        op["prefill_dn_out_norm"](o, proj, w["gnorm"], self.table, slot, self.start, self.mix, self.eps)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
     def attention(self, w, slot):
-        ext, T = self.ext, self.T
-        proj = self.proj_buf[:T * FA_QKV].view(T, FA_QKV)
+        op, T, k = self.op, self.T, self.k
+        proj = self.proj_buf[:T * k.FA_QKV].view(T, k.FA_QKV)
         torch.mm(self.h, w["win"].t(), out=proj)
-        ext.p_attn_prep(proj, w["q_norm"], w["k_norm"], self.table, slot, self.start, self.max_seq, self.qbuf,
-                        self.kv, self.eps)
-        ext.p_kv_prefix(self.table, slot, self.start, self.max_seq, self.kv)
+        op["prefill_attn_prep"](proj, w["q_norm"], w["k_norm"], self.table, slot, self.start, self.max_seq, self.qbuf,
+                                self.kv, self.eps)
+        op["prefill_kv_prefix"](self.table, slot, self.start, self.max_seq, self.kv)
         o = F.scaled_dot_product_attention(self.qbuf, self.kv[0], self.kv[1], attn_mask=self.mask,
-                                           is_causal=self.mask is None, scale=FA_D ** -0.5, enable_gqa=True)
-        ext.p_attn_gate(o, proj, self.mix)
+                                           is_causal=self.mask is None, scale=k.FA_HD ** -0.5, enable_gqa=True)
+        op["prefill_attn_gate"](o, proj, self.mix)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
     def poison(self):
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
-        for t in (self.res, self.h, self.x, self.proj_buf, self.mix, self.gu, self.act, self.q, self.k, self.v,
+        for t in (self.res, self.h, self.x, self.proj_buf, self.mix, self.gu, self.act, self.dn_q, self.dn_k, self.dn_v,
                   self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits):
             t.fill_(float("nan"))
 
@@ -199,4 +199,4 @@ class FastPrefill:
             plan.capture()
         else:
             plan.graph.replay()
-        return plan.logits.view(1, VOCAB).clone()
+        return plan.logits.view(1, -1).clone()

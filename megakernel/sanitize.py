@@ -1,7 +1,7 @@
 """A short GPU run of the megakernel for compute-sanitizer (memcheck / synccheck / racecheck):
 
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck --kernel-name kns=mk_decode \
-        python -m megakernel sanitize-run --steps 2
+        python -m megakernel sanitize-run --steps 2 [--schedule ring|register] [--grid G]
 
 Weights are drawn on the GPU (seeded, std 0.02, norms off their init values), the state
 is filled with a random 5-token context (no prefill: see `random_context`), then `steps`
@@ -47,34 +47,33 @@ def random_context(state, n: int, seed: int):
     state.seq_len = n
 
 
-def sanitize_run(steps: int = 2, flags: int | None = None, grid: int | None = None) -> int:
-    """`flags`: the schedule of the odd (fused-argmax) steps and the split-K step (None: the
-    tier's default); even steps always run the plain schedule (flags 0). `grid`: fewer blocks
-    (less instrumented work per launch). Every stage prints a line first, so a crash in the
-    instrumented process shows where it happened."""
+def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None = None) -> int:
+    """`schedule`: "ring" or "register" (None: the tier's). Even steps write the logits and the
+    trace, odd ones take the fused argmax; then a step at a 40-token context (split-K with the
+    out-proj's merge) and one at a 300-token context (split-K merged by the last unit). `grid`:
+    fewer blocks (less instrumented work per launch). Every stage prints a line first, so a crash
+    in the instrumented process shows where it happened."""
     from reference import ModelConfig
 
     from .tier import MegakernelTier
 
     config = ModelConfig.qwen3_5_0_8b()
     tier = MegakernelTier(config, gpu_random_weights(config), device="cuda")
-    if flags is not None:
-        tier.flags = flags
+    if schedule is not None:
+        tier.schedule = schedule
     if grid is not None:
         tier.grid = grid
-    print(f"schedule flags {tier.flags}, grid {tier.grid}; a random context of 5 tokens", flush=True)
+    print(f"schedule {tier.schedule}, grid {tier.grid}; a random context of 5 tokens", flush=True)
     state = tier.new_state(max_seq_len=64)
     gen = torch.Generator().manual_seed(0)
     random_context(state, 5, seed=1)
     torch.cuda.synchronize()
     ids = torch.randint(0, config.vocab_size, (1,), generator=gen)
     bad = 0
-    for step in range(steps):  # even steps: logits + trace (plain schedule); odd: fused argmax (default)
+    for step in range(steps):  # even steps: logits + trace; odd: fused argmax
         print(f"step {step}: launching", flush=True)
         if step % 2 == 0:
-            saved, tier.flags = tier.flags, 0
             logits = tier.decode(ids, state, trace={})
-            tier.flags = saved
             nxt = logits.argmax(-1)
         else:
             nxt = tier.decode_argmax(ids, state)
@@ -84,17 +83,19 @@ def sanitize_run(steps: int = 2, flags: int | None = None, grid: int | None = No
         bad += not ok
         print(f"step {step}: pos {state.seq_len}, next {int(nxt)}, finite {ok}", flush=True)
         ids = nxt.view(1)
-    # a longer context so the attention takes the split-K (last-arriver merge) path
-    print("split-K: a random context of 40 tokens", flush=True)
-    state2 = tier.new_state(max_seq_len=64)
-    random_context(state2, 40, seed=2)
-    torch.cuda.synchronize()
-    print(f"split-K: launching (token {int(ids)})", flush=True)
-    logits = tier.decode(ids, state2)
-    torch.cuda.synchronize()
-    ok = bool(torch.isfinite(logits).all())
-    bad += not ok
-    print(f"split-K step: pos {state2.seq_len}, finite {ok}", flush=True)
+    # longer contexts: the attention's split-K partials merged by the out-proj (40 tokens: 2
+    # splits) and by the last unit of a kv head (300 tokens: 10 splits)
+    for n, seed in ((40, 2), (300, 3)):
+        print(f"split-K: a random context of {n} tokens", flush=True)
+        state2 = tier.new_state(max_seq_len=n + 8)
+        random_context(state2, n, seed=seed)
+        torch.cuda.synchronize()
+        print(f"split-K: launching (token {int(ids)})", flush=True)
+        logits = tier.decode(ids, state2)
+        torch.cuda.synchronize()
+        ok = bool(torch.isfinite(logits).all())
+        bad += not ok
+        print(f"split-K step: pos {state2.seq_len}, finite {ok}", flush=True)
     return 1 if bad else 0
 
 

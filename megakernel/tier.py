@@ -1,6 +1,13 @@
-"""The megakernel tier: every decode step is ONE persistent CUDA launch (csrc/megakernel.cu)
-that runs the embedding row, 18 Gated DeltaNet and 6 gated attention layers, the final
-norm, the lm_head and the greedy argmax. Batch 1, bf16, the qwen3.5-0.8b shapes only.
+"""The megakernel tier: every decode step is ONE persistent CUDA launch (csrc/megakernel.cu,
+the torch op `qwen35_megakernel.decode`, megakernel/ops.py) that runs the embedding row, 18
+Gated DeltaNet and 6 gated attention layers, the final norm, the lm_head and the greedy argmax.
+Batch 1, bf16, the qwen3.5-0.8b shapes only (csrc/shapes.cuh; the tier reads every shape and
+buffer size from the built extension). How it works: megakernel/DESIGN.md.
+
+Schedules (`tier.schedule`): "ring" (the weights streamed through shared memory by a producer
+warp; the default wherever it fits), "register" (each warp loads its weights into registers:
+GPUs whose shared memory cannot hold the ring) and "stream-only" (a measurement: the ring's
+weight stream alone, nothing computed; the output is the input id).
 
 Prefill (`prefill="fast"`, the default) runs the prompt through tensor-core GEMMs, fla's
 chunked delta rule, flash attention and this tier's fused CUDA kernels, replayed from a CUDA
@@ -8,10 +15,11 @@ graph per prompt shape (megakernel/prefill.py); it reads and writes the state be
 so prefill → decode continues exactly where the prompt left off. `prefill="reference"` (or a
 machine without flash-linear-attention) runs `reference.HybridModel` on the GPU instead, on
 views of the same state. A one-token prompt is one decode launch on either path.
-State layout (MegakernelState):
+State layout (MegakernelState; csrc/shapes.cuh):
     dn_state  [18, 16, 128 v, 128 k] fp32   (K contiguous: the transpose of ModelState's S)
     conv_ring [18, 4, 6144] bf16            pre-conv inputs, column = position % 4
     k_cache, v_cache [6, 2, max_seq, 256] bf16 (= ModelState's caches without the batch dim)
+    rope      [max_seq, 2, 32] bf16         cos | sin per position (torch computes them)
 """
 
 from __future__ import annotations
@@ -27,43 +35,16 @@ from reference.model import HybridModel, ModelState
 
 from .prefill import FastPrefill, fla_unavailable_reason, layer_weights
 
-SUPPORTED = ModelConfig.qwen3_5_0_8b()
-# the fields the kernel hard-codes (everything but the name, eos ids and max positions)
+SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh is written for
+# the fields the kernel is built for (everything but the name, eos ids and max positions)
 SHAPE_FIELDS = (
     "vocab_size", "hidden_size", "intermediate_size", "layer_types", "num_attention_heads", "num_key_value_heads",
     "head_dim", "rope_theta", "partial_rotary_factor", "linear_num_key_heads", "linear_num_value_heads",
     "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "rms_norm_eps",
 )
-N_LINEAR, N_FULL = len(SUPPORTED.linear_layers), len(SUPPORTED.full_layers)
-D, VOCAB, INTER = SUPPORTED.hidden_size, SUPPORTED.vocab_size, SUPPORTED.intermediate_size
-CONV = SUPPORTED.conv_dim
-# slots of the per-layer pointer table (csrc/megakernel.cuh)
-SL_IN_NORM, SL_POST_NORM, SL_WIN, SL_CONV_W, SL_A_LOG, SL_DT_BIAS, SL_GNORM = 0, 1, 2, 3, 4, 5, 6
-SL_Q_NORM, SL_K_NORM, SL_OUT, SL_GATE_UP, SL_DOWN, NSLOT = 3, 4, 7, 8, 9, 10
-NPHASES, NBARRIERS, UNIT_STAMPS = 24 * 5 + 1, 24 * 5, 4
-NTIMES = NPHASES + 3 + 6 * UNIT_STAMPS  # phase exits, start/embed/lm_head stamps, attention unit stamps
-RING_MAX_PRODUCERS = 2  # the timing buffer's per-block producer words (csrc/megakernel.cuh)
-MAX_GRID = 1024  # the sync buffer has one publish word per block
-SYNC_WORDS, ATT_MAX_SPLIT, ATT_PART = 32 * 5 + MAX_GRID, 64, 260
-MKF_EARLY, MKF_PF_END, MKF_PF_SPREAD, MKF_PF_LINES, MKF_LM_PF, MKF_LIGHT_BAR = 1, 2, 4, 8, 16, 32
-# v5 barrier variants (csrc/megakernel.cuh): generation-word exit; partial in-proj -> core barriers
-# (the partial ones take effect with MKF_EARLY only: the plain kernel ignores them)
-MKF_GEN_BAR, MKF_DN_FLAGS, MKF_FA_FLAGS = 64, 128, 256
-# v6: weights streamed through a shared-memory ring (TMA bulk copies on sm_90; cp.async forced by the second)
-MKF_RING, MKF_RING_TMA = 512, 1024
-# v9: the ring's copies mark the weights' L2 lines evict-first (state, K/V cache, activations stay in L2)
-MKF_EVICT_FIRST = 2048
-# measurement: the weight stream alone (no compute, nothing written but the input id as the output)
-MKF_STREAM_ONLY = 4096
-MKF_TWO_PRODUCERS = 8192  # the ring filled by two producer warps (even / odd chunks)
-# v11 attention split-K: the units count with one release-atomic, no fences (LEAN); with 2-8 splits
-# the out-proj merges the partials itself, no count and no last-unit merge (OUT_MERGE)
-MKF_LEAN_MERGE, MKF_OUT_MERGE = 16384, 32768
-RING_MIN_SLOTS = 8  # csrc/megakernel.cuh: a matrix phase's item reads up to 8 slots at once
-REGISTER_SCHEDULE = MKF_EARLY | MKF_LIGHT_BAR  # v4: the default where the ring does not fit
-RING_SCHEDULE = MKF_RING | MKF_LIGHT_BAR | MKF_EVICT_FIRST | MKF_LEAN_MERGE | MKF_OUT_MERGE  # v11
 PREFILL_PATHS = ("fast", "reference")
-ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head, at most 64
+SCHEDULES = ("ring", "register", "stream-only")  # csrc/shapes.cuh Schedule, in its order
+ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head (NOTES.md v9)
 
 
 def config_mismatch(config: ModelConfig) -> list[str]:
@@ -80,33 +61,71 @@ def check_config(config: ModelConfig) -> None:
             + ", ".join(bad[:6]) + (f", … ({len(bad) - 6} more)" if len(bad) > 6 else ""))
 
 
+def kernel_shape_mismatch(config: ModelConfig, k) -> list[str]:
+    """Where the built kernel's shapes (csrc/shapes.cuh, as the extension reports them) differ
+    from `config`: they must agree before the tier allocates a byte."""
+    pairs = {
+        "vocab_size": k.VOCAB, "hidden_size": k.D, "intermediate_size": k.INTER, "layer_types": tuple(k.LAYER_TYPES),
+        "num_attention_heads": k.FA_HQ, "num_key_value_heads": k.FA_HKV, "head_dim": k.FA_HD,
+        "rotary_dim": k.FA_ROT, "linear_num_key_heads": k.DN_H, "linear_num_value_heads": k.DN_H,
+        "linear_key_head_dim": k.DN_DK, "linear_value_head_dim": k.DN_DV, "linear_conv_kernel_dim": k.CONV_K,
+    }
+    bad = [f"{f}: config {getattr(config, f)!r}, kernel {v!r}" for f, v in pairs.items() if getattr(config, f) != v]
+    if abs(config.rms_norm_eps - k.RMS_EPS) > 1e-12:
+        bad.append(f"rms_norm_eps: config {config.rms_norm_eps}, kernel {k.RMS_EPS}")
+    return bad
+
+
 def check_batch(batch_size: int) -> None:
     if batch_size != 1:
         raise TierInputError(f"the megakernel decodes batch 1 only; got batch_size={batch_size} (expected 1)")
 
 
-def check_ring_only_flags(flags: int) -> None:
-    """The stream-only mode and the second producer belong to the ring schedule: without
-    MKF_RING the kernel would ignore them and run (and time) a plain decode instead."""
-    named = {"MKF_STREAM_ONLY": MKF_STREAM_ONLY, "MKF_TWO_PRODUCERS": MKF_TWO_PRODUCERS}
-    asked = [name for name, bit in named.items() if flags & bit]
-    if asked and not flags & MKF_RING:
-        raise TierInputError(f"flags={flags}: {', '.join(asked)} work in the ring schedule only; add MKF_RING ({MKF_RING})")
+def attention_splits(pos: int, per_split: int = ATT_POSITIONS_PER_SPLIT, max_split: int = 64) -> int:
+    """Split-K units per kv head for a token at position `pos` (context pos + 1): one per
+    `per_split` positions, at most `max_split` (the kernel's ATT_MAX_SPLIT)."""
+    return max(1, min(max_split, math.ceil((pos + 1) / per_split)))
 
 
-def check_extension_constants(ext) -> None:
-    """The buffer sizes this file allocates must be the ones the compiled kernel indexes."""
-    expected = {"NPHASES": NPHASES, "NBARRIERS": NBARRIERS, "NTIMES": NTIMES, "RING_MAX_PRODUCERS": RING_MAX_PRODUCERS,
-                "SYNC_WORDS": SYNC_WORDS, "ATT_MAX_SPLIT": ATT_MAX_SPLIT, "ATT_PART": ATT_PART, "NSLOT": NSLOT}
-    wrong = [f"{k}: kernel {getattr(ext, k)}, tier {v}" for k, v in expected.items() if getattr(ext, k) != v]
-    if wrong:
-        raise RuntimeError("megakernel/tier.py and csrc/megakernel.cuh disagree (" + "; ".join(wrong) + ")")
+@dataclass
+class StepTimes:
+    """One decode step's in-kernel clock (the timing mode's globaltimer stamps, ns), parsed;
+    csrc/shapes.cuh says where each stamp is taken."""
 
+    start: int                    # block 0 starts
+    embed_done: int               # the embedding row is normed (layer 0's in-proj starts)
+    phase_exits: list[int]        # [NBARRIERS]: block 0 leaves the barrier after phase q
+    lm_head_start: int            # the final norm is done
+    argmax_done: int              # the next token is written
+    unit_stamps: list[list[int]]  # [attention layer][UNIT_STAMPS]: block 0's first attention unit, step by step
+    arrivals: torch.Tensor        # [grid, NBARRIERS] float64 ns: every block's arrival at every barrier
+    ring_full_us: torch.Tensor    # [grid] float64: µs each block's producer waited for a free ring slot (layers)
 
-def attention_splits(pos: int, per_split: int = ATT_POSITIONS_PER_SPLIT) -> int:
-    """Split-K units per kv head for a token at position `pos` (context pos + 1), one per
-    `per_split` positions."""
-    return max(1, min(ATT_MAX_SPLIT, math.ceil((pos + 1) / per_split)))
+    @classmethod
+    def parse(cls, words: list[int], k, grid: int) -> "StepTimes":
+        nb = k.NBARRIERS
+        base = k.NPHASES + 3
+        arrivals = torch.tensor(words[k.NTIMES:k.NTIMES + grid * nb], dtype=torch.float64).view(grid, nb)
+        full = torch.tensor(words[k.NTIMES + grid * nb:k.NTIMES + grid * (nb + 1)], dtype=torch.float64) / 1000.0
+        return cls(start=words[0], embed_done=words[k.NPHASES + 2], phase_exits=words[1:nb + 1],
+                   lm_head_start=words[k.NPHASES + 1], argmax_done=words[k.NPHASES],
+                   unit_stamps=[words[base + i * k.UNIT_STAMPS:base + (i + 1) * k.UNIT_STAMPS] for i in range(k.NFA)],
+                   arrivals=arrivals, ring_full_us=full)
+
+    def phase_start(self, q: int) -> int:
+        """When block 0 starts phase q (it left the previous barrier; phase 0: the launch's start)."""
+        return self.start if q == 0 else self.phase_exits[q - 1]
+
+    def parts_us(self, num_layers: int, phases_per_layer: int) -> dict[str, float]:
+        """µs per "embed", "layers.{i}", "norm", "lm_head" (block 0's view)."""
+        us = lambda a, b: (b - a) / 1000.0  # noqa: E731
+        res = {"embed": us(self.start, self.embed_done)}
+        for i in range(num_layers):
+            res[f"layers.{i}"] = us(self.embed_done if i == 0 else self.phase_exits[phases_per_layer * i - 1],
+                                    self.phase_exits[phases_per_layer * (i + 1) - 1])
+        res["norm"] = us(self.phase_exits[-1], self.lm_head_start)
+        res["lm_head"] = us(self.lm_head_start, self.argmax_done)
+        return res
 
 
 @dataclass(eq=False)
@@ -121,11 +140,11 @@ class MegakernelState(TierState):
 class MegakernelTier(Tier):
     name = "megakernel"
     state_class = MegakernelState
-    # schedule (see csrc/megakernel.cuh MKF_*): measured in megakernel/NOTES.md
-    pf_dist = 0  # L2 prefetch distance in phases (0 turns prefetching off)
-    flags = RING_SCHEDULE  # (REGISTER_SCHEDULE on GPUs whose shared memory cannot hold the ring)
-    ring_inflight = 0  # the ring's producer keeps at most this many 16 KB chunks in flight (0: up to ring_slots)
-    positions_per_split = ATT_POSITIONS_PER_SPLIT  # attention: split-K units per kv head = context / this
+    part_timing = "kernel timer"
+    # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
+    # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split
+    variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split")
+    positions_per_split = ATT_POSITIONS_PER_SPLIT
 
     @classmethod
     def unavailable_reason(cls, device) -> str | None:
@@ -156,22 +175,29 @@ class MegakernelTier(Tier):
             raise TierInputError(f"the megakernel runs in bfloat16 only; got dtype {dtype}")
         if self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
-        from .build import load
+        from . import ops
 
-        self.ext = load(self.device)
-        check_extension_constants(self.ext)
-        blocks_per_sm, num_sms, self.smem_bytes, self.ring_slots, self.ring_smem_bytes = self.ext.configure(self.device.index)
-        self.max_ring_slots = self.ring_slots  # (ring_slots may be lowered for measurements, never raised)
-        if not self.ring_slots:
-            self.flags = REGISTER_SCHEDULE
-        if blocks_per_sm < 1:
-            raise TierUnavailable(f"the megakernel's block (512 threads, {self.smem_bytes} B shared memory) does not fit on an SM")
-        # one block per SM: the persistent grid must be resident at once (the launch is cooperative too)
-        self.max_grid = min(num_sms * min(blocks_per_sm, 1), MAX_GRID)
+        self.ext, self.k = ops.load(self.device)
+        self._decode_op = ops.op("decode")
+        bad = kernel_shape_mismatch(config, self.k)
+        if bad:
+            raise RuntimeError("the built megakernel's shapes (csrc/shapes.cuh) differ from the config: " + "; ".join(bad))
+        fit = self.ext.configure(self.device.index)
+        if fit["blocks_per_sm"] < 1:
+            raise TierUnavailable(f"the megakernel's block ({self.k.THREADS} threads, {fit['smem_bytes']} B of shared "
+                                  "memory) does not fit on an SM of this GPU")
+        self.smem_bytes, self.ring_smem_bytes = fit["smem_bytes"], fit["ring_smem_bytes"]
+        self.max_ring_slots = fit["ring_slots"]  # 0: the ring does not fit this GPU's shared memory
+        self.ring_slots = self.max_ring_slots
+        self.schedule = "ring" if self.max_ring_slots else "register"
+        # one block per SM: the persistent grid must be resident at once (the launch is cooperative)
+        self.max_grid = min(fit["num_sms"], self.k.MAX_GRID)
         self.grid = self.max_grid
         with torch.no_grad():
             self._pack_weights(weights)
-            self._alloc_scratch()
+            self.workspace = torch.zeros(self.k.WS_BYTES, dtype=torch.uint8, device=self.device)
+            self.sync = torch.zeros(self.k.SYNC_WORDS, dtype=torch.int32, device=self.device)  # never cleared again
+        self._nothing = {dt: torch.empty(0, dtype=dt, device=self.device) for dt in (torch.float32, torch.int64)}
         self.model = HybridModel(config, self.weights, reference_ops)
         self.prefill_weights = layer_weights(self)
         self.fast_prefill, self.prefill_note = None, "prefill: the reference's PyTorch ops (prefill='reference')"
@@ -182,7 +208,6 @@ class MegakernelTier(Tier):
                 self.prefill_note = None
             else:
                 self.prefill_note = f"slow prefill (reference ops): {reason}"
-        self._bar_base = 0
         self.debug_poison = False
 
     # ---- weights: packed per phase, the reference model sees views of the same memory ----
@@ -208,66 +233,52 @@ class MegakernelTier(Tier):
         self.packed_in_proj, self.packed_gate_up = [], []  # per layer, the packed buffers below
         self.weights["model.embed_tokens.weight"] = put("model.embed_tokens.weight")
         self.weights["model.norm.weight"] = put("model.norm.weight")
-        table = torch.zeros(c.num_layers, NSLOT, dtype=torch.int64)
+        k = self.k
+        table = torch.zeros(c.num_layers, k.NSLOT, dtype=torch.int64)
         for i, kind in enumerate(c.layer_types):
             p = f"model.layers.{i}."
             for n in ("input_layernorm.weight", "post_attention_layernorm.weight", "mlp.down_proj.weight"):
                 self.weights[p + n] = put(p + n)
             gu = pack([p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"])
-            table[i, SL_IN_NORM] = self.weights[p + "input_layernorm.weight"].data_ptr()
-            table[i, SL_POST_NORM] = self.weights[p + "post_attention_layernorm.weight"].data_ptr()
-            table[i, SL_GATE_UP] = gu.data_ptr()
-            table[i, SL_DOWN] = self.weights[p + "mlp.down_proj.weight"].data_ptr()
+            table[i, k.SL_IN_NORM] = self.weights[p + "input_layernorm.weight"].data_ptr()
+            table[i, k.SL_POST_NORM] = self.weights[p + "post_attention_layernorm.weight"].data_ptr()
+            table[i, k.SL_GATE_UP] = gu.data_ptr()
+            table[i, k.SL_DOWN] = self.weights[p + "mlp.down_proj.weight"].data_ptr()
             if kind == "linear_attention":
                 a = p + "linear_attn."
                 win = pack([a + "in_proj_qkv.weight", a + "in_proj_z.weight", a + "in_proj_b.weight", a + "in_proj_a.weight"])
                 for n in ("conv1d.weight", "A_log", "dt_bias", "norm.weight", "out_proj.weight"):
                     self.weights[a + n] = put(a + n)
-                table[i, SL_WIN] = win.data_ptr()
-                table[i, SL_CONV_W] = self.weights[a + "conv1d.weight"].data_ptr()  # [6144, 1, 4] = [6144][4]
-                table[i, SL_A_LOG] = self.weights[a + "A_log"].data_ptr()
-                table[i, SL_DT_BIAS] = self.weights[a + "dt_bias"].data_ptr()
-                table[i, SL_GNORM] = self.weights[a + "norm.weight"].data_ptr()
-                table[i, SL_OUT] = self.weights[a + "out_proj.weight"].data_ptr()
+                table[i, k.SL_WIN] = win.data_ptr()
+                table[i, k.SL_CONV_W] = self.weights[a + "conv1d.weight"].data_ptr()  # [6144, 1, 4] = [6144][4]
+                table[i, k.SL_A_LOG] = self.weights[a + "A_log"].data_ptr()
+                table[i, k.SL_DT_BIAS] = self.weights[a + "dt_bias"].data_ptr()
+                table[i, k.SL_GNORM] = self.weights[a + "norm.weight"].data_ptr()
+                table[i, k.SL_OUT] = self.weights[a + "out_proj.weight"].data_ptr()
             else:
                 a = p + "self_attn."
                 win = pack([a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"])
                 for n in ("q_norm.weight", "k_norm.weight", "o_proj.weight"):
                     self.weights[a + n] = put(a + n)
-                table[i, SL_WIN] = win.data_ptr()
-                table[i, SL_Q_NORM] = self.weights[a + "q_norm.weight"].data_ptr()
-                table[i, SL_K_NORM] = self.weights[a + "k_norm.weight"].data_ptr()
-                table[i, SL_OUT] = self.weights[a + "o_proj.weight"].data_ptr()
+                table[i, k.SL_WIN] = win.data_ptr()
+                table[i, k.SL_Q_NORM] = self.weights[a + "q_norm.weight"].data_ptr()
+                table[i, k.SL_K_NORM] = self.weights[a + "k_norm.weight"].data_ptr()
+                table[i, k.SL_OUT] = self.weights[a + "o_proj.weight"].data_ptr()
             self.packed_in_proj.append(win)
             self.packed_gate_up.append(gu)
         self.layer_table = table.to(dev)
 
-    def _alloc_scratch(self):
-        dev, bf, f32 = self.device, torch.bfloat16, torch.float32
-        self.scratch = {
-            "hidden": torch.zeros(D, dtype=bf, device=dev),
-            "zab": torch.zeros(2048 + 32, dtype=bf, device=dev),
-            "obuf": torch.zeros(2048, dtype=bf, device=dev),
-            "qkv": torch.zeros(5120, dtype=bf, device=dev),
-            "attn": torch.zeros(2048, dtype=bf, device=dev),
-            "act": torch.zeros(INTER, dtype=bf, device=dev),
-            "apart": torch.zeros(2 * ATT_MAX_SPLIT * 4 * ATT_PART, dtype=f32, device=dev),
-            "amax_val": torch.zeros(self.max_grid, dtype=f32, device=dev),
-            "amax_idx": torch.zeros(self.max_grid, dtype=torch.int32, device=dev),
-        }
-        self.sync = torch.zeros(SYNC_WORDS, dtype=torch.int32, device=dev)
-
     # ---- state ------------------------------------------------------------------
     def _new_state(self, batch_size, max_seq_len):
         check_batch(batch_size)
-        dev, c = self.device, self.config
+        dev, k = self.device, self.k
+        bf = torch.bfloat16
         return MegakernelState(
-            tier=self.name, config=c, batch_size=batch_size, max_seq_len=max_seq_len,
-            dn_state=torch.zeros(N_LINEAR, c.linear_num_value_heads, c.linear_value_head_dim, c.linear_key_head_dim,
-                                 dtype=torch.float32, device=dev),
-            conv_ring=torch.zeros(N_LINEAR, 4, CONV, dtype=torch.bfloat16, device=dev),
-            k_cache=torch.zeros(N_FULL, c.num_key_value_heads, max_seq_len, c.head_dim, dtype=torch.bfloat16, device=dev),
-            v_cache=torch.zeros(N_FULL, c.num_key_value_heads, max_seq_len, c.head_dim, dtype=torch.bfloat16, device=dev),
+            tier=self.name, config=self.config, batch_size=batch_size, max_seq_len=max_seq_len,
+            dn_state=torch.zeros(k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=torch.float32, device=dev),
+            conv_ring=torch.zeros(k.NDN, k.CONV_K, k.DN_CONV, dtype=bf, device=dev),
+            k_cache=torch.zeros(k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
+            v_cache=torch.zeros(k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
             rope=self._rope_table(max_seq_len),
         )
 
@@ -316,109 +327,118 @@ class MegakernelTier(Tier):
 
     # ---- decode: one launch -------------------------------------------------------
     def poison(self, state=None):
-        """NaN into every scratch buffer, the cache rows past the sequence and the conv column
-        the next token overwrites, so an unwritten read shows up (tests)."""
-        for t in self.scratch.values():
-            t.fill_(-1 if not t.is_floating_point() else float("nan"))
+        """NaN (all-ones bits) into the whole workspace, the cache rows past the sequence and the
+        conv column the next token overwrites, so an unwritten read shows up (tests). The sync
+        words are left alone: they carry the barrier count from launch to launch."""
+        self.workspace.fill_(0xFF)
         if state is not None:
             state.k_cache[:, :, state.seq_len:] = float("nan")
             state.v_cache[:, :, state.seq_len:] = float("nan")
-            state.conv_ring[:, state.seq_len % 4] = float("nan")
+            state.conv_ring[:, state.seq_len % self.k.CONV_K] = float("nan")
+
+    def workspace_area(self, name: str) -> torch.Tensor:
+        """A typed view of one area of the decode workspace: "hidden", "zab", "obuf", "qkv", "attn",
+        "act", "apart", "amax_val", "amax_idx" (csrc/shapes.cuh WS_*)."""
+        return self.k.workspace_area(self.workspace, name)
+
+    def attention_output_in_workspace(self, pos: int) -> bool:
+        """Whether a decode at `pos` writes the gated attention output to the workspace's "attn"
+        area: with one split, or more than OUT_MERGE_MAX (2..OUT_MERGE_MAX: the out-proj merges
+        the split partials as it loads them, and nothing writes "attn")."""
+        n = attention_splits(pos, self.positions_per_split, self.k.ATT_MAX_SPLIT)
+        return n == 1 or n > self.k.OUT_MERGE_MAX
 
     def _out(self, *shape, dtype=torch.float32):
         if self.debug_poison:
             return torch.full(shape, float("nan") if dtype.is_floating_point else -1, dtype=dtype, device=self.device)
         return torch.empty(*shape, dtype=dtype, device=self.device)
 
-    def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1):
-        if not 1 <= self.grid <= self.max_grid:
-            raise TierInputError(f"grid={self.grid} outside [1, {self.max_grid}] (blocks that can be resident at once)")
-        if not isinstance(self.positions_per_split, int) or self.positions_per_split < 1:
-            raise TierInputError(f"positions_per_split={self.positions_per_split!r}; expected an int >= 1")
-        check_ring_only_flags(self.flags)
-        if self.flags & MKF_RING and not self.max_ring_slots:
-            raise TierInputError("flags ask for the ring schedule (MKF_RING), but this GPU's shared memory cannot hold "
-                                 f"{RING_MIN_SLOTS} slots of 16 KB; use REGISTER_SCHEDULE")
-        if self.flags & MKF_RING and not RING_MIN_SLOTS <= self.ring_slots <= self.max_ring_slots:
-            raise TierInputError(f"ring_slots={self.ring_slots!r}; expected {RING_MIN_SLOTS}..{self.max_ring_slots} "
+    def _check_variant(self):
+        """The attributes `compare ab` and the tests may change, checked before a launch."""
+        if self.schedule not in SCHEDULES:
+            raise TierInputError(f"schedule={self.schedule!r}; expected one of {list(SCHEDULES)}")
+        if self.schedule != "register" and not self.max_ring_slots:
+            raise TierInputError(f"schedule={self.schedule!r} streams the weights through the shared-memory ring, which "
+                                 f"does not fit this GPU ({self.k.RING_MIN_SLOTS} slots of {self.k.RING_SLOT} B); "
+                                 "expected schedule='register'")
+        if self.schedule != "register" and not self.k.RING_MIN_SLOTS <= self.ring_slots <= self.max_ring_slots:
+            raise TierInputError(f"ring_slots={self.ring_slots!r}; expected {self.k.RING_MIN_SLOTS}..{self.max_ring_slots} "
                                  "(the most this GPU's shared memory holds)")
+        if isinstance(self.grid, bool) or not isinstance(self.grid, int) or not 1 <= self.grid <= self.max_grid:
+            raise TierInputError(f"grid={self.grid!r}; expected an int in [1, {self.max_grid}] (blocks that can be "
+                                 "resident at once: one per SM)")
+        if isinstance(self.positions_per_split, bool) or not isinstance(self.positions_per_split, int) \
+                or self.positions_per_split < 1:
+            raise TierInputError(f"positions_per_split={self.positions_per_split!r}; expected an int >= 1")
+
+    def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1):
+        """One decode launch at position state.seq_len (the caller advances seq_len)."""
+        self._check_variant()
         if self.debug_poison:
             self.poison(state)
-        s = self.scratch
-        token_ids = token_ids.contiguous()
-        ptrs = [
-            self.layer_table.data_ptr(), self.weights["model.embed_tokens.weight"].data_ptr(),
-            self.weights["model.norm.weight"].data_ptr(),
-            state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(), state.v_cache.data_ptr(),
-            s["hidden"].data_ptr(), s["zab"].data_ptr(), s["obuf"].data_ptr(), s["qkv"].data_ptr(), s["attn"].data_ptr(),
-            s["act"].data_ptr(), s["apart"].data_ptr(), s["amax_val"].data_ptr(), s["amax_idx"].data_ptr(),
-            self.sync.data_ptr(), token_ids.data_ptr(), out_token.data_ptr(),
-            0 if logits is None else logits.data_ptr(), 0 if trace is None else trace.data_ptr(),
-            0 if times is None else times.data_ptr(), state.rope.data_ptr(),
-        ]
         pos = state.seq_len
-        ints = [state.max_seq_len, pos, attention_splits(pos, self.positions_per_split), self._bar_base, int(self.pf_dist), int(stop_after),
-                self.grid, int(self.flags), self.ring_slots, int(self.ring_inflight)]
-        self.ext.launch(self.device.index, ptrs, ints)
-        barriers = NBARRIERS if stop_after < 0 or stop_after >= NBARRIERS else stop_after + 1
-        self._bar_base = (self._bar_base + barriers * self.grid) & 0xFFFFFFFF
+        none32, none64 = self._nothing[torch.float32], self._nothing[torch.int64]
+        self._decode_op(
+            self.layer_table, self.weights["model.embed_tokens.weight"], self.weights["model.norm.weight"],
+            state.dn_state, state.conv_ring, state.k_cache, state.v_cache, state.rope, self.workspace, self.sync,
+            token_ids.contiguous(), out_token, none32 if logits is None else logits, none32 if trace is None else trace,
+            none64 if times is None else times, pos, attention_splits(pos, self.positions_per_split, self.k.ATT_MAX_SPLIT),
+            self.grid, SCHEDULES.index(self.schedule), self.ring_slots, stop_after)
 
     def _decode(self, token_ids, state, trace):
-        logits = self._out(VOCAB)
-        buf = self._out(self.config.num_layers + 2, D) if trace is not None else None
+        k = self.k
+        logits = self._out(k.VOCAB)
+        buf = self._out(k.NLAYER + 2, k.D) if trace is not None else None
         out = self._out(1, dtype=torch.int64)
         self._launch(state, token_ids, out, logits=logits, trace=buf)
         if trace is not None:
-            record(trace, "embed", buf[0].view(1, 1, D))
-            for i in range(self.config.num_layers):
-                record(trace, f"layers.{i}", buf[1 + i].view(1, 1, D))
-            record(trace, "norm", buf[-1].view(1, 1, D))
-        return logits.view(1, VOCAB)
+            record(trace, "embed", buf[0].view(1, 1, k.D))
+            for i in range(k.NLAYER):
+                record(trace, f"layers.{i}", buf[1 + i].view(1, 1, k.D))
+            record(trace, "norm", buf[-1].view(1, 1, k.D))
+        return logits.view(1, k.VOCAB)
 
     def _decode_argmax(self, token_ids, state):
         out = self._out(1, dtype=torch.int64)
         self._launch(state, token_ids, out)
         return out
 
-    def decode_layer_times(self, token_ids, state) -> dict[str, float]:
-        """One greedy decode step (the state advances) with %globaltimer stamps at every phase
-        boundary inside the launch → µs per "embed", "layers.{i}", "norm", "lm_head"."""
+    # ---- the in-kernel clock ----------------------------------------------------------
+    def times_buffer(self) -> torch.Tensor:
+        """A zeroed buffer for one timed launch's stamps (csrc/shapes.cuh times_words)."""
+        return torch.zeros(self.k.NTIMES + self.grid * (self.k.NBARRIERS + 1), dtype=torch.int64, device=self.device)
+
+    def timed_launch(self, token_ids, state, times=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One greedy decode step with the in-kernel clock on, WITHOUT the interface's checks or
+        advancing the state (for tools that check once and launch many: megakernel.anatomy);
+        `times`: a buffer from times_buffer() (else one is allocated: a memset kernel before the
+        launch). → (next ids [1] on the device, the stamps; StepTimes.parse them after a sync)."""
+        times = self.times_buffer() if times is None else times
+        out = self._out(1, dtype=torch.int64)
+        self._launch(state, token_ids, out, times=times)
+        return out, times
+
+    def decode_step_times(self, token_ids, state) -> tuple[torch.Tensor, StepTimes]:
+        """One greedy decode step (the state advances) timed by the in-kernel clock: → (next ids
+        [1] on the device, StepTimes). Syncs with the GPU to read the stamps."""
         ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]", check_range=False)
         self._check_state(state, ids.shape[0], 1)
         if state.seq_len == 0:
             raise TierInputError("decode on an empty state; expected prefill of at least one token first")
-        times = self.times_buffer()
-        out = self._out(1, dtype=torch.int64)
-        self._launch(state, ids, out, times=times)
+        out, times = self.timed_launch(ids, state)
         state.seq_len += 1
-        t = times.cpu().tolist()
-        us = lambda a, b: (t[b] - t[a]) / 1000.0  # noqa: E731
-        res = {"embed": us(0, NPHASES + 2)}
-        for i in range(self.config.num_layers):
-            res[f"layers.{i}"] = us(NPHASES + 2 if i == 0 else 5 * i, 5 * (i + 1))
-        res["norm"] = us(NBARRIERS, NPHASES + 1)
-        res["lm_head"] = us(NPHASES + 1, NPHASES)
-        self.last_phase_stamps = t[:NTIMES]
-        # every block's arrival at every barrier: skew (last - first arrival) and latency (exit - last)
-        arr = torch.tensor(t[NTIMES:NTIMES + self.grid * NBARRIERS], dtype=torch.float64).view(self.grid, NBARRIERS)
-        self.last_barrier_arrivals = arr  # [grid, NBARRIERS] ns (megakernel.bench.phase_anatomy)
-        full = t[NTIMES + self.grid * NBARRIERS:NTIMES + self.grid * (NBARRIERS + RING_MAX_PRODUCERS)]
-        # [grid] µs the block's producer warp waited for a free ring slot in the layers (0: no ring;
-        # MKF_TWO_PRODUCERS: the longer of the two waits)
-        self.last_ring_full_us = torch.tensor(full, dtype=torch.float64).view(self.grid, RING_MAX_PRODUCERS).amax(1) / 1000.0
-        exit_ = torch.tensor(t[1:NBARRIERS + 1], dtype=torch.float64)
-        self.last_barrier_stats = {
-            "skew_us": ((arr.max(0).values - arr.min(0).values) / 1000.0).tolist(),
-            "latency_us": ((exit_ - arr.max(0).values) / 1000.0).tolist(),
-        }
-        return res
+        return out, StepTimes.parse(times.cpu().tolist(), self.k, self.grid)
 
-    def times_buffer(self) -> torch.Tensor:
-        """A zeroed buffer for the timing mode's stamps (Args::times)."""
-        return torch.zeros(NTIMES + self.max_grid * (NBARRIERS + RING_MAX_PRODUCERS), dtype=torch.int64, device=self.device)
+    def _decode_timed(self, token_ids, state, marks):
+        """The interface's per-part timing: the in-kernel clock's µs per part into marks.put."""
+        out, times = self.timed_launch(token_ids, state)
+        st = StepTimes.parse(times.cpu().tolist(), self.k, self.grid)
+        for name, us in st.parts_us(self.k.NLAYER, self.k.PHASES_PER_LAYER).items():
+            marks.put(name, us)
+        return out
 
     def clone_state(self, state: MegakernelState) -> MegakernelState:
-        """An independent copy (tests: run the same step twice)."""
+        """An independent copy (the rope table, which no call writes, is shared)."""
         return MegakernelState(tier=state.tier, config=state.config, batch_size=state.batch_size,
                                max_seq_len=state.max_seq_len, seq_len=state.seq_len,
                                dn_state=state.dn_state.clone(), conv_ring=state.conv_ring.clone(),

@@ -9,11 +9,21 @@ When `trace` is a dict the call fills it with fp32 CPU tensors: "embed" and "lay
 
 This base class checks every input before any work, so a bad call raises TierInputError
 naming what was wrong and what was expected, and leaves the state as it was.
+
+What `compare` may use besides, declared here with defaults (a tier overrides what it offers;
+nothing is probed with getattr or by the tier's name):
+    prefill_note        a note for this tier's prefill rows (e.g. "slow prefill: fla missing")
+    slow                too slow for full benchmark runs: `compare bench` caps its repeats and steps
+    part_timing         how `decode_timed` measures the parts of a step (None: it cannot)
+    decode_timed(ids, state, marks)   one greedy step, like decode_argmax, timing its parts
+    variant_attributes  the attributes `compare ab` may set to make a variant of the tier
+    clone_state(state)  an independent copy of a state
 """
 
 from __future__ import annotations
 
 import abc
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -50,6 +60,10 @@ def record(trace, name, tensor):
 class Tier(abc.ABC):
     name: str = "?"
     state_class: type = TierState
+    prefill_note: str | None = None
+    slow: bool = False
+    part_timing: str | None = None
+    variant_attributes: tuple[str, ...] = ()
 
     def __init__(self, config: ModelConfig, weights: dict, device="cpu", dtype=torch.bfloat16):
         if not isinstance(config, ModelConfig):
@@ -120,6 +134,29 @@ class Tier(abc.ABC):
 
     def _decode_argmax(self, token_ids, state):
         return self._decode(token_ids, state, None).argmax(-1)
+
+    def decode_timed(self, token_ids, state, marks):
+        """One greedy decode step, exactly like `decode_argmax` (the next ids [B] stay on the
+        device, the state advances), that times its parts into `marks`: either
+        `marks.mark(name)` as each part ends, after a `marks.mark("start")` (host-enqueued
+        events), or `marks.put(name, microseconds)` for a tier that measures inside a kernel.
+        Parts: "embed", "layers.{i}", "norm", "lm_head". Tiers say how in `part_timing`."""
+        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]", check_range=False)
+        self._check_state(state, ids.shape[0], 1)
+        if state.seq_len == 0:
+            raise TierInputError("decode on an empty state; expected prefill of at least one token first")
+        next_ids = self._decode_timed(ids, state, marks)
+        state.seq_len += 1
+        return next_ids
+
+    def _decode_timed(self, token_ids, state, marks):
+        raise TierInputError(f"tier {self.name!r} cannot time the parts of a decode step (part_timing is None)")
+
+    def clone_state(self, state: TierState) -> TierState:
+        """An independent copy of `state`: every tensor field cloned, the other fields copied."""
+        self._check_state(state, state.batch_size, 0)
+        fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+        return type(state)(**{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in fields.items()})
 
     # ---- checks -------------------------------------------------------------------
     def _check_ids(self, ids, dims, what, shape_hint, check_range=True):

@@ -13,6 +13,7 @@ from .model import HybridModel, ModelState, new_model_state
 class ReferenceTier(Tier):
     name = "reference"
     state_class = ModelState
+    part_timing = "layer hooks"
 
     def __init__(self, config, weights, device="cpu", dtype=torch.float32):
         super().__init__(config, weights, device, dtype)
@@ -29,3 +30,8 @@ class ReferenceTier(Tier):
     @torch.inference_mode()
     def _decode(self, token_ids, state, trace):
         return self.model.forward(token_ids[:, None], state, trace)
+
+    @torch.inference_mode()
+    def _decode_timed(self, token_ids, state, marks):
+        marks.mark("start")
+        return self.model.forward(token_ids[:, None], state, None, layer_hook=marks.mark).argmax(-1)

@@ -10,11 +10,11 @@ import json
 import pytest
 import torch
 
-from compare import bench, layer_times, tables
+from compare import bench, layer_times, tables, timing
 from compare.__main__ import main
 from compare.progress import Progress
 from compare.timing import EnergyMeter, Region, Summary, copy_bandwidth
-from reference import ModelConfig
+from reference import ModelConfig, ReferenceTier, Tier, TierInputError
 
 TINY_RUN = ["--config", "tiny", "--pp", "8", "--tg", "4", "--depth", "0", "--repeats", "2"]
 
@@ -106,7 +106,7 @@ def test_layers_table_and_png(tmp_path, capsys):
     assert "| layers.3 | attention" in block and "| layers.0 | DeltaNet" in block
     assert png.stat().st_size > 5_000
     layers = json.loads(path.read_text())["layers"]
-    assert layers["method"] == {"reference": "model hooks", "hf": "module hooks"}
+    assert layers["method"] == {"reference": "layer hooks", "hf": "module hooks"}
     ref = layers["times"]["reference"]
     assert all(v > 0 for v in ref.values())
     assert ref["total"] == pytest.approx(sum(v for k, v in ref.items() if k != "total"), rel=0.5)
@@ -136,7 +136,7 @@ def test_depth_rows_and_positions_left_out(capsys):
 def test_hf_reductions_are_stated(tmp_path, capsys):
     path = tmp_path / "b.json"
     status, out, _ = run(capsys, "--config", "tiny", "--tiers", "hf", "--pp", "0", "--tg", "4", "--depth", "0",
-                         "--repeats", "2", "--hf-repeats", "1", "--hf-steps", "2", "--json", str(path))
+                         "--repeats", "2", "--slow-repeats", "1", "--hf-steps", "2", "--json", str(path))
     assert status == 0
     (rec,) = json.loads(path.read_text())["results"]
     assert rec["repeats"] == 1 and rec["tokens"] == 2 and rec["test"] == "tg4"
@@ -163,14 +163,19 @@ def test_bad_input_is_one_line(capsys, argv, message):
 
 # ---- the pieces ------------------------------------------------------------------------------
 def test_weight_bytes_match_the_documented_floor():
-    assert bench.weight_bytes_per_step(ModelConfig.qwen3_5_0_8b()) == 1_503_789_056
+    assert timing.weight_bytes_per_step(ModelConfig.qwen3_5_0_8b()) == 1_503_789_056
 
 
 def test_random_prompt_ids_are_seeded_and_never_zero():
-    a = bench.random_ids(ModelConfig.tiny(), 520, seed=3, device="cpu")
+    a = timing.random_ids(ModelConfig.tiny(), 520, seed=3, device="cpu")
     assert a.shape == (1, 520) and a.dtype == torch.int64 and int(a.min()) >= 1
-    assert torch.equal(a, bench.random_ids(ModelConfig.tiny(), 520, seed=3, device="cpu"))
-    assert not torch.equal(a, bench.random_ids(ModelConfig.tiny(), 520, seed=4, device="cpu"))
+    assert torch.equal(a, timing.random_ids(ModelConfig.tiny(), 520, seed=3, device="cpu"))
+    assert not torch.equal(a, timing.random_ids(ModelConfig.tiny(), 520, seed=4, device="cpu"))
+
+
+def test_no_rate_is_a_constant_on_the_cpu():
+    """The floors' rates are measured on the GPU of the run; a CPU has none."""
+    assert timing.copy_bandwidth("cpu") is None and timing.dense_bf16_flops("cpu") is None
 
 
 def test_clocks_on_cpu():
@@ -210,10 +215,11 @@ def test_part_kinds():
 
 
 class KernelTimedTier:
-    """A stand-in for the megakernel: `decode_layer_times` returns fixed per-part times."""
+    """A stand-in for the megakernel: its in-kernel clock puts fixed per-part times."""
 
     name = "fake"
     device = torch.device("cpu")
+    part_timing = "kernel timer"
 
     def __init__(self):
         self.calls = 0
@@ -224,17 +230,43 @@ class KernelTimedTier:
     def prefill(self, ids, state):
         return torch.zeros(1, 8)
 
-    def decode_layer_times(self, token_ids, state):
+    def decode_timed(self, token_ids, state, marks):
         self.calls += 1
-        return {"embed": 1.0, "layers.0": 10.0 + self.calls % 2, "lm_head": 5.0}
+        for name, us in {"embed": 1.0, "layers.0": 10.0 + self.calls % 2, "lm_head": 5.0}.items():
+            marks.put(name, us)
+        return token_ids
 
 
 def test_layer_times_use_the_tiers_own_timer():
     tier = KernelTimedTier()
-    assert layer_times.timing_method(tier) == "kernel timer"
     times, method = layer_times.decode_layer_times(tier, torch.ones(1, 4, dtype=torch.int64), steps=5, warmup=2)
     assert method == "kernel timer" and tier.calls == 7
     assert times == {"embed": 1.0, "layers.0": 11.0, "lm_head": 5.0, "total": 17.0}
+
+
+def test_layer_hooks_of_the_reference_tier(tiny_config, tiny_weights):
+    """The reference tier marks each part's end itself (no one patches its model); the state advances."""
+    tier = ReferenceTier(tiny_config, tiny_weights)
+    times, method = layer_times.decode_layer_times(tier, torch.ones(1, 4, dtype=torch.int64), steps=2, warmup=1)
+    assert method == "layer hooks" and list(times)[:-1] == layer_times.parts(tiny_config)
+    assert all(v >= 0 for v in times.values()) and times["total"] > 0
+
+
+def test_a_tier_without_part_timing_says_so(tiny_config, tiny_weights):
+    class Untimed(ReferenceTier):
+        part_timing = None
+
+        def _decode_timed(self, token_ids, state, marks):
+            return Tier._decode_timed(self, token_ids, state, marks)
+
+    tier = Untimed(tiny_config, tiny_weights)
+    with pytest.raises(ValueError, match="offers no per-part timing"):
+        layer_times.decode_layer_times(tier, torch.ones(1, 4, dtype=torch.int64))
+    state = tier.new_state(max_seq_len=8)
+    tier.prefill(torch.ones(1, 2, dtype=torch.int64), state)
+    with pytest.raises(TierInputError, match="cannot time the parts"):
+        tier.decode_timed(torch.ones(1, dtype=torch.int64), state, layer_times.Marks("cpu"))
+    assert state.seq_len == 2
 
 
 @pytest.mark.gpu

@@ -6,10 +6,11 @@ the median (with min and max) of repeats timed with CUDA events after a warm-up.
             a clear winner replaces the table's entry for the sections after it) and
             cuBLAS, over rotated weight copies (no L2 reuse), replayed from a graph
   gemv_all  every GEMV of one decode step, back to back in one graph (triton vs cublas)
-  tg128     16-token prompt, then 128 greedy steps (decode_argmax): graph/eager × gemv
-  pp520     prefill of 520 tokens (logits of the last position): eager × gemv, and graphed
   profile   device time per kernel name over graph-replayed decode steps (torch.profiler)
 Writes triton_dev.json and triton_dev.md into DIR; each section is saved as it finishes.
+The tier's tokens/s (and the share of the measured copy bandwidth) come from `python -m
+compare bench`; its variants (eager or graphed, our GEMV or cuBLAS) side by side from
+`python -m compare ab --tier triton graph eager:cuda_graph=false cublas:gemv=cublas --pp 520`.
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ import traceback
 
 import torch
 import torch.nn.functional as F
-
-BYTES_PER_TOKEN = 1_503_789_056          # layer weights + tied lm_head, bf16 (benchmarking.md)
-COPY_BW = 2.87e12                        # measured device-to-device copy, bytes/s (benchmarking.md)
 
 
 def stats(values):
@@ -119,72 +117,6 @@ def bench_gemv_all(results, tier):
     results["gemv_all"] = out
 
 
-def bench_tg(results, tier, steps=128, repeats=5, prompt_len=16, max_seq_len=4096):
-    ids = torch.randint(0, tier.config.vocab_size, (1, prompt_len), generator=torch.Generator().manual_seed(0))
-    out = results.setdefault("tg128", {})
-    tokens = {}
-    for graph in (True, False):
-        for backend in ("triton", "cublas"):
-            name = f"{'graph' if graph else 'eager'}/{backend}"
-            try:
-                tier.cuda_graph, tier.gemv = graph, backend
-                rates, generated = [], []
-                for r in range(repeats + 1):                      # the first is the warm-up (and capture)
-                    state = tier.new_state(1, max_seq_len)
-                    token = tier.prefill(ids, state).argmax(-1)
-                    torch.cuda.synchronize()
-                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    for _ in range(steps):
-                        token = tier.decode_argmax(token, state)
-                        if not r:
-                            generated.append(token)
-                    end.record()
-                    end.synchronize()
-                    if r:
-                        rates.append(steps / (start.elapsed_time(end) / 1e3))
-                s = stats(rates)
-                tokens[name] = torch.cat(generated).tolist()
-                s["bandwidth_fraction"] = s["median"] * BYTES_PER_TOKEN / COPY_BW
-                out[name] = s
-                print(f"tg{steps} {name}: {s['median']:.1f} tok/s (min {s['min']:.1f}, max {s['max']:.1f})", flush=True)
-            except Exception:
-                results["errors"].append(f"tg {name}: {traceback.format_exc()[-1500:]}")
-                print(results["errors"][-1], flush=True)
-    names = list(tokens)
-    results["tg128_token_agreement"] = {                  # the same greedy run, variant against variant
-        f"{a} vs {b}": sum(x == y for x, y in zip(tokens[a], tokens[b])) / steps
-        for i, a in enumerate(names) for b in names[i + 1:]}
-    print("greedy tokens agree:", results["tg128_token_agreement"], flush=True)
-    tier.cuda_graph, tier.gemv = True, "triton"
-
-
-def bench_pp(results, tier, length=520, repeats=10, warmup=3):
-    ids = torch.randint(0, tier.config.vocab_size, (1, length), generator=torch.Generator().manual_seed(1))
-    out = results.setdefault("pp520", {})
-    for graph, backend in ((False, "triton"), (False, "cublas"), (True, "triton")):
-        name = f"{'graph' if graph else 'eager'}/{backend}"
-        try:
-            tier.prefill_graph, tier.gemv = graph, backend
-            rates = []
-            for r in range(warmup + repeats):
-                state = tier.new_state(1, 4096)
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                tier.prefill(ids, state)
-                end.record()
-                end.synchronize()
-                if r >= warmup:
-                    rates.append(length / (start.elapsed_time(end) / 1e3))
-            out[name] = stats(rates)
-            print(f"pp{length} {name}: {out[name]['median']:.0f} tok/s", flush=True)
-        except Exception:
-            results["errors"].append(f"pp {name}: {traceback.format_exc()[-1500:]}")
-            print(results["errors"][-1], flush=True)
-    tier.prefill_graph, tier.gemv = True, "triton"
-
-
 def bench_profile(results, tier, steps=20):
     """Device time per kernel name over `steps` graph-replayed decode steps."""
     from torch.profiler import ProfilerActivity, profile
@@ -224,14 +156,6 @@ def bench_profile(results, tier, steps=20):
     results["profile"] = out
 
 
-def copy_bandwidth(results):
-    a = torch.empty(2**30, dtype=torch.bfloat16, device="cuda")
-    b = torch.empty_like(a)
-    t = graph_time_ms(lambda: b.copy_(a), 1, replays=10)
-    results["copy_TBps"] = 2 * a.numel() * 2 / t["median"] / 1e9
-    print(f"device copy: {results['copy_TBps']:.2f} TB/s", flush=True)
-
-
 def write(results, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "triton_dev.json"), "w") as f:
@@ -245,23 +169,6 @@ def markdown(r):
     lines = [f"# Triton tier on {env.get('device')} ({env.get('date')})", "",
              f"torch {env.get('torch')}, triton {env.get('triton')}, CUDA {env.get('cuda')}, commit {env.get('commit')}. "
              "Batch 1, bf16, random weights; medians of repeats (min–max).", ""]
-    if "tg128" in r:
-        lines += ["## tg128 (16-token prompt, 128 greedy steps)", "", "| decode | gemv | tok/s | min–max | of copy BW |",
-                  "| --- | --- | --- | --- | --- |"]
-        for name, s in r["tg128"].items():
-            mode, backend = name.split("/")
-            lines.append(f"| {mode} | {backend} | {s['median']:.1f} | {s['min']:.1f}–{s['max']:.1f} | "
-                         f"{100 * s['bandwidth_fraction']:.0f}% |")
-        lines.append("")
-        for pair, share in r.get("tg128_token_agreement", {}).items():
-            lines.append(f"- greedy tokens, {pair}: {100 * share:.0f}% the same")
-        lines.append("")
-    if "pp520" in r:
-        lines += ["## pp520", "", "| prefill | gemv | tok/s | min–max |", "| --- | --- | --- | --- |"]
-        for name, s in r["pp520"].items():
-            mode, backend = name.split("/")
-            lines.append(f"| {mode} | {backend} | {s['median']:.0f} | {s['min']:.0f}–{s['max']:.0f} |")
-        lines.append("")
     if "gemv_all" in r:
         g = r["gemv_all"]
         lines += ["## Every GEMV of one decode step in one graph", "", "| backend | ms | tok/s bound | TB/s |",
@@ -301,24 +208,30 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for triton_dev.{json,md}")
     parser.add_argument("--no-sweep", action="store_true", help="time only the chosen GEMV config per shape")
-    parser.add_argument("--sections", default="copy,gemv,tg,pp,gemv_all,profile")
+    parser.add_argument("--sections", default="gemv,gemv_all,profile")
     args = parser.parse_args(argv)
 
-    from compare.common import environment
+    import triton
+
     from reference import ModelConfig, random_weights
     from triton_kernels.tier import TritonTier
 
-    results = {"environment": environment(), "errors": []}
-    results["environment"]["sm_count"] = torch.cuda.get_device_properties(0).multi_processor_count
+    steps = {"gemv": lambda: bench_gemv(results, sweep=not args.no_sweep),
+             "gemv_all": lambda: bench_gemv_all(results, tier), "profile": lambda: bench_profile(results, tier)}
     sections = args.sections.split(",")
+    unknown = [s for s in sections if s not in steps]
+    if unknown:
+        parser.error(f"--sections: unknown {unknown}; expected some of {list(steps)}")
+    props = torch.cuda.get_device_properties(0)
+    results = {"environment": {"device": props.name, "sm_count": props.multi_processor_count, "torch": torch.__version__,
+                               "triton": triton.__version__, "cuda": torch.version.cuda,
+                               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                               "commit": os.environ.get("WORKBENCH_COMMIT", "unknown")}, "errors": []}
     tier = None
-    if {"tg", "pp", "gemv_all", "profile"} & set(sections):
+    if {"gemv_all", "profile"} & set(sections):
         config = ModelConfig.qwen3_5_0_8b()
         tier = TritonTier(config, random_weights(config, seed=0, dtype=torch.bfloat16), device="cuda",
                           dtype=torch.bfloat16)
-    steps = {"copy": lambda: copy_bandwidth(results), "gemv": lambda: bench_gemv(results, sweep=not args.no_sweep),
-             "tg": lambda: bench_tg(results, tier), "pp": lambda: bench_pp(results, tier),
-             "gemv_all": lambda: bench_gemv_all(results, tier), "profile": lambda: bench_profile(results, tier)}
     for name in sections:
         try:
             steps[name]()

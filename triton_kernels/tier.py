@@ -29,6 +29,8 @@ MAX_PREFILL_GRAPHS = 8
 
 class TritonTier(Tier):
     name = "triton"
+    part_timing = "layer hooks, eager (a replayed graph fires no hooks)"
+    variant_attributes = ("cuda_graph", "prefill_graph", "gemv")
 
     @classmethod
     def unavailable_reason(cls, device):
@@ -135,3 +137,13 @@ class TritonTier(Tier):
         if self._use_graph("decode"):
             return self._captured("decode", token_ids, state).run(token_ids, state)[1].clone()
         return self._decode_step(token_ids, state)[1]
+
+    @torch.inference_mode()
+    def _decode_timed(self, token_ids, state, marks):
+        """The step eagerly (hooks cannot fire inside a captured graph), a mark as each part ends."""
+        from .lm_head import argmax
+
+        marks.mark("start")
+        logits = self.model.forward(token_ids[:, None], state, None, layer_hook=marks.mark)
+        state.pos += 1
+        return argmax(logits)

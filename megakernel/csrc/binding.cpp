@@ -1,205 +1,356 @@
-// torch binding of the decode megakernel: raw device pointers in, one cooperative launch out.
+// The megakernel tier's kernels as torch operators (namespace qwen35_megakernel, CUDA only):
+//   decode                one decode step: the megakernel (megakernel.cuh)
+//   prefill_*             the fast prefill's fused kernels (prefill.cuh)
+// Every op has a named schema (the tensors it writes marked `(a!)`), checks what it is given
+// (dtype, device, shape against shapes.cuh) before launching on the current stream, and has a
+// fake (meta) implementation in megakernel/ops.py, so `torch.library.opcheck` and
+// `torch.compile(fullgraph=True)` see them as first-class ops. The Python module adds
+// `configure(device)` and `constants()` (every number of shapes.cuh).
 #include <torch/extension.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+
+#include <mutex>
 
 #include "megakernel.cuh"
 #include "prefill.cuh"
 
 namespace {
 
-constexpr int N_PTRS = 23;
-constexpr int N_INTS = 10;
+using torch::Tensor;
 
-// -> [blocks_per_sm, num_sms, smem_bytes, ring_slots, ring_smem_bytes] (ring_slots 0: no MKF_RING here)
-std::vector<int64_t> configure(int64_t device) {
-  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
-  int blocks_per_sm = 0, num_sms = 0, ring_slots = 0;
-  const cudaError_t e = mk::configure(static_cast<int>(device), &blocks_per_sm, &num_sms, &ring_slots);
-  TORCH_CHECK(e == cudaSuccess, "megakernel: configuring the kernel failed: ", cudaGetErrorString(e));
-  return {blocks_per_sm, num_sms, mk::smem_bytes(), ring_slots, ring_slots ? mk::ring_smem_bytes(ring_slots) : 0};
+// ---- argument checks ------------------------------------------------------------------------
+void check_tensor(const Tensor& t, const char* op, const char* what, c10::ScalarType dtype, c10::IntArrayRef shape) {
+  TORCH_CHECK(t.is_cuda(), op, ": ", what, " must be a CUDA tensor (got one on ", t.device(), ")");
+  TORCH_CHECK(t.scalar_type() == dtype, op, ": ", what, " must be ", dtype, " (got ", t.scalar_type(), ")");
+  TORCH_CHECK(t.is_contiguous(), op, ": ", what, " must be contiguous");
+  TORCH_CHECK(shape.empty() || t.sizes() == shape, op, ": ", what, " has shape ", t.sizes(), "; expected ", shape);
 }
-
-template <class T>
-T* ptr(int64_t v) { return reinterpret_cast<T*>(static_cast<uintptr_t>(v)); }
-
-void launch(int64_t device, const std::vector<int64_t>& p, const std::vector<int64_t>& n) {
-  TORCH_CHECK(p.size() == N_PTRS, "megakernel.launch: expected ", N_PTRS, " pointers, got ", p.size());
-  TORCH_CHECK(n.size() == N_INTS, "megakernel.launch: expected ", N_INTS, " ints, got ", n.size());
-  mk::Args a{};
-  a.layers = ptr<const uint64_t>(p[0]);
-  a.embed = ptr<const uint16_t>(p[1]);
-  a.final_norm = ptr<const uint16_t>(p[2]);
-  a.dn_state = ptr<float>(p[3]);
-  a.conv_ring = ptr<uint16_t>(p[4]);
-  a.k_cache = ptr<uint16_t>(p[5]);
-  a.v_cache = ptr<uint16_t>(p[6]);
-  a.hidden = ptr<uint16_t>(p[7]);
-  a.zab = ptr<uint16_t>(p[8]);
-  a.obuf = ptr<uint16_t>(p[9]);
-  a.qkv = ptr<uint16_t>(p[10]);
-  a.attn = ptr<uint16_t>(p[11]);
-  a.act = ptr<uint16_t>(p[12]);
-  a.apart = ptr<float>(p[13]);
-  a.amax_val = ptr<float>(p[14]);
-  a.amax_idx = ptr<int>(p[15]);
-  a.sync = ptr<unsigned>(p[16]);
-  a.token = ptr<const int64_t>(p[17]);
-  a.out_token = ptr<int64_t>(p[18]);
-  a.logits = ptr<float>(p[19]);
-  a.trace = ptr<float>(p[20]);
-  a.times = ptr<unsigned long long>(p[21]);
-  a.rope = ptr<const uint16_t>(p[22]);
-  a.max_seq = static_cast<int>(n[0]);
-  a.pos = static_cast<int>(n[1]);
-  a.nsplit = static_cast<int>(n[2]);
-  a.bar_base = static_cast<unsigned>(n[3] & 0xffffffffLL);
-  a.pf_dist = static_cast<int>(n[4]);
-  a.stop_after = static_cast<int>(n[5]);
-  const int grid = static_cast<int>(n[6]);
-  a.flags = static_cast<int>(n[7]);
-  a.ring_slots = static_cast<int>(n[8]);
-  a.ring_inflight = static_cast<int>(n[9]);
-  TORCH_CHECK(!(a.flags & mk::MKF_RING) || (a.ring_slots >= mk::RING_MIN_SLOTS && a.ring_slots <= mk::RING_MAX_SLOTS),
-              "megakernel.launch: the ring schedule (MKF_RING) needs ", mk::RING_MIN_SLOTS, "..", mk::RING_MAX_SLOTS,
-              " slots; configure() found room for ", a.ring_slots, " on this GPU");
-  TORCH_CHECK(a.nsplit >= 1 && a.nsplit <= mk::ATT_MAX_SPLIT && a.nsplit <= a.pos + 1,
-              "megakernel.launch: nsplit ", a.nsplit, " outside [1, min(", mk::ATT_MAX_SPLIT, ", pos + 1)]");
-  TORCH_CHECK(a.pos >= 0 && a.pos < a.max_seq, "megakernel.launch: pos ", a.pos, " outside [0, max_seq=", a.max_seq, ")");
-  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
-  const cudaError_t e = mk::launch(a, grid, stream);
-  TORCH_CHECK(e == cudaSuccess, "megakernel: launch failed: ", cudaGetErrorString(e));
-}
-
-// ---- prefill kernels (prefill.cuh): tensors in, checked, launched on the current stream ----
-const uint16_t* cbf(const torch::Tensor& t, const char* what) {
-  TORCH_CHECK(t.is_cuda() && t.scalar_type() == torch::kBFloat16 && t.is_contiguous(),
-              "megakernel prefill: ", what, " must be a contiguous CUDA bfloat16 tensor, got ", t.scalar_type(),
-              t.is_cuda() ? "" : " on the CPU", t.is_contiguous() ? "" : " (not contiguous)");
-  return reinterpret_cast<const uint16_t*>(t.data_ptr());
-}
-uint16_t* mbf(const torch::Tensor& t, const char* what) { return const_cast<uint16_t*>(cbf(t, what)); }
-float* f32(const torch::Tensor& t, const char* what) {
-  TORCH_CHECK(t.is_cuda() && t.scalar_type() == torch::kFloat32 && t.is_contiguous(),
-              "megakernel prefill: ", what, " must be a contiguous CUDA float32 tensor");
-  return t.data_ptr<float>();
-}
-const int64_t* i64(const torch::Tensor& t, const char* what) {
-  TORCH_CHECK(t.is_cuda() && t.scalar_type() == torch::kInt64 && t.is_contiguous(),
-              "megakernel prefill: ", what, " must be a contiguous CUDA int64 tensor");
-  return t.data_ptr<int64_t>();
-}
-cudaStream_t stream_of(const torch::Tensor& t) {
-  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
-}
-void ok(cudaError_t e, const char* what) { TORCH_CHECK(e == cudaSuccess, "megakernel prefill: ", what, ": ", cudaGetErrorString(e)); }
-
-int rows(const torch::Tensor& t, int64_t width, const char* what) {
-  TORCH_CHECK(t.dim() >= 1 && t.numel() % width == 0, "megakernel prefill: ", what, " is not a [T, ", width, "] buffer");
+// a [..., width] buffer of T rows
+int rows_of(const Tensor& t, int64_t width, const char* op, const char* what) {
+  TORCH_CHECK(t.dim() >= 1 && t.numel() % width == 0, op, ": ", what, " is not a [T, ", width, "] buffer (", t.sizes(), ")");
   return static_cast<int>(t.numel() / width);
 }
+template <class T>
+T* ptr(const Tensor& t) { return t.numel() ? reinterpret_cast<T*>(t.data_ptr()) : nullptr; }
+cudaStream_t stream_of(const Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
+void ok(cudaError_t e, const char* op) { TORCH_CHECK(e == cudaSuccess, op, ": ", cudaGetErrorString(e)); }
 
-void p_add_rms_norm(const c10::optional<torch::Tensor>& x, const c10::optional<torch::Tensor>& ids,
-                    const torch::Tensor& embed, const torch::Tensor& residual, const torch::Tensor& w,
-                    const torch::Tensor& out, double eps) {
-  const int T = rows(out, mk::D, "out");
-  TORCH_CHECK(rows(residual, mk::D, "residual") == T, "megakernel prefill: residual and out differ in T");
+// ---- configure: once per device -------------------------------------------------------------
+mk::Config configured(int device) {
+  static std::mutex mutex;
+  static std::vector<std::pair<int, mk::Config>> done;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [d, c] : done)
+    if (d == device) return c;
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  mk::Config c{};
+  ok(mk::configure(device, &c), "qwen35_megakernel.configure");
+  done.emplace_back(device, c);
+  return c;
+}
+
+py::dict configure_py(int64_t device) {
+  const mk::Config c = configured(static_cast<int>(device));
+  py::dict d;
+  d["blocks_per_sm"] = c.blocks_per_sm;
+  d["num_sms"] = c.num_sms;
+  d["smem_bytes"] = c.smem_bytes;
+  d["ring_slots"] = c.ring_slots;
+  d["ring_smem_bytes"] = c.ring_smem_bytes;
+  return d;
+}
+
+// ---- decode -------------------------------------------------------------------------------------
+void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_norm, const Tensor& dn_state,
+            const Tensor& conv_ring, const Tensor& k_cache, const Tensor& v_cache, const Tensor& rope,
+            const Tensor& workspace, const Tensor& sync, const Tensor& token, const Tensor& next_token,
+            const Tensor& logits, const Tensor& trace, const Tensor& times, int64_t pos, int64_t nsplit, int64_t grid,
+            int64_t schedule, int64_t ring_slots, int64_t stop_after) {
+  using namespace mk;
+  const char* op = "qwen35_megakernel.decode";
+  const auto bf = torch::kBFloat16, f32 = torch::kFloat32;
+  check_tensor(layer_table, op, "layer_table", torch::kInt64, {NLAYER, NSLOT});
+  check_tensor(embed, op, "embed", bf, {VOCAB, D});
+  check_tensor(final_norm, op, "final_norm", bf, {D});
+  check_tensor(dn_state, op, "dn_state", f32, {NDN, DN_H, DN_DV, DN_DK});
+  check_tensor(conv_ring, op, "conv_ring", bf, {NDN, CONV_K, DN_CONV});
+  TORCH_CHECK(k_cache.dim() == 4, op, ": k_cache must be [", NFA, ", ", FA_HKV, ", max_seq, ", FA_HD, "]");
+  const int64_t max_seq = k_cache.size(2);
+  check_tensor(k_cache, op, "k_cache", bf, {NFA, FA_HKV, max_seq, FA_HD});
+  check_tensor(v_cache, op, "v_cache", bf, {NFA, FA_HKV, max_seq, FA_HD});
+  check_tensor(rope, op, "rope", bf, {max_seq, 2, FA_ROT / 2});
+  check_tensor(workspace, op, "workspace", torch::kUInt8, {WS_BYTES});
+  check_tensor(sync, op, "sync", torch::kInt32, {SYNC_WORDS});
+  check_tensor(token, op, "token", torch::kInt64, {1});
+  check_tensor(next_token, op, "next_token", torch::kInt64, {1});
+  if (logits.numel()) check_tensor(logits, op, "logits", f32, {VOCAB});
+  if (trace.numel()) check_tensor(trace, op, "trace", f32, {NLAYER + 2, D});
+  if (times.numel()) check_tensor(times, op, "times", torch::kInt64, {times_words(static_cast<int>(grid))});
+  for (const Tensor* t : {&embed, &final_norm, &dn_state, &conv_ring, &k_cache, &v_cache, &rope, &workspace, &sync, &token,
+                          &next_token})
+    TORCH_CHECK(t->device() == layer_table.device(), op, ": every tensor must be on ", layer_table.device());
+  const int device = layer_table.device().index();
+  const Config c = configured(device);
+  const int max_grid = std::min(c.num_sms * std::min(c.blocks_per_sm, 1), MAX_GRID);
+  TORCH_CHECK(grid >= 1 && grid <= max_grid, op, ": grid ", grid, " outside [1, ", max_grid, "] (blocks resident at once)");
+  TORCH_CHECK(schedule == SCHEDULE_RING || schedule == SCHEDULE_REGISTER || schedule == SCHEDULE_STREAM_ONLY, op,
+              ": schedule ", schedule, " is not one of ring (0), register (1), stream-only (2)");
+  TORCH_CHECK(schedule == SCHEDULE_REGISTER || (ring_slots >= RING_MIN_SLOTS && ring_slots <= c.ring_slots), op,
+              ": the ring schedule needs ", RING_MIN_SLOTS, "..", c.ring_slots, " slots (configure() found room for ",
+              c.ring_slots, " on this GPU); got ring_slots ", ring_slots);
+  TORCH_CHECK(pos >= 0 && pos < max_seq, op, ": pos ", pos, " outside [0, max_seq=", max_seq, ")");
+  TORCH_CHECK(nsplit >= 1 && nsplit <= ATT_MAX_SPLIT && nsplit <= pos + 1, op, ": nsplit ", nsplit, " outside [1, min(",
+              ATT_MAX_SPLIT, ", pos + 1)]");
+  TORCH_CHECK(stop_after >= -1 && stop_after < NPHASES, op, ": stop_after ", stop_after, " outside [-1, ", NPHASES, ")");
+  Args a{};
+  a.layers = ptr<const uint64_t>(layer_table);
+  a.embed = ptr<const uint16_t>(embed);
+  a.final_norm = ptr<const uint16_t>(final_norm);
+  a.dn_state = ptr<float>(dn_state);
+  a.conv_ring = ptr<uint16_t>(conv_ring);
+  a.k_cache = ptr<uint16_t>(k_cache);
+  a.v_cache = ptr<uint16_t>(v_cache);
+  a.rope = ptr<const uint16_t>(rope);
+  a.max_seq = static_cast<int>(max_seq);
+  uint8_t* ws = ptr<uint8_t>(workspace);
+  a.hidden = reinterpret_cast<uint16_t*>(ws + WS_HIDDEN);
+  a.zab = reinterpret_cast<uint16_t*>(ws + WS_ZAB);
+  a.obuf = reinterpret_cast<uint16_t*>(ws + WS_OBUF);
+  a.qkv = reinterpret_cast<uint16_t*>(ws + WS_QKV);
+  a.attn = reinterpret_cast<uint16_t*>(ws + WS_ATTN);
+  a.act = reinterpret_cast<uint16_t*>(ws + WS_ACT);
+  a.apart = reinterpret_cast<float*>(ws + WS_APART);
+  a.amax_val = reinterpret_cast<float*>(ws + WS_AMAX_VAL);
+  a.amax_idx = reinterpret_cast<int*>(ws + WS_AMAX_IDX);
+  a.sync = ptr<unsigned>(sync);
+  a.token = ptr<const int64_t>(token);
+  a.out_token = ptr<int64_t>(next_token);
+  a.logits = ptr<float>(logits);
+  a.trace = ptr<float>(trace);
+  a.times = ptr<unsigned long long>(times);
+  a.pos = static_cast<int>(pos);
+  a.nsplit = static_cast<int>(nsplit);
+  a.stop_after = static_cast<int>(stop_after);
+  a.schedule = static_cast<int>(schedule);
+  a.ring_slots = static_cast<int>(ring_slots);
+  c10::cuda::CUDAGuard guard(layer_table.device());
+  ok(launch(a, static_cast<int>(grid), stream_of(layer_table)), op);
+}
+
+// ---- prefill ------------------------------------------------------------------------------------
+// (their state is reached through a device table of 5 pointers, prefill.cuh StateSlot, so one
+// captured CUDA graph serves every state of a shape: what they read and write through it is not
+// in their schemas; the prefill is a captured graph, not something torch.compile traces)
+const auto BF = torch::kBFloat16;
+const auto F32 = torch::kFloat32;
+const auto I64 = torch::kInt64;
+
+void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Tensor>& ids, const Tensor& embed,
+                          const Tensor& residual, const Tensor& w, const Tensor& out, double eps) {
+  const char* op = "qwen35_megakernel.prefill_add_rms_norm";
+  const int T = rows_of(out, mk::D, op, "out");
+  check_tensor(residual, op, "residual", BF, {T, mk::D});
+  check_tensor(out, op, "out", BF, {T, mk::D});
+  check_tensor(embed, op, "embed", BF, {mk::VOCAB, mk::D});
+  check_tensor(w, op, "w", BF, {mk::D});
+  if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
+  if (ids) check_tensor(*ids, op, "ids", I64, {T});
   c10::cuda::CUDAGuard g(out.device());
-  ok(mkp::add_rms_norm(x ? cbf(*x, "x") : nullptr, ids ? i64(*ids, "ids") : nullptr, cbf(embed, "embed"),
-                       mbf(residual, "residual"), cbf(w, "w"), mbf(out, "out"), T, static_cast<float>(eps),
-                       stream_of(out)), "add_rms_norm");
+  ok(mkp::add_rms_norm(x ? ptr<const uint16_t>(*x) : nullptr, ids ? ptr<const int64_t>(*ids) : nullptr,
+                       ptr<const uint16_t>(embed), ptr<uint16_t>(residual), ptr<const uint16_t>(w), ptr<uint16_t>(out), T,
+                       static_cast<float>(eps), stream_of(out)), op);
 }
 
-void p_dn_prep(const torch::Tensor& proj, const torch::Tensor& table, int64_t slot, int64_t start,
-               const torch::Tensor& conv_w, const torch::Tensor& a_log, const torch::Tensor& dt_bias,
-               const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& g,
-               const torch::Tensor& beta) {
-  const int T = rows(proj, mk::DN_WIN, "proj");
+void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, int64_t start, const Tensor& conv_w,
+                     const Tensor& a_log, const Tensor& dt_bias, const Tensor& q, const Tensor& k, const Tensor& v,
+                     const Tensor& g, const Tensor& beta) {
+  const char* op = "qwen35_megakernel.prefill_dn_prep";
+  const int T = rows_of(proj, mk::DN_WIN, op, "proj");
+  check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
+  check_tensor(conv_w, op, "conv_w", BF, {mk::DN_CONV, mk::CONV_K});
+  check_tensor(a_log, op, "A_log", BF, {mk::DN_H});
+  check_tensor(dt_bias, op, "dt_bias", BF, {mk::DN_H});
+  for (const auto& [t, what] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) check_tensor(*t, op, what, BF, {1, T, mk::DN_H, mk::DN_DK});
+  check_tensor(g, op, "g", F32, {1, T, mk::DN_H});
+  check_tensor(beta, op, "beta", F32, {1, T, mk::DN_H});
+  TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   c10::cuda::CUDAGuard guard(proj.device());
-  ok(mkp::dn_prep(cbf(proj, "proj"), i64(table, "table"), slot, start, cbf(conv_w, "conv_w"), cbf(a_log, "A_log"),
-                  cbf(dt_bias, "dt_bias"), mbf(q, "q"), mbf(k, "k"), mbf(v, "v"), f32(g, "g"), f32(beta, "beta"), T,
-                  stream_of(proj)), "dn_prep");
+  ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, start, ptr<const uint16_t>(conv_w),
+                  ptr<const uint16_t>(a_log), ptr<const uint16_t>(dt_bias), ptr<uint16_t>(q), ptr<uint16_t>(k), ptr<uint16_t>(v),
+                  ptr<float>(g), ptr<float>(beta), T, stream_of(proj)), op);
 }
 
-void p_dn_out_norm(const torch::Tensor& o, const torch::Tensor& proj, const torch::Tensor& w, const torch::Tensor& table,
-                   int64_t slot, int64_t start, const torch::Tensor& out, double eps) {
-  const int T = rows(proj, mk::DN_WIN, "proj");
+void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, const Tensor& table, int64_t layer,
+                         int64_t start, const Tensor& out, double eps) {
+  const char* op = "qwen35_megakernel.prefill_dn_out_norm";
+  const int T = rows_of(proj, mk::DN_WIN, op, "proj");
+  check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
+  check_tensor(o, op, "o", BF, {1, T, mk::DN_H, mk::DN_DV});
+  check_tensor(w, op, "norm weight", BF, {mk::DN_DV});
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
+  check_tensor(out, op, "out", BF, {T, mk::DN_VAL});
+  TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   c10::cuda::CUDAGuard guard(proj.device());
-  ok(mkp::dn_out_norm(cbf(o, "o"), cbf(proj, "proj"), cbf(w, "norm weight"), i64(table, "table"), slot, start,
-                      mbf(out, "out"), T, static_cast<float>(eps), stream_of(proj)), "dn_out_norm");
+  ok(mkp::dn_out_norm(ptr<const uint16_t>(o), ptr<const uint16_t>(proj), ptr<const uint16_t>(w), ptr<const int64_t>(table),
+                      layer, start, ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(proj)), op);
 }
 
-void p_dn_state_in(const torch::Tensor& table, const torch::Tensor& dst) {
+void prefill_dn_state_in(const Tensor& table, const Tensor& dst) {
+  const char* op = "qwen35_megakernel.prefill_dn_state_in";
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
+  check_tensor(dst, op, "dst", F32, {mk::NDN, mk::DN_H, mk::DN_DV, mk::DN_DK});
   c10::cuda::CUDAGuard guard(dst.device());
-  ok(mkp::dn_state_in(i64(table, "table"), f32(dst, "dst"), stream_of(dst)), "dn_state_in");
+  ok(mkp::dn_state_in(ptr<const int64_t>(table), ptr<float>(dst), stream_of(dst)), op);
 }
 
-void p_dn_state_out(const torch::Tensor& table, int64_t slot, const torch::Tensor& src) {
+void prefill_dn_state_out(const Tensor& table, int64_t layer, const Tensor& src) {
+  const char* op = "qwen35_megakernel.prefill_dn_state_out";
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
+  check_tensor(src, op, "src", F32, {1, mk::DN_H, mk::DN_DV, mk::DN_DK});
+  TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   c10::cuda::CUDAGuard guard(src.device());
-  ok(mkp::dn_state_out(i64(table, "table"), slot, f32(src, "src"), stream_of(src)), "dn_state_out");
+  ok(mkp::dn_state_out(ptr<const int64_t>(table), layer, ptr<const float>(src), stream_of(src)), op);
 }
 
-void p_silu_mul(const torch::Tensor& gu, const torch::Tensor& out) {
-  c10::cuda::CUDAGuard guard(gu.device());
-  ok(mkp::silu_mul(cbf(gu, "gate_up"), mbf(out, "out"), rows(gu, 2 * mk::INTER, "gate_up"), stream_of(gu)), "silu_mul");
+void prefill_silu_mul(const Tensor& gate_up, const Tensor& out) {
+  const char* op = "qwen35_megakernel.prefill_silu_mul";
+  const int T = rows_of(gate_up, 2 * mk::INTER, op, "gate_up");
+  check_tensor(gate_up, op, "gate_up", BF, {T, 2 * mk::INTER});
+  check_tensor(out, op, "out", BF, {T, mk::INTER});
+  c10::cuda::CUDAGuard guard(gate_up.device());
+  ok(mkp::silu_mul(ptr<const uint16_t>(gate_up), ptr<uint16_t>(out), T, stream_of(gate_up)), op);
 }
 
-void p_attn_prep(const torch::Tensor& proj, const torch::Tensor& q_w, const torch::Tensor& k_w, const torch::Tensor& table,
-                 int64_t slot, int64_t start, int64_t max_seq, const torch::Tensor& qbuf, const torch::Tensor& kv,
-                 double eps) {
-  const int T = rows(proj, mk::FA_QKV, "proj");
-  TORCH_CHECK(kv.numel() == 2LL * mk::FA_HKV * (start + T) * mk::FA_HD, "megakernel prefill: kv is not [2, 2, start + T, 256]");
+void prefill_attn_prep(const Tensor& proj, const Tensor& q_w, const Tensor& k_w, const Tensor& table, int64_t layer,
+                       int64_t start, int64_t max_seq, const Tensor& qbuf, const Tensor& kv, double eps) {
+  const char* op = "qwen35_megakernel.prefill_attn_prep";
+  const int T = rows_of(proj, mk::FA_QKV, op, "proj");
+  check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
+  check_tensor(q_w, op, "q_norm", BF, {mk::FA_HD});
+  check_tensor(k_w, op, "k_norm", BF, {mk::FA_HD});
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
+  check_tensor(qbuf, op, "qbuf", BF, {1, mk::FA_HQ, T, mk::FA_HD});
+  check_tensor(kv, op, "kv", BF, {2, 1, mk::FA_HKV, start + T, mk::FA_HD});
+  TORCH_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
+  TORCH_CHECK(start >= 0 && start + T <= max_seq, op, ": positions [", start, ", ", start + T, ") outside max_seq ", max_seq);
   c10::cuda::CUDAGuard guard(proj.device());
-  ok(mkp::attn_prep(cbf(proj, "proj"), cbf(q_w, "q_norm"), cbf(k_w, "k_norm"), i64(table, "table"), slot, start,
-                    max_seq, mbf(qbuf, "qbuf"), mbf(kv, "kv"), T, static_cast<float>(eps), stream_of(proj)), "attn_prep");
+  ok(mkp::attn_prep(ptr<const uint16_t>(proj), ptr<const uint16_t>(q_w), ptr<const uint16_t>(k_w), ptr<const int64_t>(table),
+                    layer, start, max_seq, ptr<uint16_t>(qbuf), ptr<uint16_t>(kv), T, static_cast<float>(eps), stream_of(proj)),
+     op);
 }
 
-void p_kv_prefix(const torch::Tensor& table, int64_t slot, int64_t start, int64_t max_seq, const torch::Tensor& kv) {
-  const int n_ctx = static_cast<int>(kv.numel() / (2LL * mk::FA_HKV * mk::FA_HD));
+void prefill_kv_prefix(const Tensor& table, int64_t layer, int64_t start, int64_t max_seq, const Tensor& kv) {
+  const char* op = "qwen35_megakernel.prefill_kv_prefix";
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
+  TORCH_CHECK(kv.dim() == 5, op, ": kv must be [2, 1, ", mk::FA_HKV, ", n_ctx, ", mk::FA_HD, "]");
+  check_tensor(kv, op, "kv", BF, {2, 1, mk::FA_HKV, kv.size(3), mk::FA_HD});
+  TORCH_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
+  TORCH_CHECK(start >= 0 && start <= kv.size(3) && start <= max_seq, op, ": start ", start, " outside [0, n_ctx]");
   c10::cuda::CUDAGuard guard(kv.device());
-  ok(mkp::kv_prefix(i64(table, "table"), slot, start, max_seq, mbf(kv, "kv"), n_ctx, stream_of(kv)), "kv_prefix");
+  ok(mkp::kv_prefix(ptr<const int64_t>(table), layer, start, max_seq, ptr<uint16_t>(kv), static_cast<int>(kv.size(3)),
+                    stream_of(kv)), op);
 }
 
-void p_attn_gate(const torch::Tensor& o, const torch::Tensor& proj, const torch::Tensor& out) {
-  TORCH_CHECK(o.is_cuda() && o.scalar_type() == torch::kBFloat16 && o.dim() == 4 && o.stride(3) == 1,
-              "megakernel prefill: attention output must be a bf16 [1, 8, T, 256] tensor with unit last stride");
+void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& out) {
+  const char* op = "qwen35_megakernel.prefill_attn_gate";
+  const int T = rows_of(proj, mk::FA_QKV, op, "proj");
+  TORCH_CHECK(o.is_cuda() && o.scalar_type() == BF && o.dim() == 4 && o.size(0) == 1 && o.size(1) == mk::FA_HQ &&
+                  o.size(2) == T && o.size(3) == mk::FA_HD && o.stride(3) == 1,
+              op, ": o must be a CUDA bfloat16 [1, ", mk::FA_HQ, ", T, ", mk::FA_HD, "] tensor with unit last stride (got ",
+              o.sizes(), ")");
+  check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
+  check_tensor(out, op, "out", BF, {T, mk::FA_OIN});
   c10::cuda::CUDAGuard guard(proj.device());
-  ok(mkp::attn_gate(reinterpret_cast<const uint16_t*>(o.data_ptr()), o.stride(1), o.stride(2), cbf(proj, "proj"),
-                    mbf(out, "out"), rows(proj, mk::FA_QKV, "proj"), stream_of(proj)), "attn_gate");
+  ok(mkp::attn_gate(reinterpret_cast<const uint16_t*>(o.data_ptr()), o.stride(1), o.stride(2), ptr<const uint16_t>(proj),
+                    ptr<uint16_t>(out), T, stream_of(proj)), op);
 }
 
-void p_lm_head(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& logits) {
-  TORCH_CHECK(x.numel() == mk::D && w.numel() == static_cast<int64_t>(mk::VOCAB) * mk::D && logits.numel() == mk::VOCAB,
-              "megakernel prefill: lm_head wants x [1024], w [248320, 1024], logits [248320]");
+void prefill_lm_head(const Tensor& x, const Tensor& w, const Tensor& logits) {
+  const char* op = "qwen35_megakernel.prefill_lm_head";
+  check_tensor(x, op, "x", BF, {mk::D});
+  check_tensor(w, op, "w", BF, {mk::VOCAB, mk::D});
+  check_tensor(logits, op, "logits", F32, {mk::VOCAB});
   c10::cuda::CUDAGuard guard(x.device());
-  ok(mkp::lm_head(cbf(x, "x"), cbf(w, "w"), f32(logits, "logits"), mk::VOCAB, stream_of(x)), "lm_head");
+  ok(mkp::lm_head(ptr<const uint16_t>(x), ptr<const uint16_t>(w), ptr<float>(logits), mk::VOCAB, stream_of(x)), op);
+}
+
+// ---- every number of shapes.cuh, for the Python side ------------------------------------------------
+template <class T>
+py::object number(T v) {
+  if constexpr (std::is_enum_v<T>) return py::int_(static_cast<int>(v));
+  else return py::cast(v);
+}
+
+py::dict constants() {
+  using namespace mk;
+  py::dict d;
+#define MK_EXPORT(name) d[#name] = number(name)
+  MK_EXPORT(D); MK_EXPORT(INTER); MK_EXPORT(VOCAB); MK_EXPORT(NLAYER); MK_EXPORT(FULL_ATTENTION_INTERVAL);
+  MK_EXPORT(DN_H); MK_EXPORT(DN_DK); MK_EXPORT(DN_DV); MK_EXPORT(CONV_K); MK_EXPORT(FA_HQ); MK_EXPORT(FA_HKV);
+  MK_EXPORT(FA_HD); MK_EXPORT(FA_ROT); MK_EXPORT(RMS_EPS); MK_EXPORT(NFA); MK_EXPORT(NDN);
+  MK_EXPORT(DN_KEY); MK_EXPORT(DN_VAL); MK_EXPORT(DN_CONV); MK_EXPORT(DN_WIN_Z); MK_EXPORT(DN_WIN_B); MK_EXPORT(DN_WIN_A);
+  MK_EXPORT(DN_WIN); MK_EXPORT(FA_GROUP); MK_EXPORT(FA_WIN_K); MK_EXPORT(FA_WIN_V); MK_EXPORT(FA_QKV); MK_EXPORT(FA_OIN);
+  MK_EXPORT(THREADS); MK_EXPORT(NWARPS); MK_EXPORT(PHASES_PER_LAYER); MK_EXPORT(NPHASES); MK_EXPORT(NBARRIERS);
+  MK_EXPORT(DN_VSLICES); MK_EXPORT(DN_UNITS); MK_EXPORT(ATT_MAX_SPLIT); MK_EXPORT(ATT_PART); MK_EXPORT(OUT_MERGE_MAX);
+  MK_EXPORT(MAX_GRID); MK_EXPORT(RING_SLOT); MK_EXPORT(RING_MIN_SLOTS); MK_EXPORT(RING_MAX_SLOTS);
+  MK_EXPORT(SCHEDULE_RING); MK_EXPORT(SCHEDULE_REGISTER); MK_EXPORT(SCHEDULE_STREAM_ONLY);
+  MK_EXPORT(SL_IN_NORM); MK_EXPORT(SL_POST_NORM); MK_EXPORT(SL_WIN); MK_EXPORT(SL_CONV_W); MK_EXPORT(SL_A_LOG);
+  MK_EXPORT(SL_DT_BIAS); MK_EXPORT(SL_GNORM); MK_EXPORT(SL_Q_NORM); MK_EXPORT(SL_K_NORM); MK_EXPORT(SL_OUT);
+  MK_EXPORT(SL_GATE_UP); MK_EXPORT(SL_DOWN); MK_EXPORT(NSLOT);
+  MK_EXPORT(WS_HIDDEN); MK_EXPORT(WS_ZAB); MK_EXPORT(WS_OBUF); MK_EXPORT(WS_QKV); MK_EXPORT(WS_ATTN); MK_EXPORT(WS_ACT);
+  MK_EXPORT(WS_APART); MK_EXPORT(WS_AMAX_VAL); MK_EXPORT(WS_AMAX_IDX); MK_EXPORT(WS_BYTES);
+  MK_EXPORT(SYNC_BAR); MK_EXPORT(SYNC_EPOCH); MK_EXPORT(SYNC_LAST); MK_EXPORT(SYNC_ATT); MK_EXPORT(SYNC_WORDS);
+  MK_EXPORT(UNIT_STAMPS); MK_EXPORT(NTIMES);
+#undef MK_EXPORT
+  py::list kinds;
+  for (int l = 0; l < NLAYER; ++l) kinds.append(is_full_attention(l) ? "full_attention" : "linear_attention");
+  d["LAYER_TYPES"] = kinds;
+  d["PREFILL_STATE_SLOTS"] = static_cast<int>(mkp::ST_N);
+  return d;
 }
 
 }  // namespace
 
+TORCH_LIBRARY(qwen35_megakernel, m) {
+  m.def(
+      "decode(Tensor layer_table, Tensor embed, Tensor final_norm, Tensor(a!) dn_state, Tensor(b!) conv_ring, "
+      "Tensor(c!) k_cache, Tensor(d!) v_cache, Tensor rope, Tensor(e!) workspace, Tensor(f!) sync, Tensor token, "
+      "Tensor(g!) next_token, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, int pos, int nsplit, int grid, "
+      "int schedule, int ring_slots, int stop_after) -> ()");
+  m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
+        "float eps) -> ()");
+  m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, int start, Tensor conv_w, Tensor a_log, "
+        "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta) -> ()");
+  m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor state_table, int layer, int start, "
+        "Tensor(a!) out, float eps) -> ()");
+  m.def("prefill_dn_state_in(Tensor state_table, Tensor(a!) dst) -> ()");
+  m.def("prefill_dn_state_out(Tensor state_table, int layer, Tensor src) -> ()");
+  m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out) -> ()");
+  m.def("prefill_attn_prep(Tensor proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int start, int max_seq, "
+        "Tensor(a!) qbuf, Tensor(b!) kv, float eps) -> ()");
+  m.def("prefill_kv_prefix(Tensor state_table, int layer, int start, int max_seq, Tensor(a!) kv) -> ()");
+  m.def("prefill_attn_gate(Tensor o, Tensor proj, Tensor(a!) out) -> ()");
+  m.def("prefill_lm_head(Tensor x, Tensor w, Tensor(a!) logits) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(qwen35_megakernel, CUDA, m) {
+  m.impl("decode", &decode);
+  m.impl("prefill_add_rms_norm", &prefill_add_rms_norm);
+  m.impl("prefill_dn_prep", &prefill_dn_prep);
+  m.impl("prefill_dn_out_norm", &prefill_dn_out_norm);
+  m.impl("prefill_dn_state_in", &prefill_dn_state_in);
+  m.impl("prefill_dn_state_out", &prefill_dn_state_out);
+  m.impl("prefill_silu_mul", &prefill_silu_mul);
+  m.impl("prefill_attn_prep", &prefill_attn_prep);
+  m.impl("prefill_kv_prefix", &prefill_kv_prefix);
+  m.impl("prefill_attn_gate", &prefill_attn_gate);
+  m.impl("prefill_lm_head", &prefill_lm_head);
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "Qwen3.5-0.8B single-launch decode megakernel";
-  m.def("configure", &configure, "set the smem limits; -> [blocks_per_sm, num_sms, smem_bytes, ring_slots, ring_smem_bytes]");
-  m.def("launch", &launch, "one decode step: launch(device, pointers[23], ints[10])");
-  m.def("p_add_rms_norm", &p_add_rms_norm);
-  m.def("p_dn_prep", &p_dn_prep);
-  m.def("p_dn_out_norm", &p_dn_out_norm);
-  m.def("p_dn_state_in", &p_dn_state_in);
-  m.def("p_dn_state_out", &p_dn_state_out);
-  m.def("p_silu_mul", &p_silu_mul);
-  m.def("p_attn_prep", &p_attn_prep);
-  m.def("p_kv_prefix", &p_kv_prefix);
-  m.def("p_attn_gate", &p_attn_gate);
-  m.def("p_lm_head", &p_lm_head);
-  m.attr("N_PTRS") = N_PTRS;
-  m.attr("N_INTS") = N_INTS;
-  m.attr("NPHASES") = mk::NPHASES;
-  m.attr("NBARRIERS") = mk::NBARRIERS;
-  m.attr("NTIMES") = mk::NTIMES;
-  m.attr("RING_MAX_PRODUCERS") = mk::RING_MAX_PRODUCERS;
-  m.attr("SYNC_WORDS") = static_cast<int>(mk::SYNC_WORDS);
-  m.attr("ATT_MAX_SPLIT") = mk::ATT_MAX_SPLIT;
-  m.attr("ATT_PART") = mk::ATT_PART;
-  m.attr("NSLOT") = static_cast<int>(mk::NSLOT);
+  m.doc() = "Qwen3.5-0.8B megakernel tier: the ops are torch.ops.qwen35_megakernel.*";
+  m.def("configure", &configure_py, "set the kernels' shared-memory limits on a device (once) -> what fits there");
+  m.def("constants", &constants, "every number of csrc/shapes.cuh");
 }

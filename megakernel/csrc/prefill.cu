@@ -7,15 +7,27 @@
 #include <cuda_bf16.h>
 
 #include "prefill.cuh"
+#include "shapes.cuh"
 
 namespace mkp {
 namespace {
 
-constexpr int D = 1024, INTER = 3584;
-constexpr int DN_H = 16, DN_HD = 128, DN_CONV = 6144, DN_WIN = 8224, DN_Z = 6144, DN_B = 8192, DN_A = 8208;
-constexpr int DN_STATE = DN_H * DN_HD * DN_HD;  // floats per layer
-constexpr int N_DN = 18;
-constexpr int FA_HQ = 8, FA_HKV = 2, FA_HD = 256, FA_QKV = 5120, FA_K = 4096, FA_V = 4608, FA_ROT_HALF = 32;
+// the shapes (shapes.cuh), under this file's names
+using mk::D;
+using mk::DN_CONV;
+using mk::DN_H;
+using mk::DN_WIN;
+using mk::FA_HD;
+using mk::FA_HKV;
+using mk::FA_HQ;
+using mk::FA_QKV;
+using mk::INTER;
+constexpr int DN_HD = mk::DN_DK;  // = DN_DV: the gated norm's group and the state's side
+static_assert(mk::DN_DK == mk::DN_DV, "a DeltaNet head's q, k and v have one width");
+constexpr int DN_Z = mk::DN_WIN_Z, DN_B = mk::DN_WIN_B, DN_A = mk::DN_WIN_A;
+constexpr int DN_STATE = mk::DN_STATE_FLOATS;  // floats per layer
+constexpr int N_DN = mk::NDN;
+constexpr int FA_K = mk::FA_WIN_K, FA_V = mk::FA_WIN_V, FA_ROT_HALF = mk::FA_ROT / 2;
 
 __device__ __forceinline__ float rnd(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 __device__ __forceinline__ float siluf_(float x) { return x / (1.f + expf(-x)); }

@@ -1,53 +1,54 @@
 #!/usr/bin/env bash
-# The GPU report: `compare bench --layers` and `compare diff` on the built-in 0.8B model
-# with every tier, the GPU tests, and the long-prompt / generate stage. From the repo root
-# on the GPU machine:
-#     WORKBENCH_COMMIT=<sha> bash tests/gpu/run_all.sh [report] [tests] [long]   (default: all three)
-# Stages: report = bench --layers + diff; tests = every GPU test; long = bench of pp520,
-# pp4096, pp32768 for the fast tiers, the megakernel prefill breakdown
-# (python -m megakernel.bench_prefill) and `compare generate` with the triton and megakernel
-# tiers. All three take ~15 minutes on the lent H100, more than one 10-minute device call:
-# run `report`, `tests` and `long` as three calls.
-# fla (and pytest/hypothesis, where missing) are installed from ./.whl and ./.mkwhl when
-# present (the lent H100 has no fla). Each step has its own time limit so the results of
-# the earlier ones always come back. Results go to $OUT (default ./gpu-results); copy
-# them into docs/results/.
+# Everything the GPU machine runs, by stage, one device call per stage or two (each stage has its
+# own time limits so the earlier results always come back). From the repo root on the GPU machine:
+#     WORKBENCH_COMMIT=<sha> bash tests/gpu/run_all.sh [report] [tests] [sanitize] [long] [ab]
+# (default: report tests long). Results go to $OUT (default ./gpu-results); copy them into
+# docs/results/<date>-h100-<commit>/ with a README (docs/results/README.md says how).
+#   report    compare bench --layers and compare diff on the built-in 0.8B model, every tier
+#   tests     every GPU test but the sanitizers (TEST_K selects: pytest -k)
+#   sanitize  the compute-sanitizer tests (memcheck, synccheck, racecheck) of decode and prefill
+#   long      pp520, pp4096, pp32768 for the fast tiers, the megakernel prefill's breakdown
+#             (compare prefill) and compare generate with the triton and megakernel tiers
+#   ab        this tree against a base commit's tree in $AB_BASE (default ./.ab_old, a `git archive`
+#             copy, carried): the same bits (tests/gpu/ab_commits.py snapshot / compare) and
+#             compare bench of the megakernel (tg128, tg128 @ d4096, pp520), base and new alternating
+#             AB_ROUNDS times (default 2) in separate processes; ab.json, ab.log
+# flash-linear-attention (not in the GPU image) is installed from ./.whl when present.
 set -uo pipefail
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
+ROOT=$PWD
 # one pip call per folder: fla-core and flash-linear-attention share the fla/ package folder
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 fi
-missing=()
-for whl in .mkwhl/*.whl; do
-    [ -e "$whl" ] || continue
-    python3 -c "import $(basename "$whl" | cut -d- -f1)" 2>/dev/null || missing+=("$whl")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-tools "${missing[@]}"
-fi
-export PYTHONPATH=$PWD:/tmp/site:/tmp/site-tools:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+export PYTHONPATH=$ROOT:/tmp/site:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 export QWEN35_MEGAKERNEL_CACHE=${QWEN35_MEGAKERNEL_CACHE:-/tmp/qwen35-megakernel}
 stages=" ${*:-report tests long} "
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/device.txt"
 if [[ $stages == *" report "* ]]; then
-timeout ${BENCH_LIMIT:-240} python3 -m compare bench --layers --repeats 3 --layer-steps 5 --hf-repeats 1 --no-progress \
+timeout ${BENCH_LIMIT:-240} python3 -m compare bench --layers --repeats 3 --layer-steps 5 --slow-repeats 1 --no-progress \
     --json "$OUT/bench.json" --png "$OUT/bench_layers.png" > "$OUT/bench.md" 2>&1
 echo "bench: exit $?"; cat "$OUT/bench.md"
 timeout ${DIFF_LIMIT:-90} python3 -m compare diff --json "$OUT/diff.json" --png "$OUT/diff.png" > "$OUT/diff.txt" 2>&1
 echo "diff: exit $?"; cat "$OUT/diff.txt"
 fi
 if [[ $stages == *" tests "* ]]; then
-timeout ${TEST_LIMIT:-330} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests -k "${TEST_K:-not nothing}" \
+timeout ${TEST_LIMIT:-330} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests -k "not sanitizer and (${TEST_K:-not nothing})" \
     > "$OUT/gpu_tests.log" 2>&1
-echo "gpu tests: exit $?"; tail -15 "$OUT/gpu_tests.log"
+echo "gpu tests: exit $?"; tail -25 "$OUT/gpu_tests.log"
+fi
+if [[ $stages == *" sanitize "* ]]; then
+rm -f "$OUT/sanitizers.log"
+timeout ${SANITIZE_LIMIT:-420} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests -k sanitizer \
+    > "$OUT/sanitize_tests.log" 2>&1
+echo "sanitizer tests: exit $?"; tail -15 "$OUT/sanitize_tests.log"
 fi
 if [[ $stages == *" long "* ]]; then
 timeout ${LONG_BENCH_LIMIT:-200} python3 -m compare bench --tiers triton,megakernel --pp 520,4096,32768 --tg 0 --depth 0 \
     --repeats 3 --no-progress --json "$OUT/bench_long.json" > "$OUT/bench_long.md" 2>&1
 echo "long bench: exit $?"; cat "$OUT/bench_long.md"
-timeout ${PREFILL_BENCH_LIMIT:-150} python3 -m megakernel.bench_prefill --pp 1,63,65,520,4097,32768 --out "$OUT" \
+timeout ${PREFILL_BENCH_LIMIT:-150} python3 -m compare prefill --pp 1,63,65,520,4097,32768 --out "$OUT" \
     > "$OUT/prefill_bench.log" 2>&1
 echo "prefill breakdown: exit $?"; tail -9 "$OUT/prefill_bench.log"
 for tier in triton megakernel; do
@@ -58,4 +59,31 @@ for tier in triton megakernel; do
     done
 done
 tail -24 "$OUT/generate.txt"
+fi
+if [[ $stages == *" ab "* ]]; then
+BASE=${AB_BASE:-$ROOT/.ab_old}
+tmp=$(mktemp -d)
+{
+    echo "base tree: $BASE ($(cat "$BASE/COMMIT" 2>/dev/null || echo 'no COMMIT file')), new tree: $ROOT (${WORKBENCH_COMMIT:-?})"
+    # both builds at once (the JIT cache is keyed by the sources' hash): neither run waits for the other's
+    (cd "$BASE" && PYTHONPATH=$BASE:/tmp/site python3 -c "import megakernel.build as b; b.load()") > "$tmp/build_base.log" 2>&1 &
+    python3 -c "import megakernel.build as b; b.load()" > "$tmp/build_new.log" 2>&1
+    wait
+    tail -3 "$tmp/build_base.log" "$tmp/build_new.log"
+    (cd "$BASE" && PYTHONPATH=$BASE:/tmp/site WORKBENCH_COMMIT=$(cat "$BASE/COMMIT" 2>/dev/null || echo base) \
+        timeout 150 python3 "$ROOT/tests/gpu/ab_commits.py" snapshot "$tmp/snap_base.pt")
+    timeout 150 python3 tests/gpu/ab_commits.py snapshot "$tmp/snap_new.pt"
+    python3 tests/gpu/ab_commits.py compare "$tmp/snap_base.pt" "$tmp/snap_new.pt"
+    runs=()
+    for round in $(seq 1 ${AB_ROUNDS:-2}); do
+        for side in base new; do
+            dir=$ROOT; [ $side = base ] && dir=$BASE
+            (cd "$dir" && PYTHONPATH=$dir:/tmp/site timeout ${AB_BENCH_LIMIT:-150} python3 -m compare bench --tiers megakernel \
+                --pp 520 --tg 128 --depth 4096 --repeats 3 --no-progress --json "$tmp/$side$round.json" > "$tmp/$side$round.md" 2>&1)
+            echo "bench $side $round: exit $?"; grep -E "megakernel" "$tmp/$side$round.md"
+            runs+=("$tmp/$side$round.json")
+        done
+    done
+    python3 tests/gpu/ab_commits.py summary "$OUT/ab.json" "${runs[@]}"
+} 2>&1 | tee "$OUT/ab.log"
 fi

@@ -1,0 +1,179 @@
+"""`python -m compare ab`: A/B timing of variants of one tier in one process, interleaved
+(A B C A B C ...) so that a drift of the machine hits every variant alike.
+
+A variant is the tier with some of its `variant_attributes` changed:
+
+    python -m compare ab base g97:grid=97 reg:schedule=register --depth 4096      # the megakernel
+    python -m compare ab --tier triton graph eager:cuda_graph=false cublas:gemv=cublas
+
+`NAME[:attr=value,...]`; a value is an int where it reads as one, true/false, or a string.
+Rows: tg (`--tg` greedy steps after a 16-token prompt), tg after a `--depth`-token prompt,
+and the prefill of `--pp` tokens, each the median of `--reps` repeats per round; then the
+median over rounds, the change against the first variant, the tg rows as a fraction of the
+copy bandwidth measured in this run, and whether the variant's logits for one decode step
+(on copies of one prefilled state) equal the first variant's bit for bit (else their
+largest difference). Comparing two commits needs two processes: tests/gpu/run_all.sh ab.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import torch
+
+from reference import TierInputError
+
+from . import tables
+from .common import UsageError, add_model_arguments, environment, load_model, pick_device
+from .timing import (TG_PROMPT, Clock, EnergyMeter, copy_bandwidth, decode_steps, random_ids, tg_context,
+                     weight_bytes_per_step)
+from .tiers import load_tier, unavailable_reason
+
+
+def add_arguments(parser):
+    add_model_arguments(parser, default_config=None)
+    arg = parser.add_argument
+    arg("variants", nargs="+", help="NAME[:attr=value,...]; the first is the reference for the bits and the changes")
+    arg("--tier", default=None, help="the tier whose variants run (default: megakernel on a GPU, reference on a CPU)")
+    arg("--rounds", type=int, default=3, help="rounds of every variant (default: %(default)s)")
+    arg("--reps", type=int, default=3, help="repeats per round and row, median (default: %(default)s)")
+    arg("--tg", type=int, default=128, help="greedy decode steps of the tg rows (default: %(default)s)")
+    arg("--depth", type=int, default=0, help="also tg after a prompt of this many tokens (0: off)")
+    arg("--pp", type=int, default=0, help="also the prefill of this many tokens (0: off)")
+    arg("--json", metavar="PATH", dest="json_path", help="also write the results as JSON to PATH")
+
+
+def parse_value(text: str):
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def parse_variant(spec: str, allowed: tuple[str, ...]) -> tuple[str, dict]:
+    name, _, body = spec.partition(":")
+    if not name:
+        raise UsageError(f"variant {spec!r}: the name before ':' is empty (expected NAME[:attr=value,...])")
+    attrs = {}
+    for item in filter(None, body.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or not value:
+            raise UsageError(f"variant {spec!r}: {item!r} is not attr=value")
+        if key not in allowed:
+            raise UsageError(f"variant {spec!r}: {key!r} is not a variant attribute of this tier; expected one of "
+                             f"{', '.join(allowed) or '(none: this tier has no variants)'}")
+        attrs[key] = parse_value(value)
+    return name, attrs
+
+
+def apply(tier, default: dict, attrs: dict) -> None:
+    """The tier's defaults, then the variant's changes (a value the tier refuses is a TierInputError)."""
+    for key, value in {**default, **attrs}.items():
+        try:
+            setattr(tier, key, value)
+        except (ValueError, TypeError) as e:
+            raise TierInputError(f"{key}={value!r}: {e}") from e
+
+
+def run(args) -> int:
+    device = pick_device(args.device)
+    if args.config is None:
+        args.config = "qwen3.5-0.8b" if device.type == "cuda" else "tiny"
+    if args.tiers:
+        raise UsageError("compare ab times the variants of one tier: use --tier NAME, not --tiers")
+    name = args.tier or ("megakernel" if device.type == "cuda" else "reference")
+    reason = unavailable_reason(name, device)
+    if reason is not None:
+        raise UsageError(f"tier {name!r} cannot run on {device}: {reason}")
+    for what, value in (("--rounds", args.rounds), ("--reps", args.reps), ("--tg", args.tg)):
+        if value < 1:
+            raise UsageError(f"{what} {value}: expected at least 1")
+    if args.depth < 0 or args.pp < 0:
+        raise UsageError("--depth and --pp cannot be negative")
+    config, weights = load_model(args)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    tier = load_tier(name, config, weights, device=device, dtype=dtype)
+    variants = [parse_variant(v, tier.variant_attributes) for v in args.variants]
+    if len({n for n, _ in variants}) != len(variants):
+        raise UsageError("variant names must differ")
+    default = {k: getattr(tier, k) for k in tier.variant_attributes}
+    clock = Clock(device, EnergyMeter(device))
+    copy_bw = copy_bandwidth(device)
+    bytes_per_step = weight_bytes_per_step(config)
+
+    # the bits: one decode step of every variant on a copy of one prefilled state
+    base = tier.new_state(1, TG_PROMPT + 2)
+    logits0 = tier.prefill(random_ids(config, TG_PROMPT, args.seed, device), base)
+    token = logits0.argmax(-1)
+    rows = {"tg": f"tg{args.tg}"}
+    if args.depth:
+        rows["depth"] = f"tg{args.tg} @ d{args.depth}"
+    if args.pp:
+        rows["pp"] = f"pp{args.pp}"
+    results, ref = {}, None
+    for vname, attrs in variants:
+        apply(tier, default, attrs)
+        logits = tier.decode(token, tier.clone_state(base))
+        ref = logits if ref is None else ref
+        results[vname] = {"attrs": attrs, "same_bits": bool(torch.equal(logits, ref)),
+                          "max_logit_diff": float((logits.float() - ref.float()).abs().max()),
+                          **{row: [] for row in rows.values()}}
+
+    def tg_tok_s(context: int) -> float:
+        tok_s = []
+        for rep in range(args.reps + 1):  # the first warms up
+            state, first = tg_context(tier, context, args.tg, args.seed + rep)
+            seconds, _ = clock(lambda: decode_steps(tier, first, state, args.tg))
+            tok_s.append(args.tg / seconds)
+        return statistics.median(tok_s[1:])
+
+    def pp_tok_s() -> float:
+        ids = random_ids(config, args.pp, args.seed, device)
+        tok_s = []
+        for _ in range(args.reps + 1):
+            state = tier.new_state(1, args.pp)
+            seconds, _ = clock(lambda: tier.prefill(ids, state))
+            tok_s.append(args.pp / seconds)
+        return statistics.median(tok_s[1:])
+
+    for rnd in range(args.rounds):
+        for vname, attrs in variants:
+            apply(tier, default, attrs)
+            r = results[vname]
+            r[rows["tg"]].append(tg_tok_s(TG_PROMPT))
+            if args.depth:
+                r[rows["depth"]].append(tg_tok_s(args.depth))
+            if args.pp:
+                r[rows["pp"]].append(pp_tok_s())
+            print(f"round {rnd + 1} {vname:14s} " + "  ".join(f"{row} {r[row][-1]:10,.1f}" for row in rows.values()),
+                  flush=True)
+    apply(tier, default, {})
+
+    header = ["variant"] + [f"{row} tok/s" for row in rows.values()] + ["bits"]
+    table, first = [], None
+    for vname, _ in variants:
+        r = results[vname]
+        medians = {row: statistics.median(r[row]) for row in rows.values()}
+        r["median"] = medians
+        first = first or medians
+        cells = []
+        for row, m in medians.items():
+            change = "" if first is medians else f" ({100 * (m / first[row] - 1):+.2f}%)"
+            frac = f", {100 * m * bytes_per_step / copy_bw:.1f}% of copy" if copy_bw and row.startswith("tg") else ""
+            cells.append(f"{tables.fmt(m)}{change}{frac}")
+        bits = "same" if r["same_bits"] else f"max |dlogit| {r['max_logit_diff']:.2e}"
+        table.append([vname] + cells + [bits])
+    env = environment()
+    print(f"\n{tier.name} on {env['device']} | commit {env['commit']} | config {config.name} | "
+          f"median of {args.rounds} rounds × {args.reps} repeats | copy bandwidth "
+          + (f"{copy_bw / 1e12:.2f} TB/s" if copy_bw else "n/a (no GPU)"))
+    print(tables.markdown(header, table, right=set(range(1, len(header) - 1))))
+    if args.json_path:
+        with open(args.json_path, "w") as f:
+            json.dump({"environment": env, "tier": tier.name, "config": config.name, "copy_bandwidth_Bps": copy_bw,
+                       "bytes_per_step": bytes_per_step, "rows": list(rows.values()), "results": results}, f, indent=1)
+    return 0

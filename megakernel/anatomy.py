@@ -1,0 +1,155 @@
+"""Where a decode step's time goes, from the kernel's own clock (the timing mode's globaltimer
+stamps: csrc/shapes.cuh, `MegakernelTier.decode_step_times`):
+
+    python -m megakernel anatomy [--context 64] [--steps 8] [--grid G] [--schedule ring|register|stream-only]
+
+- `phase_anatomy`: per kind of phase (DeltaNet in-proj, ..., attention down), µs from block 0's
+  exit of the previous barrier to the first, median and last block's arrival at the phase's
+  barrier, then from the last arrival to block 0's exit (the barrier's exit latency); for the
+  attention core also block 0's unit step by step and every unit block's arrival; and how long
+  the ring's producers waited for a free slot.
+- `launch_gaps`: back-to-back launches with no host sync between them: the kernel's span, the
+  gap from one launch's argmax to the next one's start, the restart (to the next launch's
+  embedding row normed) and its first phase.
+The tok/s figures come from `python -m compare bench` and `python -m compare ab`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import torch
+
+PHASE_NAMES = ("in-proj", "core", "out-proj", "gate/up", "down")
+UNIT_STEPS = ("unit0 q,k normed", "unit0 warp0 scored", "unit0 output stored", "unit0 merged")
+
+
+def _prompt(tier, n, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, tier.config.vocab_size, (1, n), generator=gen)
+
+
+def phase_anatomy(tier, prompt_len=64, steps=8, seed=0) -> dict:
+    """→ {"DeltaNet in-proj": {"first", "median", "last", "exit", "unit_last"}, ..., "ring_full_us":
+    {min, median, max over blocks}}: µs, means over the layers of a kind and `steps` steps after a
+    `prompt_len`-token prompt ("unit_last": the share of steps whose last block was an attention
+    split-K unit). In the stream-only schedule the compute warps stamp nothing: the ring's full
+    time alone."""
+    from .tier import attention_splits
+
+    k = tier.k
+    state = tier.new_state(max_seq_len=prompt_len + steps + 2)
+    ids = tier.decode_argmax(tier.prefill(_prompt(tier, prompt_len, seed), state).argmax(-1).to(tier.device), state)
+    rows, ring_full = {}, torch.zeros(tier.grid, dtype=torch.float64)
+    stamped = tier.schedule != "stream-only"
+    for _ in range(steps):
+        units = k.FA_HKV * attention_splits(state.seq_len, tier.positions_per_split, k.ATT_MAX_SPLIT)
+        ids, st = tier.decode_step_times(ids, state)
+        ring_full += st.ring_full_us / steps
+        for q in range(k.NBARRIERS if stamped else 0):
+            layer, sub = divmod(q, k.PHASES_PER_LAYER)
+            arr = st.arrivals[:, q]
+            start, exit_ = st.phase_start(q), st.phase_exits[q]
+            kind = ("attention " if k.LAYER_TYPES[layer] == "full_attention" else "DeltaNet ") + PHASE_NAMES[sub]
+            r = rows.setdefault(kind, {"first": 0.0, "median": 0.0, "last": 0.0, "exit": 0.0, "unit_last": 0.0, "n": 0})
+            r["first"] += (float(arr.min()) - start) / 1000.0
+            r["median"] += (float(arr.median()) - start) / 1000.0
+            r["last"] += (float(arr.max()) - start) / 1000.0
+            r["exit"] += (exit_ - float(arr.max())) / 1000.0
+            r["unit_last"] += float(int(arr.argmax()) < units)
+            r["n"] += 1
+            if kind == "attention core":
+                per_unit = r.setdefault("unit_arrivals", {})  # every unit block's own arrival: [sum, count]
+                for blk in range(min(units, len(arr))):
+                    acc = per_unit.setdefault(blk, [0.0, 0])
+                    acc[0] += (float(arr[blk]) - start) / 1000.0
+                    acc[1] += 1
+                stamps = st.unit_stamps[k.LAYER_TYPES[:layer].count("full_attention")]
+                for name, t in zip(UNIT_STEPS, stamps):
+                    r[name] = r.get(name, 0.0) + (t - start) / 1000.0
+    out = {kind: {f: v / r["n"] for f, v in r.items() if f not in ("n", "unit_arrivals")} for kind, r in rows.items()}
+    core = rows.get("attention core")
+    if core:  # mean arrival of the block of unit 0, 1, ... (over the steps that had that unit)
+        out["attention core"]["unit_arrivals"] = [t / n for _, (t, n) in sorted(core["unit_arrivals"].items())]
+    out["ring_full_us"] = {"min": float(ring_full.min()), "median": float(ring_full.median()), "max": float(ring_full.max())}
+    return out
+
+
+def anatomy_lines(an: dict) -> list[str]:
+    """phase_anatomy's result as a table a person reads at a glance."""
+    if len(an) == 1:  # the ring's full time only
+        lines = ["  no phase stamps (stream-only: the compute warps only take and release the chunks)"]
+    else:
+        lines = [f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s}  last block is an attention unit"]
+    for kind, r in an.items():
+        if kind == "ring_full_us":
+            continue
+        lines.append(f"  {kind:22s} {r['first']:6.2f} {r['median']:6.2f} {r['last']:6.2f} {r['exit']:6.2f}  {r['unit_last']:.0%}")
+    core = an.get("attention core")
+    if core:
+        lines.append("  attention core, block 0's unit: " + ", ".join(f"{k} {v:.2f}" for k, v in core.items() if k.startswith("unit0")))
+        lines.append("  attention core, every unit block's arrival: " + " ".join(f"{v:.2f}" for v in core.get("unit_arrivals", [])))
+    full = an["ring_full_us"]
+    lines.append(f"  ring full (a producer waited for a free slot; layers, us per token): min {full['min']:.1f}, "
+                 f"median {full['median']:.1f}, max {full['max']:.1f} over blocks")
+    return lines
+
+
+def launch_gaps(tier, steps=16, prompt_len=16, seed=0) -> dict | None:
+    """Back-to-back greedy launches (no host sync between them), µs, means over `steps` - 1 pairs:
+    span, gap (argmax → next start), restart (argmax → next embedding row normed), first phase.
+    None in the stream-only schedule (it stamps no phases)."""
+    from .tier import StepTimes
+
+    if tier.schedule == "stream-only":
+        return None
+    state = tier.new_state(max_seq_len=prompt_len + steps + 1)
+    ids = tier.prefill(_prompt(tier, prompt_len, seed), state).argmax(-1).to(tier.device)
+    stamps = [tier.times_buffer() for _ in range(steps)]  # (allocated first: no memset between the launches)
+    torch.cuda.synchronize()
+    for times in stamps:
+        ids, _ = tier.timed_launch(ids, state, times)
+        state.seq_len += 1
+    torch.cuda.synchronize()
+    t = [StepTimes.parse(b.cpu().tolist(), tier.k, tier.grid) for b in stamps]
+    pairs = range(steps - 1)
+    return {"span_us": statistics.mean((x.argmax_done - x.start) / 1000.0 for x in t[1:]),
+            "gap_us": statistics.mean((t[i + 1].start - t[i].argmax_done) / 1000.0 for i in pairs),
+            "gap_min_us": min((t[i + 1].start - t[i].argmax_done) / 1000.0 for i in pairs),
+            "restart_us": statistics.mean((t[i + 1].embed_done - t[i].argmax_done) / 1000.0 for i in pairs),
+            "first_phase_us": statistics.mean((t[i + 1].phase_exits[0] - t[i + 1].embed_done) / 1000.0 for i in pairs)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m megakernel anatomy", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--context", type=int, default=64, help="prompt tokens before the timed steps (default 64)")
+    ap.add_argument("--steps", type=int, default=8, help="timed steps the means take (default 8)")
+    ap.add_argument("--grid", type=int, default=None, help="blocks per launch (default: one per SM)")
+    ap.add_argument("--schedule", default=None, help="ring, register or stream-only (default: the tier's)")
+    args = ap.parse_args(argv)
+    from reference import ModelConfig, TierInputError, TierUnavailable, perturb_norms, random_weights
+
+    from .tier import MegakernelTier
+
+    config = ModelConfig.qwen3_5_0_8b()
+    try:
+        tier = MegakernelTier(config, perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16)), device="cuda")
+        if args.grid is not None:
+            tier.grid = args.grid
+        if args.schedule is not None:
+            tier.schedule = args.schedule
+        an = phase_anatomy(tier, prompt_len=args.context, steps=args.steps)
+        gaps = launch_gaps(tier)
+    except (TierInputError, TierUnavailable) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{torch.cuda.get_device_name()} | schedule {tier.schedule} | grid {tier.grid} | ring {tier.ring_slots} slots | "
+          f"{args.context}-token context, means over {args.steps} steps; us from block 0's barrier exit")
+    print("\n".join(anatomy_lines(an)))
+    if gaps:
+        print(f"  back-to-back launches: span {gaps['span_us']:.1f} us, gap {gaps['gap_us']:+.2f} us (min "
+              f"{gaps['gap_min_us']:+.2f}), restart {gaps['restart_us']:.2f} us, first phase {gaps['first_phase_us']:.2f} us")
+    return 0

@@ -1,0 +1,131 @@
+// What every phase of the decode kernel uses: the block's shared-memory map, bf16 bits, the
+// loads by kind of data, warp and block reductions, the block's slice of a row range, the
+// layer table. Included once, by megakernel.cu (one compilation unit).
+#pragma once
+#include <cuda_bf16.h>
+
+#include "megakernel.cuh"
+
+namespace mk {
+namespace {
+
+// ---- the block's shared memory (bytes) -------------------------------------------------------
+// The matrix phases' input vector (XS) and the mixer cores' areas (U) are never live in the same
+// phase, so they share bytes; every byte after them goes to the weight ring (weight_ring.cuh).
+constexpr int SM_RED = 0;                             // float [64] reductions
+constexpr int SM_MISC = SM_RED + 64 * 4;              // int [32]: warp results, flags
+constexpr int SM_EPOCH = SM_MISC + 128;               // uint32: the launch's epoch (grid_sync.cuh)
+constexpr int SM_XS = SM_EPOCH + 128;                 // bf16 [INTER] a matrix phase's input vector
+constexpr int SM_U = SM_XS;                           // a mixer core's area:
+constexpr int SM_DN_Q = SM_U;                         //   DeltaNet: float [DN_DK] q
+constexpr int SM_DN_K = SM_DN_Q + 4 * DN_DK;          //             float [DN_DK] k
+constexpr int SM_DN_V = SM_DN_K + 4 * DN_DK;          //             float [16] the unit's v
+constexpr int AT_ENTRIES = 4;                         //   attention: the warp merge's partials (slots 0-3)
+constexpr int SM_AT_Q = SM_U;                         //             float [4][FA_HD] q (4 heads)
+constexpr int SM_AT_K = SM_AT_Q + 4 * 4 * FA_HD;      //             float [FA_HD] k
+constexpr int SM_AT_KB = SM_AT_K + 4 * FA_HD;         //             bf16 [FA_HD] k (rotated)
+constexpr int SM_AT_VB = SM_AT_KB + 2 * FA_HD;        //             bf16 [FA_HD] v
+constexpr int SM_AT_M = SM_AT_VB + 2 * FA_HD;         //             float [AT_ENTRIES][4] m
+constexpr int SM_AT_L = SM_AT_M + AT_ENTRIES * 16;    //             float [AT_ENTRIES][4] l
+constexpr int SM_AT_ACC = SM_AT_L + AT_ENTRIES * 16;  //             float [AT_ENTRIES][4][FA_HD] acc
+constexpr int SM_END_XS = SM_XS + 2 * INTER, SM_END_AT = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;
+constexpr int SM_END = SM_END_XS > SM_END_AT ? SM_END_XS : SM_END_AT;
+constexpr int SM_RING = (SM_END + 127) & ~127;        // the ring's slots, then their mbarriers
+static_assert(SM_DN_V + 64 <= SM_END, "smem");
+static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)");
+
+// ---- bf16 bits and small math ----------------------------------------------------------------
+__device__ __forceinline__ float bfr(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }  // round to bf16
+__device__ __forceinline__ uint16_t bits(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float f16b(uint32_t b) { return __uint_as_float(b << 16); }  // bf16 bits -> float
+__device__ __forceinline__ float lo(uint32_t w) { return __uint_as_float(w << 16); }     // the pair's first
+__device__ __forceinline__ float hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ float siluf_(float x) { return x / (1.f + expf(-x)); }
+__device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
+  f[0] = lo(v.x); f[1] = hi(v.x); f[2] = lo(v.y); f[3] = hi(v.y);
+  f[4] = lo(v.z); f[5] = hi(v.z); f[6] = lo(v.w); f[7] = hi(v.w);
+}
+__device__ __forceinline__ float dot8(const uint4& w, const float (&x)[8], float acc) {
+  acc = fmaf(lo(w.x), x[0], acc); acc = fmaf(hi(w.x), x[1], acc);
+  acc = fmaf(lo(w.y), x[2], acc); acc = fmaf(hi(w.y), x[3], acc);
+  acc = fmaf(lo(w.z), x[4], acc); acc = fmaf(hi(w.z), x[5], acc);
+  acc = fmaf(lo(w.w), x[6], acc); acc = fmaf(hi(w.w), x[7], acc);
+  return acc;
+}
+
+// ---- reductions and the compute warps' barrier ---------------------------------------------------
+// named barrier 1: the 16 compute warps (the ring's producer warp never joins it)
+__device__ __forceinline__ void sync_warps() { asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory"); }
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// ---- loads by kind of data ---------------------------------------------------------------------
+// weights: read-only for the whole launch -> non-coherent path, no L1 allocation
+__device__ __forceinline__ uint4 ld_w(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(__cvta_generic_to_global(p)));
+  return r;
+}
+__device__ __forceinline__ float ld_w1(const uint16_t* p) { return f16b(__ldg(p)); }
+// data other blocks write during this launch: through L2 only (ld.global.cg), never a stale L1 line
+__device__ __forceinline__ float ld_x1(const uint16_t* p) { return f16b(__ldcg(reinterpret_cast<const unsigned short*>(p))); }
+__device__ __forceinline__ uint4 ld_x16(const void* p) { return __ldcg(reinterpret_cast<const uint4*>(p)); }
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 r;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));
+  return r;
+}
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// ---- who owns what -----------------------------------------------------------------------------
+// block b of G owns rows [part(n, b, G), part(n, b + 1, G)) of an n-row range (32-bit products:
+// n <= VOCAB, G <= MAX_GRID)
+__device__ __forceinline__ int part(int n, int b, int G) { return (int)((unsigned)n * (unsigned)b / (unsigned)G); }
+
+template <class T>
+__device__ __forceinline__ const T* lw(const Args& a, int layer, int slot) {
+  return reinterpret_cast<const T*>(a.layers[layer * NSLOT + slot]);
+}
+
+// thread t's pair of a D-wide norm weight (the weight stream evicts the norm weights from L2
+// every token: each load is an HBM round trip, so it is issued before the barrier that precedes
+// its phase)
+__device__ __forceinline__ uint32_t norm_pair(const uint16_t* w) { return __ldg(reinterpret_cast<const unsigned*>(w) + threadIdx.x); }
+static_assert(2 * THREADS == D, "block_rmsnorm: two elements per thread");
+
+// every block: xs = bf16(rmsnorm(src) * (1 + w)) over D (wp: this thread's pair of w, norm_pair)
+__device__ __forceinline__ void block_rmsnorm(const uint16_t* src, bool src_is_weight, uint32_t wp, uint16_t* xs, float* red) {
+  const int t = threadIdx.x;
+  const uint32_t pair = src_is_weight ? __ldg(reinterpret_cast<const unsigned*>(src) + t)
+                                      : __ldcg(reinterpret_cast<const unsigned*>(src) + t);
+  const float x0 = lo(pair), x1 = hi(pair);
+  const float ss = warp_sum(x0 * x0 + x1 * x1);
+  if ((t & 31) == 0) red[t >> 5] = ss;
+  sync_warps();
+  float tot = 0.f;
+#pragma unroll
+  for (int i = 0; i < NWARPS; ++i) tot += red[i];
+  const float r = rsqrtf(tot / (float)D + RMS_EPS);
+  const uint32_t y = (uint32_t)bits((x0 * r) * (1.f + lo(wp))) | ((uint32_t)bits((x1 * r) * (1.f + hi(wp))) << 16);
+  reinterpret_cast<uint32_t*>(xs)[t] = y;
+  sync_warps();
+}
+
+// a bf16 vector that other blocks wrote, into shared memory (n a multiple of 8)
+__device__ __forceinline__ void load_vec(const uint16_t* src, uint16_t* xs, int n) {
+  for (int i = threadIdx.x; i < n / 8; i += THREADS) reinterpret_cast<uint4*>(xs)[i] = ld_x16(src + 8 * i);
+  sync_warps();
+}
+
+}  // namespace
+}  // namespace mk

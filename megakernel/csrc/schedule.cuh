@@ -1,0 +1,94 @@
+// The schedule: one decode step is a fixed list of NPHASES phases, five per layer and the lm_head
+// last. This file says what each phase is and which weights each block reads in it; the phases'
+// code lives in matvec.cuh, delta_rule.cuh, gated_attention.cuh, mlp.cuh and lm_head.cuh, and the
+// loop that runs them in megakernel.cu.
+//
+//   phase q = 5 l + 0   in-proj    every block: norm(hidden), its rows of the packed in-projection
+//           = 5 l + 1   core       DeltaNet: 128 recurrence units; attention: 2 x nsplit split-K units
+//           = 5 l + 2   out-proj   every block: its rows of the out-projection, + the residual
+//           = 5 l + 3   gate/up    every block: norm(hidden), its units of silu(gate) * up
+//           = 5 l + 4   down       every block: its rows of the down projection, + the residual
+//           = NPHASES-1 lm_head    every block: its vocabulary rows, its best logit; the last block the argmax
+// A grid barrier follows every layer phase (grid_sync.cuh).
+#pragma once
+#include "device_common.cuh"
+
+namespace mk {
+namespace {
+
+enum PhaseKind : int { PH_IN_PROJ = 0, PH_CORE = 1, PH_OUT_PROJ = 2, PH_GATE_UP = 3, PH_DOWN = 4 };
+__device__ __forceinline__ bool is_lm_head(int q) { return q == NPHASES - 1; }
+__device__ __forceinline__ int phase_layer(int q) { return q / PHASES_PER_LAYER; }
+__device__ __forceinline__ int phase_kind(int q) { return q % PHASES_PER_LAYER; }
+
+// The block's slice of the matrix a phase reads, as both schedules fetch it: whole rows, in order
+// (the ring's producer copies them chunk by chunk, the register schedule's warps load them
+// straight into registers). rows = 0: the phase reads no matrix (a core) or the launch stops before it.
+struct PhaseSlice {
+  const uint16_t* w;   // the block's first row
+  const uint16_t* w2;  // gate/up: the first up row (a chunk's second half); else null
+  int rows;            // rows in the slice (gate/up: units, each a gate and an up row)
+  int rpc;             // rows per ring chunk (RING_SLOT / (2 * k); gate/up: 4 units of 2 half-slots)
+  int k;               // row length
+};
+
+__device__ PhaseSlice phase_slice(const Args& a, int q) {
+  const int G = gridDim.x, b = blockIdx.x;
+  if (q >= NPHASES || (a.stop_after >= 0 && q > a.stop_after)) return {nullptr, nullptr, 0, 1, D};
+  if (is_lm_head(q)) {
+    const int r0 = part(VOCAB, b, G);
+    return {a.embed + (size_t)r0 * D, nullptr, part(VOCAB, b + 1, G) - r0, 8, D};
+  }
+  const int l = phase_layer(q), r0 = part(D, b, G), r1 = part(D, b + 1, G);
+  switch (phase_kind(q)) {
+    case PH_IN_PROJ: {
+      const int R = is_full_attention(l) ? FA_QKV : DN_WIN, i0 = part(R, b, G);
+      return {lw<uint16_t>(a, l, SL_WIN) + (size_t)i0 * D, nullptr, part(R, b + 1, G) - i0, 8, D};
+    }
+    case PH_OUT_PROJ: return {lw<uint16_t>(a, l, SL_OUT) + (size_t)r0 * DN_VAL, nullptr, r1 - r0, 4, DN_VAL};
+    case PH_GATE_UP: {
+      const int u0 = part(INTER, b, G);
+      const uint16_t* gu = lw<uint16_t>(a, l, SL_GATE_UP);
+      return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, part(INTER, b + 1, G) - u0, 4, D};
+    }
+    case PH_DOWN: return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, r1 - r0, 2, INTER};
+    default: return {nullptr, nullptr, 0, 1, D};  // a core: no matrix
+  }
+}
+static_assert(DN_VAL == FA_OIN, "phase_slice: both kinds of out-projection have rows of DN_VAL");
+static_assert(RING_SLOT == 8 * 2 * D && RING_SLOT == 4 * 2 * DN_VAL && RING_SLOT >= 2 * 2 * INTER, "rows per chunk");
+
+// The small parameters phase q starts with, as this thread's float / bf16-pair bits: the norm
+// weight pair of an in-proj, gate/up or the lm_head; the gated norm's 4 weights of a DeltaNet
+// out-proj; q-norm, k-norm weight and RoPE cos, sin of an attention core. (The ring schedule loads
+// them before the barrier that precedes q; the register schedule, out of registers, at q's start.)
+__device__ __forceinline__ uint4 phase_params(const Args& a, int q) {
+  const int t = threadIdx.x;
+  if (q >= NPHASES) return make_uint4(0, 0, 0, 0);
+  if (is_lm_head(q)) return make_uint4(norm_pair(a.final_norm), 0, 0, 0);
+  const int l = phase_layer(q);
+  switch (phase_kind(q)) {
+    case PH_IN_PROJ: return make_uint4(norm_pair(lw<uint16_t>(a, l, SL_IN_NORM)), 0, 0, 0);
+    case PH_GATE_UP: return make_uint4(norm_pair(lw<uint16_t>(a, l, SL_POST_NORM)), 0, 0, 0);
+    case PH_OUT_PROJ:
+      if (is_full_attention(l)) return make_uint4(0, 0, 0, 0);
+      {
+        const uint2 gn = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_GNORM) + (t & 31) * 4));
+        return make_uint4(gn.x, gn.y, 0, 0);
+      }
+    case PH_CORE:
+      if (is_full_attention(l)) {
+        const int d = t & (FA_HD - 1), i = d & (FA_ROT / 2 - 1);
+        const uint16_t* rope = a.rope + (size_t)a.pos * FA_ROT;
+        return make_uint4(__float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_Q_NORM) + d)),
+                          __float_as_uint(t < FA_HD ? ld_w1(lw<uint16_t>(a, l, SL_K_NORM) + t) : 0.f),
+                          __float_as_uint(d < FA_ROT ? ld_w1(rope + i) : 0.f),
+                          __float_as_uint(d < FA_ROT ? ld_w1(rope + FA_ROT / 2 + i) : 0.f));
+      }
+      return make_uint4(0, 0, 0, 0);
+    default: return make_uint4(0, 0, 0, 0);
+  }
+}
+
+}  // namespace
+}  // namespace mk

@@ -1,0 +1,135 @@
+// The one place the megakernel's numbers are written: the Qwen3.5-0.8B shapes it is compiled
+// for, the layer pattern, the launch geometry, and every buffer the kernels index (the state,
+// the decode workspace, the sync words, the timing stamps, the layer pointer table).
+//
+// Decode (megakernel.cu) and prefill (prefill.cu) include it; the torch binding exports every
+// constant (`ext.constants()`), and megakernel/tier.py and prefill.py read them from there
+// instead of restating them. Plain C++ (host and device), no CUDA types.
+#pragma once
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define MK_HOST_DEVICE __host__ __device__
+#else
+#define MK_HOST_DEVICE
+#endif
+
+namespace mk {
+
+// ---- the model: shared/qwen3_5_0_8b_config.json ----------------------------------------
+constexpr int D = 1024;                  // hidden_size
+constexpr int INTER = 3584;              // intermediate_size (MLP)
+constexpr int VOCAB = 248320;            // vocab_size: tied embedding and lm_head rows
+constexpr int NLAYER = 24;               // num_hidden_layers
+constexpr int FULL_ATTENTION_INTERVAL = 4;  // layer_types: (linear, linear, linear, full) x 6
+constexpr int DN_H = 16;                 // linear_num_key_heads = linear_num_value_heads
+constexpr int DN_DK = 128, DN_DV = 128;  // linear_key_head_dim, linear_value_head_dim
+constexpr int CONV_K = 4;                // linear_conv_kernel_dim
+constexpr int FA_HQ = 8, FA_HKV = 2;     // num_attention_heads, num_key_value_heads
+constexpr int FA_HD = 256;               // head_dim
+constexpr int FA_ROT = 64;               // head_dim * partial_rotary_factor (0.25)
+constexpr float RMS_EPS = 1e-6f;         // rms_norm_eps
+
+// the layer pattern: layer l is full attention when l % 4 == 3, else Gated DeltaNet; each kind
+// numbers its own layers (the state's first index)
+// (unsigned: l >= 0, and the divisions by the power of two are shifts)
+MK_HOST_DEVICE constexpr bool is_full_attention(int l) {
+  return (unsigned)l % FULL_ATTENTION_INTERVAL == FULL_ATTENTION_INTERVAL - 1;
+}
+MK_HOST_DEVICE constexpr int fa_index(int l) { return (int)((unsigned)l / FULL_ATTENTION_INTERVAL); }  // attention layers before l
+MK_HOST_DEVICE constexpr int dn_index(int l) { return l - fa_index(l); }                                // DeltaNet layers before l
+constexpr int NFA = NLAYER / FULL_ATTENTION_INTERVAL;  // 6
+constexpr int NDN = NLAYER - NFA;                      // 18
+
+// ---- derived widths and the packed in-projections ---------------------------------------
+constexpr int DN_KEY = DN_H * DN_DK;                 // 2048
+constexpr int DN_VAL = DN_H * DN_DV;                 // 2048
+constexpr int DN_CONV = 2 * DN_KEY + DN_VAL;         // 6144 conv channels [q | k | v]
+constexpr int DN_WIN_Z = DN_CONV;                    // DeltaNet in-projection rows [qkv | z | b | a]
+constexpr int DN_WIN_B = DN_WIN_Z + DN_VAL;
+constexpr int DN_WIN_A = DN_WIN_B + DN_H;
+constexpr int DN_WIN = DN_WIN_A + DN_H;              // 8224
+constexpr int DN_STATE_FLOATS = DN_H * DN_DV * DN_DK;  // one layer's recurrent state
+constexpr int FA_GROUP = FA_HQ / FA_HKV;             // q heads per kv head (4)
+constexpr int FA_WIN_K = 2 * FA_HQ * FA_HD;          // attention in-projection rows [q+gate (per head) | k | v]
+constexpr int FA_WIN_V = FA_WIN_K + FA_HKV * FA_HD;
+constexpr int FA_QKV = FA_WIN_V + FA_HKV * FA_HD;    // 5120
+constexpr int FA_OIN = FA_HQ * FA_HD;                // 2048 attention outputs (the out-projection's input)
+
+// ---- the decode state (megakernel/tier.py allocates it; prefill reads and writes it in place) ----
+//   dn_state  fp32 [NDN][DN_H][DN_DV][DN_DK]   (k contiguous: S transposed against reference.ModelState)
+//   conv_ring bf16 [NDN][CONV_K][DN_CONV]      pre-conv inputs, column = position % CONV_K
+//   k_cache, v_cache bf16 [NFA][FA_HKV][max_seq][FA_HD]   (k after norm and RoPE)
+//   rope      bf16 [max_seq][2][FA_ROT / 2]    cos, sin of position * inv_freq (torch computes them)
+static_assert(CONV_K == 4, "the conv ring's column arithmetic (& 3) assumes 4 taps");
+
+// ---- launch geometry and the decode schedule ----------------------------------------------
+constexpr int THREADS = 512, NWARPS = 16;            // compute warps of a decode block
+constexpr int PHASES_PER_LAYER = 5;                  // in-proj | mixer core | out-proj | gate/up | down
+constexpr int NPHASES = NLAYER * PHASES_PER_LAYER + 1;  // + final norm / lm_head / argmax
+constexpr int NBARRIERS = NLAYER * PHASES_PER_LAYER;    // a grid barrier after every layer phase
+constexpr int DN_VSLICES = 8;                        // a DeltaNet head's 128 v rows over 8 units
+constexpr int DN_UNITS = DN_H * DN_VSLICES;          // 128 recurrence units
+constexpr int ATT_MAX_SPLIT = 64;                    // attention split-K units per kv head
+constexpr int ATT_PART = FA_HD + 4;                  // one partial: m, l, 2 pad, acc[256]
+constexpr int OUT_MERGE_MAX = 8;                     // 2..8 splits: the out-projection merges the partials
+constexpr int MAX_GRID = 1024;                       // blocks (the argmax areas; part()'s 32-bit products)
+static_assert((long long)VOCAB * MAX_GRID < (1ll << 32), "part(): 32-bit products");
+
+// the weight ring (the default schedule): slots of 16 KB in shared memory
+constexpr int RING_SLOT = 16384;                     // bytes: 8 rows of K=1024, 4 of K=2048, 2 of K=3584
+constexpr int RING_MIN_SLOTS = 8;                    // a matrix phase's item reads up to 8 slots at once
+constexpr int RING_MAX_SLOTS = 16;
+
+// the schedules (Args::schedule; configure() says which fit this GPU)
+enum Schedule : int {
+  SCHEDULE_RING = 0,         // weights streamed through the shared-memory ring by a producer warp
+  SCHEDULE_REGISTER = 1,     // each warp loads its rows into registers (where the ring does not fit)
+  SCHEDULE_STREAM_ONLY = 2,  // measurement: the ring's weight stream alone, nothing computed
+};
+
+// ---- the layer table: NSLOT device pointers per layer (0: unused) ----------------------------
+enum LayerSlot : int {
+  SL_IN_NORM = 0, SL_POST_NORM = 1, SL_WIN = 2,                // WIN: DeltaNet [DN_WIN][D], attention [FA_QKV][D]
+  SL_CONV_W = 3, SL_A_LOG = 4, SL_DT_BIAS = 5, SL_GNORM = 6,  // DeltaNet only
+  SL_Q_NORM = 3, SL_K_NORM = 4,                                // attention only (slots 3, 4 again)
+  SL_OUT = 7, SL_GATE_UP = 8, SL_DOWN = 9,                     // GATE_UP: [2 * INTER][D], gate rows first
+  NSLOT = 10
+};
+
+// ---- the decode workspace: one byte buffer of these areas (bytes, 128-aligned) ---------------
+constexpr int align128(int n) { return (n + 127) & ~127; }
+constexpr int WS_HIDDEN = 0;                                              // bf16 [D] residual stream
+constexpr int WS_ZAB = WS_HIDDEN + align128(2 * D);                       // bf16 [DN_VAL + 2 DN_H]: z | b | a
+constexpr int WS_OBUF = WS_ZAB + align128(2 * (DN_VAL + 2 * DN_H));       // bf16 [DN_VAL] DeltaNet core output
+constexpr int WS_QKV = WS_OBUF + align128(2 * DN_VAL);                    // bf16 [FA_QKV] attention projections
+constexpr int WS_ATTN = WS_QKV + align128(2 * FA_QKV);                    // bf16 [FA_OIN] gated attention output
+constexpr int WS_ACT = WS_ATTN + align128(2 * FA_OIN);                    // bf16 [INTER] silu(gate) * up
+constexpr int WS_APART = WS_ACT + align128(2 * INTER);                    // fp32 [FA_HKV][ATT_MAX_SPLIT][FA_GROUP][ATT_PART]
+constexpr int WS_AMAX_VAL = WS_APART + align128(4 * FA_HKV * ATT_MAX_SPLIT * FA_GROUP * ATT_PART);  // fp32 [MAX_GRID]
+constexpr int WS_AMAX_IDX = WS_AMAX_VAL + align128(4 * MAX_GRID);         // int32 [MAX_GRID]
+constexpr int WS_BYTES = WS_AMAX_IDX + align128(4 * MAX_GRID);
+
+// ---- sync words (uint32, zeroed once by the tier, never cleared per token), each on its own line ----
+enum SyncWord : int {
+  SYNC_BAR = 0,     // grid barrier arrivals (only grows)
+  SYNC_EPOCH = 32,  // the arrival count when the launch starts: the last block of a launch sets it
+  SYNC_LAST = 64,   // blocks done with the launch (the last one reduces the argmax, sets the epoch, clears it)
+  SYNC_ATT = 96,    // [FA_HKV] attention split-K counters, one line each
+  SYNC_WORDS = SYNC_ATT + 32 * FA_HKV
+};
+
+// ---- timing mode (Args::times, uint64 globaltimer ns) --------------------------------------
+//   [0]                    block 0 starts
+//   [1 + q]                block 0 leaves the barrier after phase q (q < NBARRIERS)
+//   [NPHASES]              the argmax is written
+//   [NPHASES + 1]          the final norm is done (lm_head starts)
+//   [NPHASES + 2]          the embedding row is normed (layer 0's in-proj starts)
+//   [NPHASES + 3 + UNIT_STAMPS * i + k]   attention layer i, block 0's first unit, step k
+//   then [grid][NBARRIERS] every block's arrival at every barrier, then [grid] ns each block's
+//   producer waited for a free ring slot in the layers
+constexpr int UNIT_STAMPS = 4;
+constexpr int NTIMES = NPHASES + 3 + NFA * UNIT_STAMPS;
+constexpr int times_words(int grid) { return NTIMES + grid * (NBARRIERS + 1); }
+
+}  // namespace mk

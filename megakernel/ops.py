@@ -1,0 +1,84 @@
+"""The megakernel tier's kernels as torch operators: `torch.ops.qwen35_megakernel.*`.
+
+`load(device)` builds the extension just in time (megakernel/build.py) and registers its ops:
+
+    decode(layer_table, embed, final_norm, dn_state!, conv_ring!, k_cache!, v_cache!, rope,
+           workspace!, sync!, token, next_token!, logits!, trace!, times!,
+           pos, nsplit, grid, schedule, ring_slots, stop_after) -> ()
+        one decode step (csrc/megakernel.cu); `!` marks what it writes. logits / trace / times
+        are filled when they are not empty (numel 0: not asked for).
+    prefill_add_rms_norm, prefill_dn_prep, prefill_dn_out_norm, prefill_dn_state_in,
+    prefill_dn_state_out, prefill_silu_mul, prefill_attn_prep, prefill_kv_prefix,
+    prefill_attn_gate, prefill_lm_head
+        the fast prefill's fused kernels (csrc/prefill.cuh says what each computes).
+
+Every op writes only into tensors its schema marks as written and returns nothing, so each fake
+(meta) implementation below checks nothing and returns None: enough for `torch.library.opcheck`
+and for `torch.compile(fullgraph=True)` to trace a function that calls them. The prefill ops
+also read and write the decode state through a device table of pointers (so one captured CUDA
+graph serves every state of a shape); what they do through it is not in their schemas.
+
+`Constants` holds every number of csrc/shapes.cuh as the built extension reports it: the tier
+and the prefill read shapes, layouts and limits from there, never from a copy in Python.
+"""
+
+from __future__ import annotations
+
+import torch
+
+NAMESPACE = "qwen35_megakernel"
+OP_NAMES = ("decode", "prefill_add_rms_norm", "prefill_dn_prep", "prefill_dn_out_norm", "prefill_dn_state_in",
+            "prefill_dn_state_out", "prefill_silu_mul", "prefill_attn_prep", "prefill_kv_prefix", "prefill_attn_gate",
+            "prefill_lm_head")
+
+_fakes_registered = False
+
+
+def _register_fakes() -> None:
+    global _fakes_registered
+    if _fakes_registered:
+        return
+    for name in OP_NAMES:
+        torch.library.register_fake(f"{NAMESPACE}::{name}")(lambda *args, **kwargs: None)
+    _fakes_registered = True
+
+
+class Constants:
+    """csrc/shapes.cuh's numbers as attributes (`k.D`, `k.WS_BYTES`, `k.LAYER_TYPES`, ...)."""
+
+    def __init__(self, values: dict):
+        self.__dict__.update(values)
+
+    def workspace_area(self, workspace: torch.Tensor, name: str) -> torch.Tensor:
+        """A typed view of one area of the decode workspace (shapes.cuh WS_*), e.g. "hidden"."""
+        areas = {  # name: (offset constant, dtype, elements)
+            "hidden": ("WS_HIDDEN", torch.bfloat16, self.D),
+            "zab": ("WS_ZAB", torch.bfloat16, self.DN_VAL + 2 * self.DN_H),
+            "obuf": ("WS_OBUF", torch.bfloat16, self.DN_VAL),
+            "qkv": ("WS_QKV", torch.bfloat16, self.FA_QKV),
+            "attn": ("WS_ATTN", torch.bfloat16, self.FA_OIN),
+            "act": ("WS_ACT", torch.bfloat16, self.INTER),
+            "apart": ("WS_APART", torch.float32, self.FA_HKV * self.ATT_MAX_SPLIT * self.FA_GROUP * self.ATT_PART),
+            "amax_val": ("WS_AMAX_VAL", torch.float32, self.MAX_GRID),
+            "amax_idx": ("WS_AMAX_IDX", torch.int32, self.MAX_GRID),
+        }
+        if name not in areas:
+            raise KeyError(f"no workspace area {name!r}; expected one of {sorted(areas)}")
+        key, dtype, n = areas[name]
+        offset = getattr(self, key)
+        size = torch.tensor([], dtype=dtype).element_size()
+        return workspace[offset:offset + n * size].view(dtype)
+
+
+def load(device):
+    """→ (the extension module, Constants). Builds on first use (megakernel/build.py)."""
+    from .build import load as build_load
+
+    ext = build_load(device)
+    _register_fakes()
+    return ext, Constants(ext.constants())
+
+
+def op(name: str):
+    """torch.ops.qwen35_megakernel.<name> (after load())."""
+    return getattr(getattr(torch.ops, NAMESPACE), name)
