@@ -551,7 +551,9 @@ def test_compute_sanitizer_clean(tool, schedule, tmp_path):
     if not exe or not os.path.exists(exe):
         pytest.skip("compute-sanitizer is not installed")
     env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", CUDA_LAUNCH_BLOCKING="1")
-    cmd = [exe, "--tool", tool, "--kernel-name", "kns=mk_decode_kernel", "--error-exitcode", "3",
+    # synccheck tracks each block's mbarriers: the ring has two per slot (up to 2 x RING_MAX_SLOTS)
+    track = ["--num-cuda-barriers", "32"] if tool == "synccheck" else []
+    cmd = [exe, "--tool", tool, *track, "--kernel-name", "kns=mk_decode_kernel", "--error-exitcode", "3",
            sys.executable, "-m", "megakernel", "sanitize-run", "--steps", "2", "--schedule", schedule]
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=150)
