@@ -12,7 +12,9 @@ and the prefill of `--pp` tokens, each the median of `--reps` repeats per round;
 median over rounds, the change against the first variant, the tg rows as a fraction of the
 copy bandwidth measured in this run, and whether the variant's logits for one decode step
 (on copies of one prefilled state) equal the first variant's bit for bit (else their
-largest difference). Comparing two commits needs two processes: tests/gpu/run_all.sh ab.
+largest difference). The tier: `--tier` (default: the megakernel on a GPU, the reference
+tier in fp32 at the tiny config on a CPU). Comparing two commits needs two processes:
+tests/gpu/run_all.sh ab.
 """
 
 from __future__ import annotations
@@ -26,9 +28,8 @@ from reference import TierInputError
 
 from . import tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device
-from .timing import (TG_PROMPT, Clock, EnergyMeter, copy_bandwidth, decode_steps, random_ids, tg_context,
-                     weight_bytes_per_step)
-from .tiers import load_tier, unavailable_reason
+from .timing import TG_PROMPT, Clock, copy_bandwidth, random_ids, time_pp, time_tg, weight_bytes_per_step
+from .tiers import TIERS, load_tier, tier_class, unavailable_reason
 
 
 def add_arguments(parser):
@@ -86,6 +87,8 @@ def run(args) -> int:
     if args.tiers:
         raise UsageError("compare ab times the variants of one tier: use --tier NAME, not --tiers")
     name = args.tier or ("megakernel" if device.type == "cuda" else "reference")
+    if name not in TIERS:
+        raise UsageError(f"--tier {name!r}: unknown tier; expected one of {', '.join(TIERS)}")
     reason = unavailable_reason(name, device)
     if reason is not None:
         raise UsageError(f"tier {name!r} cannot run on {device}: {reason}")
@@ -94,14 +97,19 @@ def run(args) -> int:
             raise UsageError(f"{what} {value}: expected at least 1")
     if args.depth < 0 or args.pp < 0:
         raise UsageError("--depth and --pp cannot be negative")
+    variants = [parse_variant(v, tier_class(name).variant_attributes) for v in args.variants]
+    names = [n for n, _ in variants]
+    if len(set(names)) != len(names):
+        raise UsageError(f"variant names must differ; got {', '.join(names)}")
     config, weights = load_model(args)
+    limit = config.max_position_embeddings
+    for what, need in (("--tg", TG_PROMPT + args.tg), ("--depth with --tg", args.depth + args.tg), ("--pp", args.pp)):
+        if need > limit:
+            raise UsageError(f"{what} needs {need} positions; config {config.name} has {limit}")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     tier = load_tier(name, config, weights, device=device, dtype=dtype)
-    variants = [parse_variant(v, tier.variant_attributes) for v in args.variants]
-    if len({n for n, _ in variants}) != len(variants):
-        raise UsageError("variant names must differ")
     default = {k: getattr(tier, k) for k in tier.variant_attributes}
-    clock = Clock(device, EnergyMeter(device))
+    clock = Clock(device)
     copy_bw = copy_bandwidth(device)
     bytes_per_step = weight_bytes_per_step(config)
 
@@ -115,30 +123,27 @@ def run(args) -> int:
     if args.pp:
         rows["pp"] = f"pp{args.pp}"
     results, ref = {}, None
-    for vname, attrs in variants:
-        apply(tier, default, attrs)
-        logits = tier.decode(token, tier.clone_state(base))
+    for vname, attrs in variants:  # also checks every variant before any timing
+        try:
+            apply(tier, default, attrs)
+            logits = tier.decode(token, tier.clone_state(base))
+        except TierInputError as e:
+            raise TierInputError(f"variant {vname!r}: {e}") from e
         ref = logits if ref is None else ref
         results[vname] = {"attrs": attrs, "same_bits": bool(torch.equal(logits, ref)),
                           "max_logit_diff": float((logits.float() - ref.float()).abs().max()),
                           **{row: [] for row in rows.values()}}
 
     def tg_tok_s(context: int) -> float:
-        tok_s = []
-        for rep in range(args.reps + 1):  # the first warms up
-            state, first = tg_context(tier, context, args.tg, args.seed + rep)
-            seconds, _ = clock(lambda: decode_steps(tier, first, state, args.tg))
-            tok_s.append(args.tg / seconds)
-        return statistics.median(tok_s[1:])
+        """Median tokens/s of `--reps` tg runs after one untimed warm-up run."""
+        seconds = [time_tg(tier, context, args.tg, args.seed + rep, clock)[0] for rep in range(args.reps + 1)]
+        return statistics.median(args.tg / s for s in seconds[1:])
 
     def pp_tok_s() -> float:
+        """Median prompt tokens/s of `--reps` prefills after one untimed warm-up prefill."""
         ids = random_ids(config, args.pp, args.seed, device)
-        tok_s = []
-        for _ in range(args.reps + 1):
-            state = tier.new_state(1, args.pp)
-            seconds, _ = clock(lambda: tier.prefill(ids, state))
-            tok_s.append(args.pp / seconds)
-        return statistics.median(tok_s[1:])
+        seconds = [time_pp(tier, ids, clock)[0] for _ in range(args.reps + 1)]
+        return statistics.median(args.pp / s for s in seconds[1:])
 
     for rnd in range(args.rounds):
         for vname, attrs in variants:
@@ -159,13 +164,15 @@ def run(args) -> int:
         r = results[vname]
         medians = {row: statistics.median(r[row]) for row in rows.values()}
         r["median"] = medians
+        if copy_bw:
+            r["copy_fraction"] = {row: m * bytes_per_step / copy_bw for row, m in medians.items() if row.startswith("tg")}
         first = first or medians
         cells = []
         for row, m in medians.items():
             change = "" if first is medians else f" ({100 * (m / first[row] - 1):+.2f}%)"
-            frac = f", {100 * m * bytes_per_step / copy_bw:.1f}% of copy" if copy_bw and row.startswith("tg") else ""
+            frac = f", {100 * r['copy_fraction'][row]:.1f}% of copy" if row in r.get("copy_fraction", {}) else ""
             cells.append(f"{tables.fmt(m)}{change}{frac}")
-        bits = "same" if r["same_bits"] else f"max |dlogit| {r['max_logit_diff']:.2e}"
+        bits = "same" if r["same_bits"] else f"max Δlogit {r['max_logit_diff']:.2e}"
         table.append([vname] + cells + [bits])
     env = environment()
     print(f"\n{tier.name} on {env['device']} | commit {env['commit']} | config {config.name} | "

@@ -27,7 +27,7 @@ from reference import TierInputError, TierUnavailable
 from . import layer_times, tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device, select_tiers
 from .progress import Progress
-from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, decode_steps, random_ids, tg_context,
+from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, random_ids, time_pp, time_tg,
                      weight_bytes_per_step)
 from .tiers import load_tier
 
@@ -118,11 +118,8 @@ def plan(args, config) -> tuple[list[Workload], list[str]]:
 def run_once(tier, w: Workload, steps: int, seed: int, clock: Clock):
     """One repeat of workload `w` (tg with `steps` steps) → (seconds, joules | None)."""
     if w.kind == "pp":
-        ids = random_ids(tier.config, w.n, seed, tier.device)
-        state = tier.new_state(1, w.n)
-        return clock(lambda: tier.prefill(ids, state))
-    state, token = tg_context(tier, w.context, steps, seed)
-    return clock(lambda: decode_steps(tier, token, state, steps))
+        return time_pp(tier, random_ids(tier.config, w.n, seed, tier.device), clock)
+    return time_tg(tier, w.context, steps, seed, clock)
 
 
 def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:

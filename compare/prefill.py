@@ -17,10 +17,11 @@ import statistics
 
 import torch
 
-from reference import ModelConfig, perturb_norms, random_weights
+from reference import ModelConfig, expected_shapes, perturb_norms, random_weights
 
 from .common import UsageError, environment
-from .timing import Region, copy_bandwidth, dense_bf16_flops, random_ids, weight_bytes_per_step
+from .tiers import tier_class, unavailable_reason
+from .timing import Clock, copy_bandwidth, dense_bf16_flops, random_ids, time_pp, weight_bytes_per_step
 
 CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # before GEMM: cuDNN's names hold "sm90_"
               ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
@@ -31,8 +32,6 @@ CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # b
 
 def matrix_flops(config, T: int) -> float:
     """2·T·(every projection matrix) + the lm_head for one position + causal attention."""
-    from reference.weights import expected_shapes
-
     total = 0.0
     for name, shape in expected_shapes(config).items():
         if len(shape) == 2 and name != "model.embed_tokens.weight":
@@ -42,16 +41,11 @@ def matrix_flops(config, T: int) -> float:
     return total + attn * len(config.full_layers)
 
 
-def time_pp(tier, T: int, reps: int, seed: int = 0):
-    ids = random_ids(tier.config, T, seed, tier.device)
-    times = []
-    for rep in range(reps + 1):  # the first repetition captures the graph
-        state = tier.new_state(max_seq_len=T)
-        torch.cuda.synchronize()
-        with Region(tier.device) as r:
-            tier.prefill(ids, state)
-        if rep:
-            times.append(r.seconds)
+def pp_row(tier, T: int, reps: int, seed: int = 0):
+    """ppT: `reps` prefills of one random T-token prompt, each on a fresh state, after one
+    untimed prefill (which captures the graph) → tok/s median, min, max and ms."""
+    ids, clock = random_ids(tier.config, T, seed, tier.device), Clock(tier.device)
+    times = [time_pp(tier, ids, clock)[0] for _ in range(reps + 1)][1:]
     tps = [T / t for t in times]
     return {"T": T, "tok_s_median": statistics.median(tps), "tok_s_min": min(tps), "tok_s_max": max(tps),
             "ms_median": 1000.0 * statistics.median(times), "reps": reps}
@@ -61,7 +55,7 @@ def breakdown(tier, T: int, seed: int = 0):
     """GPU time per kernel category in one graph replay (µs), and the number of kernels."""
     from torch.profiler import ProfilerActivity, profile
 
-    ids = torch.randint(0, tier.config.vocab_size, (1, T), generator=torch.Generator().manual_seed(seed))
+    ids = random_ids(tier.config, T, seed, tier.device)
     tier.prefill(ids, tier.new_state(max_seq_len=T))  # make sure the graph exists
     state = tier.new_state(max_seq_len=T)
     torch.cuda.synchronize()
@@ -112,8 +106,13 @@ def rerender(path: str) -> None:
     """Recompute the derived columns of a prefill_bench.json (and its .md beside it) from its
     measured times and the rates measured in the same run (stored in it)."""
     config = ModelConfig.qwen3_5_0_8b()
-    with open(path) as f:
-        doc = json.load(f)
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--rerender {path}: cannot read it as JSON ({e}); expected a prefill_bench.json") from None
+    if not isinstance(doc, dict) or "fast" not in doc:
+        raise UsageError(f"{path}: no \"fast\" rows in it; expected a prefill_bench.json that `compare prefill` wrote")
     rates = doc.get("rates")
     if not rates:
         raise UsageError(f"{path}: no measured rates in it (written by an older version); expected a \"rates\" entry")
@@ -147,30 +146,34 @@ def run(args) -> int:
     if args.rerender:
         rerender(args.rerender)
         return 0
-    if not torch.cuda.is_available():
-        raise UsageError("compare prefill times the megakernel tier's prefill: it needs a CUDA GPU")
-    from megakernel.tier import MegakernelTier
-
+    if args.reps < 1:
+        raise UsageError(f"--reps {args.reps}: expected at least 1")
+    reason = unavailable_reason("megakernel", "cuda")
+    if reason is not None:
+        raise UsageError(f"compare prefill times the megakernel tier's prefill, which cannot run here: {reason}")
+    megakernel_tier = tier_class("megakernel")
     config = ModelConfig.qwen3_5_0_8b()
     weights = perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16))
-    tier = MegakernelTier(config, weights, device="cuda")
+    tier = megakernel_tier(config, weights, device="cuda")
     if tier.fast_prefill is None:
         raise UsageError(f"no fast prefill here: {tier.prefill_note}")
     rates = {"dense_bf16_flops": dense_bf16_flops("cuda"), "copy_bandwidth_Bps": copy_bandwidth("cuda")}
     rows = []
     for T in pp:
-        r = time_pp(tier, T, args.reps if T <= 4096 else 3)
+        r = pp_row(tier, T, args.reps if T <= 4096 else 3)
         r["breakdown"] = breakdown(tier, T)
         rows.append(derive(r, config, rates))
         print(f"pp{T}: {r['tok_s_median']:,.0f} tok/s ({r['ms_median']:.3f} ms; {r['tflops']:.0f} TFLOP/s; "
               f"floor {r['flop_floor_ms']:.3f} ms) " + ", ".join(f"{c} {v['us']:.0f} µs/{v['kernels']}"
                                                             for c, v in r["breakdown"].items()), flush=True)
     ref_rows = []
-    slow = MegakernelTier(config, weights, device="cuda", prefill="reference")
-    for T in reference_pp:
-        r = time_pp(slow, T, 2)
-        ref_rows.append(r)
-        print(f"pp{T} (prefill='reference'): {r['tok_s_median']:,.0f} tok/s", flush=True)
+    if reference_pp:
+        del tier  # free its graphs and packed weights before the second copy
+        slow = megakernel_tier(config, weights, device="cuda", prefill="reference")
+        for T in reference_pp:
+            r = pp_row(slow, T, 2)
+            ref_rows.append(r)
+            print(f"pp{T} (prefill='reference'): {r['tok_s_median']:,.0f} tok/s", flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "prefill_bench.json"), "w") as f:
         json.dump({"environment": environment(), "rates": rates, "fast": rows, "reference": ref_rows}, f, indent=1)

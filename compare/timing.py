@@ -1,7 +1,8 @@
 """The one timing module of the workbench: a region timer (CUDA events on a GPU,
 perf_counter on a CPU), the floors' rates measured on this machine (copy bandwidth, dense
-bf16 matrix rate: never a constant), the bytes a decode step must read, the one tg loop,
-NVML's energy counter and the median/min/max summary. `compare bench`, `compare ab` and
+bf16 matrix rate: never a constant), the bytes a decode step must read, the one tg loop
+(`decode_steps`, timed by `time_tg`) and the one pp measurement (`time_pp`), NVML's energy
+counter and the median/min/max summary. `compare bench`, `compare ab` and
 `compare prefill` time through it.
 
 Every GPU region is bracketed by events on the current stream and read back only after
@@ -136,28 +137,36 @@ def decode_steps(tier, token, state, steps: int):
     return token
 
 
-def tg_context(tier, context: int, steps: int, seed: int):
-    """A state holding a `context`-token random prompt (prefilled in chunks, untimed) with room
-    for `steps` more, and the greedy first token → (state, token)."""
-    state = tier.new_state(1, context + steps)
-    token = prefill_chunked(tier, random_ids(tier.config, context, seed, tier.device), state).argmax(-1)
-    return state, token
-
-
 class Clock:
-    """Times one region (seconds) and, where NVML can, its energy (joules)."""
+    """Times one region (seconds) and, where a meter is given and NVML can, its energy (joules).
+    The GPU is synchronized first, so the region holds only the work."""
 
-    def __init__(self, device, meter: EnergyMeter):
+    def __init__(self, device, meter: EnergyMeter | None = None):
         self.device, self.meter = device, meter
 
     def __call__(self, work) -> tuple[float, float | None]:
         synchronize(self.device)
-        e0 = self.meter.millijoules()
+        e0 = self.meter.millijoules() if self.meter else None
         with Region(self.device) as region:
             work()
         seconds = region.seconds
-        e1 = self.meter.millijoules()
-        return seconds, None if e0 is None else (e1 - e0) / 1e3
+        return seconds, None if e0 is None else (self.meter.millijoules() - e0) / 1e3
+
+
+def time_tg(tier, context: int, steps: int, seed: int, clock: Clock) -> tuple[float, float | None]:
+    """One tg measurement: a fresh state holding a `context`-token random prompt (prefilled in
+    chunks, untimed), then `steps` greedy steps (`decode_steps`) timed as one region
+    → (seconds, joules | None)."""
+    state = tier.new_state(1, context + steps)
+    token = prefill_chunked(tier, random_ids(tier.config, context, seed, tier.device), state).argmax(-1)
+    return clock(lambda: decode_steps(tier, token, state, steps))
+
+
+def time_pp(tier, ids, clock: Clock) -> tuple[float, float | None]:
+    """One pp measurement: the prefill of `ids` [1, T] in one call on a fresh state, timed as
+    one region → (seconds, joules | None)."""
+    state = tier.new_state(1, ids.shape[1])
+    return clock(lambda: tier.prefill(ids, state))
 
 
 class EnergyMeter:

@@ -60,10 +60,18 @@ def record(trace, name, tensor):
 class Tier(abc.ABC):
     name: str = "?"
     state_class: type = TierState
+
+    # ---- capabilities `compare` reads; a tier overrides what it offers ---------------
     prefill_note: str | None = None
+    """A note shown beside this tier's prefill rows (e.g. "slow prefill: fla missing"); None: none."""
     slow: bool = False
+    """Too slow for full benchmark runs: `compare bench` caps its repeats and tg steps (--slow-*)."""
     part_timing: str | None = None
+    """How `decode_timed` measures the parts of a step ("kernel timer", "layer hooks",
+    "module hooks", ...), shown beside the per-part times; None: the tier cannot time parts."""
     variant_attributes: tuple[str, ...] = ()
+    """The attributes `compare ab` may set on this tier to make a variant of it (a value the
+    tier cannot take raises TierInputError when set or at the next call)."""
 
     def __init__(self, config: ModelConfig, weights: dict, device="cpu", dtype=torch.bfloat16):
         if not isinstance(config, ModelConfig):
@@ -153,7 +161,9 @@ class Tier(abc.ABC):
         raise TierInputError(f"tier {self.name!r} cannot time the parts of a decode step (part_timing is None)")
 
     def clone_state(self, state: TierState) -> TierState:
-        """An independent copy of `state`: every tensor field cloned, the other fields copied."""
+        """An independent copy of `state` (decoding one leaves the other as it was). Default: a
+        new state of the same dataclass with every tensor field cloned and the other fields
+        copied; a tier whose state holds anything else (an object, shared buffers) overrides it."""
         self._check_state(state, state.batch_size, 0)
         fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
         return type(state)(**{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in fields.items()})

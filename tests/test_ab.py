@@ -1,15 +1,20 @@
-"""`python -m compare ab` on the CPU (the reference tier at the tiny config): variant specs, their
-errors, and a whole run's table and JSON."""
+"""`python -m compare ab` on the CPU (the reference tier at the tiny config, a reference tier with
+one variant attribute, the Triton tier in the interpreter): variant specs, their errors, and a
+whole run's table and JSON."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+import torch
+from helpers import TRITON_MARKS
 
+from compare import tiers
 from compare.ab import parse_value, parse_variant
 from compare.__main__ import main
 from compare.common import UsageError
+from reference import ReferenceTier, TierInputError
 
 
 def test_variant_specs():
@@ -58,3 +63,84 @@ def test_a_whole_run(capsys, tmp_path):
 def test_tiers_flag_is_refused(capsys):
     status, _, err = run(capsys, "--device", "cpu", "--config", "tiny", "--tiers", "reference", "a")
     assert status == 2 and "use --tier NAME" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tier", "nope", "a"], "--tier 'nope': unknown tier; expected one of reference, hf, triton, megakernel"),
+    (["a", "a"], "variant names must differ; got a, a"),
+    (["--rounds", "0", "a"], "--rounds 0: expected at least 1"),
+    (["--depth", "5000", "a"], "--depth with --tg needs 5128 positions; config tiny has 4096"),
+])
+def test_bad_arguments_are_one_line(capsys, argv, message):
+    status, out, err = run(capsys, "--device", "cpu", "--config", "tiny", *argv)
+    assert status == 2 and out == ""
+    assert err.strip().splitlines() == [f"error: {message}"]
+
+
+class ScaledTier(ReferenceTier):
+    """The reference tier with one variant attribute: `scale` multiplies the logits (> 0)."""
+
+    name = "scaled"
+    variant_attributes = ("scale",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._scale = 1
+
+    @property
+    def scale(self):
+        return self._scale
+
+    @scale.setter
+    def scale(self, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TierInputError(f"expected an int >= 1, got {value!r}")
+        self._scale = value
+
+    def _decode(self, token_ids, state, trace):
+        return super()._decode(token_ids, state, trace) * self._scale
+
+
+@pytest.fixture
+def scaled(monkeypatch):
+    monkeypatch.setitem(tiers.TIERS, "scaled", (__name__, "ScaledTier"))
+
+
+def test_variants_set_the_attributes_and_the_bits_tell_them_apart(scaled, capsys, tmp_path):
+    path = tmp_path / "ab.json"
+    status, out, err = run(capsys, "--device", "cpu", "--config", "tiny", "--tier", "scaled", "--rounds", "2",
+                           "--reps", "1", "--tg", "2", "--depth", "5", "one", "two:scale=2", "same:scale=1",
+                           "--json", str(path))
+    assert status == 0, err
+    assert [line.split()[:3] for line in out.splitlines() if line.startswith("round")] == [
+        ["round", "1", "one"], ["round", "1", "two"], ["round", "1", "same"],
+        ["round", "2", "one"], ["round", "2", "two"], ["round", "2", "same"]]  # interleaved
+    doc = json.loads(path.read_text())
+    assert doc["rows"] == ["tg2", "tg2 @ d5"] and doc["results"]["two"]["attrs"] == {"scale": 2}
+    assert doc["results"]["same"]["same_bits"] and not doc["results"]["two"]["same_bits"]
+    assert doc["results"]["two"]["max_logit_diff"] > 0 and doc["results"]["one"]["max_logit_diff"] == 0
+    bits = {line.split("|")[1].strip(): line.split("|")[-2].strip() for line in out.splitlines()
+            if line.startswith("| ") and not line.startswith("| variant")}
+    assert bits["one"] == bits["same"] == "same" and bits["two"].startswith("max Δlogit ")
+
+
+def test_a_value_the_tier_refuses_names_the_variant(scaled, capsys):
+    status, out, err = run(capsys, "--device", "cpu", "--config", "tiny", "--tier", "scaled", "a", "b:scale=0")
+    assert status == 2 and out == ""  # refused before any timing
+    assert err.strip().splitlines() == ["error: variant 'b': scale=0: expected an int >= 1, got 0"]
+
+
+@pytest.mark.parametrize("gemv", [pytest.param("cublas", marks=TRITON_MARKS)])
+def test_triton_variants(gemv, capsys, tmp_path):
+    """The Triton tier in the interpreter: our GEMV against torch's (`gemv=cublas`)."""
+    if tiers.unavailable_reason("triton", "cpu") is not None:
+        pytest.skip(tiers.unavailable_reason("triton", "cpu"))
+    path = tmp_path / "ab.json"
+    status, out, err = run(capsys, "--device", "cpu", "--config", "tiny", "--tier", "triton", "--rounds", "1",
+                           "--reps", "1", "--tg", "1", "ours", f"{gemv}:gemv={gemv},cuda_graph=false",
+                           "--json", str(path))
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    assert doc["tier"] == "triton" and doc["results"]["cublas"]["attrs"] == {"gemv": "cublas", "cuda_graph": False}
+    assert doc["results"]["cublas"]["max_logit_diff"] < 1e-4  # fp32: another GEMV rounds alike within 1e-4
+    assert torch.isfinite(torch.tensor(doc["results"]["cublas"]["median"]["tg1"]))

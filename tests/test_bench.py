@@ -281,3 +281,26 @@ def test_gpu_clocks_and_bandwidth_fraction(tmp_path, capsys):
     tg = next(r for r in doc["results"] if r["kind"] == "tg")
     assert 0 < tg["bw_fraction"] < 1
     assert all(v > 0 for v in doc["layers"]["times"]["reference"].values())
+
+
+# ---- compare prefill --rerender (the derived columns from a written JSON, no GPU) ------------
+def test_prefill_rerender_uses_the_runs_measured_rates(tmp_path, capsys):
+    from compare import prefill
+
+    row = {"T": 520, "tok_s_median": 150_000.0, "tok_s_min": 140_000.0, "tok_s_max": 160_000.0,
+           "ms_median": 520 / 150.0, "reps": 5, "breakdown": {"GEMM (cuBLAS)": {"us": 1500.0, "kernels": 100, "top": []}}}
+    path = tmp_path / "prefill_bench.json"
+    path.write_text(json.dumps({"rates": {"dense_bf16_flops": 700e12, "copy_bandwidth_Bps": 3e12}, "fast": [row]}))
+    assert main(["prefill", "--rerender", str(path)]) == 0
+    (got,) = json.loads(path.read_text())["fast"]
+    config = ModelConfig.qwen3_5_0_8b()
+    assert got["bytes_floor_ms"] == pytest.approx(1e3 * 1_503_789_056 / 3e12)
+    assert got["flop_floor_ms"] == pytest.approx(1e3 * prefill.matrix_flops(config, 520) / 700e12)
+    assert got["tflops"] == pytest.approx(prefill.matrix_flops(config, 520) / (row["ms_median"] / 1e3) / 1e12)
+    md = (tmp_path / "prefill_bench.md").read_text()
+    assert md.startswith("floors from this run's rates: dense bf16 700 TFLOP/s, copy 3.00 TB/s")
+    assert "| pp520 | 150,000 | 140,000–160,000 | 3.467 |" in md and "| 1,500 |" in md
+
+    path.write_text(json.dumps({"fast": [row]}))  # written before the rates were measured
+    assert main(["prefill", "--rerender", str(path)]) == 2
+    assert "no measured rates in it" in capsys.readouterr().err

@@ -551,8 +551,10 @@ def test_compute_sanitizer_clean(tool, schedule, tmp_path):
     if not exe or not os.path.exists(exe):
         pytest.skip("compute-sanitizer is not installed")
     env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", CUDA_LAUNCH_BLOCKING="1")
-    # synccheck tracks each block's mbarriers: the ring has two per slot (up to 2 x RING_MAX_SLOTS)
-    track = ["--num-cuda-barriers", "32"] if tool == "synccheck" else []
+    # synccheck must be told how many mbarriers to track: its automatic count overflows on the ring's
+    # (two per slot in each of the 132 blocks) and the instrumented launch fails; 32 and 128 were too
+    # few, 1024 runs clean (docs/results/2026-11-23-h100-rebuild/README.md, run 9)
+    track = ["--num-cuda-barriers", "1024"] if tool == "synccheck" else []
     cmd = [exe, "--tool", tool, *track, "--kernel-name", "kns=mk_decode_kernel", "--error-exitcode", "3",
            sys.executable, "-m", "megakernel", "sanitize-run", "--steps", "2", "--schedule", schedule]
     try:

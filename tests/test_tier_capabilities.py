@@ -13,9 +13,13 @@ from compare.layer_times import Marks, parts
 from reference import Tier, TierInputError
 
 
+def triton_here():
+    """The Triton tier (in the interpreter) with the Triton suites' marks, where it runs."""
+    return [pytest.param("triton", marks=TRITON_MARKS)] if unavailable_reason("triton", "cpu") is None else []
+
+
 def tiers_here():
-    names = ["reference", "hf"] + (["triton"] if unavailable_reason("triton", "cpu") is None else [])
-    return [n for n in names if unavailable_reason(n, "cpu") is None]
+    return [n for n in ("reference", "hf") if unavailable_reason(n, "cpu") is None] + triton_here()
 
 
 @pytest.mark.parametrize("name", tiers_here())
@@ -60,11 +64,18 @@ def test_declared_capabilities(tiny_config, tiny_weights):
         assert hf.slow
 
 
-@pytest.mark.parametrize("dummy", [0], ids=["triton-variants"])
-@TRITON_MARKS[0]
-def test_triton_variant_attributes_are_real_attributes(dummy, tiny_config, tiny_weights):
-    if unavailable_reason("triton", "cpu") is not None:
-        pytest.skip(unavailable_reason("triton", "cpu"))
-    tier = load_tier("triton", tiny_config, tiny_weights, device="cpu", dtype=torch.float32)
-    for name in tier.variant_attributes:
-        setattr(tier, name, getattr(tier, name))
+@pytest.mark.parametrize("name", triton_here())
+def test_triton_variants_and_its_eager_timed_step(name, tiny_config, tiny_weights):
+    """Its variant attributes are settable switches; decode_timed runs eagerly on its own and
+    leaves `cuda_graph` as it was."""
+    tier = load_tier(name, tiny_config, tiny_weights, device="cpu", dtype=torch.float32)
+    assert tier.variant_attributes == ("cuda_graph", "prefill_graph", "gemv")
+    tier.gemv, tier.cuda_graph = "cublas", False
+    assert tier.model.gemv == "cublas" and tier.cuda_graph is False
+    with pytest.raises(ValueError, match="gemv backend 'nope'"):
+        tier.gemv = "nope"
+    tier.gemv, tier.cuda_graph = "triton", True
+    state = tier.new_state(max_seq_len=8)
+    tier.prefill(torch.tensor([[1, 2]]), state)
+    tier.decode_timed(torch.tensor([3]), state, Marks("cpu"))
+    assert tier.cuda_graph is True and state.seq_len == 3 and int(state.pos) == 3

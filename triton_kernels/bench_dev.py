@@ -122,7 +122,7 @@ def bench_profile(results, tier, steps=20):
     from torch.profiler import ProfilerActivity, profile
 
     ids = torch.randint(0, tier.config.vocab_size, (1, 16), generator=torch.Generator().manual_seed(2))
-    out = {}
+    out, graphed = {}, tier.cuda_graph
     for graph in (True, False):
         tier.cuda_graph = graph
         state = tier.new_state(1, 4096)
@@ -152,7 +152,7 @@ def bench_profile(results, tier, steps=20):
               f"wall {wall_ms * 1e3:.0f} us/step (under the profiler)", flush=True)
         for r in rows[:12]:
             print(f"  {r['us_per_step']:8.1f} us  {r['calls_per_step']:5.1f}x  {r['kernel']}", flush=True)
-    tier.cuda_graph = True
+    tier.cuda_graph = graphed
     results["profile"] = out
 
 

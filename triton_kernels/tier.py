@@ -3,7 +3,8 @@
     TritonTier(config, weights, device="cuda", dtype=torch.bfloat16, cuda_graph=True,
                prefill_graph=True, gemv="triton")
 
-Switches, also plain attributes a benchmark may flip between calls:
+Switches, also plain attributes that may change between calls (the tier's
+`variant_attributes`, which `compare ab` sets to make its variants):
 - `cuda_graph`: decode replays one captured step per (batch size, cache length, gemv)
   (built on first use, reused for every later state of that shape) or runs eagerly.
 - `prefill_graph`: the same for prefill, one graph per (prompt shape, start position),
@@ -88,11 +89,12 @@ class TritonTier(Tier):
         state.pos.fill_(state.seq_len + input_ids.shape[1])
         return (logits,)
 
-    def _decode_step(self, token_ids, state, trace=None):
-        """One decode step, sync-free: → (logits [B, V] fp32, greedy next ids [B])."""
+    def _decode_step(self, token_ids, state, trace=None, layer_hook=None):
+        """One decode step, sync-free: → (logits [B, V] fp32, greedy next ids [B]);
+        `layer_hook(name)` is called as each part ends (eager only: a graph fires no hooks)."""
         from .lm_head import argmax
 
-        logits = self.model.forward(token_ids[:, None], state, trace)
+        logits = self.model.forward(token_ids[:, None], state, trace, layer_hook=layer_hook)
         state.pos += 1
         return logits, argmax(logits)
 
@@ -140,10 +142,7 @@ class TritonTier(Tier):
 
     @torch.inference_mode()
     def _decode_timed(self, token_ids, state, marks):
-        """The step eagerly (hooks cannot fire inside a captured graph), a mark as each part ends."""
-        from .lm_head import argmax
-
+        """The step eagerly whatever `cuda_graph` says (hooks cannot fire inside a captured
+        graph), a mark as each part ends."""
         marks.mark("start")
-        logits = self.model.forward(token_ids[:, None], state, None, layer_hook=marks.mark)
-        state.pos += 1
-        return argmax(logits)
+        return self._decode_step(token_ids, state, layer_hook=marks.mark)[1]
