@@ -4,7 +4,7 @@ One program owns BLOCK_N output rows: it streams their [BLOCK_N, BLOCK_K] weight
 (evict-first, 16-byte loads), multiplies by the matching slice of x, accumulates in fp32
 and reduces across K once at the end. Decode is weight-bandwidth bound; on the H100 two
 rows per program over all of K in one pass (K ≤ 4096) measured best for every shape of
-the model, ahead of wider row blocks and of split-K (docs/results/triton_dev.md).
+the model, ahead of wider row blocks and of split-K (docs/results/2026-11-22-h100-dev-reports/triton_dev.md).
 SWIGLU=True reads x as a fused [gate | up] vector and computes silu(gate) ⊙ up on the
 fly (the down projection's input), so the MLP needs no separate SwiGLU launch.
 `linear` dispatches: one row of x and backend "triton" → this kernel; otherwise
@@ -57,7 +57,7 @@ def _gemv_kernel(x_ptr, w_ptr, y_ptr, N, K, stride_w, up_offset,
 
 
 # (BLOCK_N, BLOCK_K, num_warps) per weight shape [N, K], measured best on an H100
-# (docs/results/triton_dev.md; `python -m triton_kernels.bench_dev` sweeps them again)
+# (docs/results/2026-11-22-h100-dev-reports/triton_dev.md; `python -m triton_kernels.bench_dev` sweeps them again)
 TUNED = {
     (8224, 1024): (4, 1024, 4),         # DeltaNet [qkv | z | b | a]
     (7168, 1024): (2, 1024, 4),         # MLP [gate | up]
