@@ -6,7 +6,9 @@
 Weights are drawn on the GPU (seeded, std 0.02, norms off their init values), the state
 is filled with a random 5-token context (no prefill: see `random_context`), then `steps`
 decode launches run (logits, trace and argmax paths,
-and one with a split attention). Prints one line per step and exits non-zero on NaN.
+and one with a split attention), then a step the kernel refuses (an id outside the vocabulary:
+the device-side check's path). Prints one line per step and exits non-zero on NaN or when the
+refused step is not reported.
 
 `--prefill N` instead runs the fast prefill (eagerly, no graph) of N tokens on a fresh
 state, then of N more after them (the continuing path: cache prefix copy, masked
@@ -53,7 +55,7 @@ def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None =
     out-proj's merge) and one at a 300-token context (split-K merged by the last unit). `grid`:
     fewer blocks (less instrumented work per launch). Every stage prints a line first, so a crash
     in the instrumented process shows where it happened."""
-    from reference import ModelConfig
+    from reference import ModelConfig, TierInputError
 
     from .tier import MegakernelTier
 
@@ -83,6 +85,14 @@ def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None =
         bad += not ok
         print(f"step {step}: pos {state.seq_len}, next {int(nxt)}, finite {ok}", flush=True)
         ids = nxt.view(1)
+    print("refused step: launching (an id outside the vocabulary)", flush=True)
+    tier.decode_argmax(torch.tensor([config.vocab_size + 7], device=tier.device), state)
+    try:
+        tier.check(state)
+        print("refused step: NOT reported", flush=True)
+        bad += 1
+    except TierInputError as e:
+        print(f"refused step: {e}", flush=True)
     # longer contexts: the attention's split-K partials merged by the out-proj (40 tokens: 2
     # splits) and by the last unit of a kv head (300 tokens: 10 splits)
     for n, seed in ((40, 2), (300, 3)):

@@ -76,6 +76,15 @@ def kernel_shape_mismatch(config: ModelConfig, k) -> list[str]:
     return bad
 
 
+def fault_layout_mismatch(k) -> list[str]:
+    """Where the kernel's fault words (csrc/shapes.cuh) differ from the interface's (reference FAULT_*)."""
+    import reference
+
+    return [f"{name}: interface {getattr(reference, name)}, kernel {getattr(k, name)}"
+            for name in ("FAULT_WORDS", "FAULT_NONE", "FAULT_TOKEN", "FAULT_POSITION")
+            if getattr(reference, name) != getattr(k, name)]
+
+
 def check_batch(batch_size: int) -> None:
     if batch_size != 1:
         raise TierInputError(f"the megakernel decodes batch 1 only; got batch_size={batch_size} (expected 1)")
@@ -141,6 +150,7 @@ class MegakernelTier(Tier):
     name = "megakernel"
     state_class = MegakernelState
     part_timing = "kernel timer"
+    device_checks = True  # the kernel refuses an id outside the vocabulary (csrc/step_check.cuh)
     # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
     # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split
     variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split")
@@ -179,7 +189,7 @@ class MegakernelTier(Tier):
 
         self.ext, self.k = ops.load(self.device)
         self._decode_op = ops.op("decode")
-        bad = kernel_shape_mismatch(config, self.k)
+        bad = kernel_shape_mismatch(config, self.k) + fault_layout_mismatch(self.k)
         if bad:
             raise RuntimeError("the built megakernel's shapes (csrc/shapes.cuh) differ from the config: " + "; ".join(bad))
         fit = self.ext.configure(self.device.index)
@@ -279,7 +289,7 @@ class MegakernelTier(Tier):
             conv_ring=torch.zeros(k.NDN, k.CONV_K, k.DN_CONV, dtype=bf, device=dev),
             k_cache=torch.zeros(k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
             v_cache=torch.zeros(k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
-            rope=self._rope_table(max_seq_len),
+            rope=self._rope_table(max_seq_len), fault=self.new_fault_words(),
         )
 
     def _rope_table(self, max_seq_len):
@@ -381,7 +391,7 @@ class MegakernelTier(Tier):
         self._decode_op(
             self.layer_table, self.weights["model.embed_tokens.weight"], self.weights["model.norm.weight"],
             state.dn_state, state.conv_ring, state.k_cache, state.v_cache, state.rope, self.workspace, self.sync,
-            token_ids.contiguous(), out_token, none32 if logits is None else logits, none32 if trace is None else trace,
+            token_ids.contiguous(), out_token, state.fault, none32 if logits is None else logits, none32 if trace is None else trace,
             none64 if times is None else times, pos, attention_splits(pos, self.positions_per_split, self.k.ATT_MAX_SPLIT),
             self.grid, SCHEDULES.index(self.schedule), self.ring_slots, stop_after)
 
@@ -421,13 +431,12 @@ class MegakernelTier(Tier):
     def decode_step_times(self, token_ids, state) -> tuple[torch.Tensor, StepTimes]:
         """One greedy decode step (the state advances) timed by the in-kernel clock: → (next ids
         [1] on the device, StepTimes). Syncs with the GPU to read the stamps."""
-        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]", check_range=False)
-        self._check_state(state, ids.shape[0], 1)
-        if state.seq_len == 0:
-            raise TierInputError("decode on an empty state; expected prefill of at least one token first")
+        ids = self._check_step_ids(token_ids, state)
         out, times = self.timed_launch(ids, state)
-        state.seq_len += 1
-        return out, StepTimes.parse(times.cpu().tolist(), self.k, self.grid)
+        self._advance_unchecked(state)
+        words = times.cpu().tolist()
+        self.check(state)
+        return out, StepTimes.parse(words, self.k, self.grid)
 
     def _decode_timed(self, token_ids, state, marks):
         """The interface's per-part timing: the in-kernel clock's µs per part into marks.put."""
@@ -439,7 +448,8 @@ class MegakernelTier(Tier):
 
     def clone_state(self, state: MegakernelState) -> MegakernelState:
         """An independent copy (the rope table, which no call writes, is shared)."""
+        self.check(state)
         return MegakernelState(tier=state.tier, config=state.config, batch_size=state.batch_size,
-                               max_seq_len=state.max_seq_len, seq_len=state.seq_len,
+                               max_seq_len=state.max_seq_len, seq_len=state.seq_len, fault=state.fault.clone(),
                                dn_state=state.dn_state.clone(), conv_ring=state.conv_ring.clone(),
                                k_cache=state.k_cache.clone(), v_cache=state.v_cache.clone(), rope=state.rope)

@@ -3,14 +3,15 @@ what every tier shares: the config, the weights, the state and the tier interfac
 
 from .checkpoint import CheckpointError, load_checkpoint
 from .config import FULL, LINEAR, ConfigError, ModelConfig
-from .interface import Tier, TierInputError, TierState, TierUnavailable, record
+from .interface import (FAULT_NONE, FAULT_POSITION, FAULT_TOKEN, FAULT_WORDS, Tier, TierInputError, TierState,
+                        TierUnavailable, record)
 from .model import HybridModel, ModelState, new_model_state
 from .tier import ReferenceTier
 from . import tolerances
 from .weights import WeightsError, expected_shapes, perturb_norms, random_weights, validate_weights
 
 __all__ = [
-    "CheckpointError", "ConfigError", "FULL", "HybridModel", "LINEAR", "ModelConfig", "ModelState",
+    "CheckpointError", "ConfigError", "FAULT_NONE", "FAULT_POSITION", "FAULT_TOKEN", "FAULT_WORDS", "FULL", "HybridModel", "LINEAR", "ModelConfig", "ModelState",
     "ReferenceTier", "Tier", "TierInputError", "TierState", "TierUnavailable", "WeightsError",
     "expected_shapes", "load_checkpoint", "new_model_state", "perturb_norms", "random_weights", "record",
     "tolerances", "validate_weights",

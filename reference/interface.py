@@ -4,11 +4,21 @@ A tier is built from (config, weights, device, dtype) and offers
     new_state(batch_size=1, max_seq_len=4096) → state
     prefill(input_ids [B, T] int64, state, trace=None) → fp32 logits [B, vocab] of the last position
     decode(token_ids [B] int64, state, trace=None)    → fp32 logits [B, vocab]
+    decode_argmax(token_ids [B] int64, state)         → next ids [B] int64 on the device (no host sync)
+    check(state)                                      → raises what the device refused since the last check
 When `trace` is a dict the call fills it with fp32 CPU tensors: "embed" and "layers.{i}"
 (hidden state after layer i) and "norm" as [B, T, D], and "logits" as [B, vocab].
 
 This base class checks every input before any work, so a bad call raises TierInputError
-naming what was wrong and what was expected, and leaves the state as it was.
+naming what was wrong and what was expected, and leaves the state as it was. The one
+exception is the id range of `decode_argmax` on a tier with `device_checks`: checking a
+device tensor on the host would sync, so the tier's kernels check it instead. A refused step
+writes nothing but the state's fault words (FAULT_*), every step queued after it on that
+state is refused too, and the next `check(state)` (which `prefill`, `decode` and
+`clone_state` call first, and which a caller calls where it reads tokens back anyway)
+raises the TierInputError and rolls the state back to the refused step's position, so
+the same state then decodes normally. A tier without device checks checks the range on
+the host in `decode_argmax` as everywhere else.
 
 What `compare` may use besides, declared here with defaults (a tier overrides what it offers;
 nothing is probed with getattr or by the tier's name):
@@ -40,6 +50,12 @@ class TierUnavailable(RuntimeError):
     """A tier that this machine cannot run (no GPU, missing package, …)."""
 
 
+# A state's fault words (int64, on the device; tiers with device_checks): what the first refused
+# step of the state found, written by the kernel that refused it, cleared by Tier.check().
+FAULT_WORDS = 4            # [kind, offending value, position of the refused step, batch row]
+FAULT_NONE, FAULT_TOKEN, FAULT_POSITION = 0, 1, 2
+
+
 @dataclass(eq=False)
 class TierState:
     """What every tier's state holds besides its own tensors."""
@@ -49,6 +65,8 @@ class TierState:
     batch_size: int
     max_seq_len: int
     seq_len: int = 0  # tokens already consumed (the next token's position)
+    fault: torch.Tensor | None = None  # int64 [FAULT_WORDS] on the device (tiers with device_checks), else None
+    unchecked: int = 0  # decode_argmax steps since the last check(): only then can a fault be pending
 
 
 def record(trace, name, tensor):
@@ -72,6 +90,9 @@ class Tier(abc.ABC):
     variant_attributes: tuple[str, ...] = ()
     """The attributes `compare ab` may set on this tier to make a variant of it (a value the
     tier cannot take raises TierInputError when set or at the next call)."""
+    device_checks: bool = False
+    """`decode_argmax` checks the ids' range in the tier's kernels (no host sync): a refused step
+    writes nothing but `state.fault`, and `check(state)` raises it. False: checked on the host."""
 
     def __init__(self, config: ModelConfig, weights: dict, device="cpu", dtype=torch.bfloat16):
         if not isinstance(config, ModelConfig):
@@ -106,12 +127,21 @@ class Tier(abc.ABC):
         limit = self.config.max_position_embeddings
         if max_seq_len > limit:
             raise TierInputError(f"max_seq_len={max_seq_len} exceeds the model's max_position_embeddings={limit}")
-        return self._new_state(batch_size, max_seq_len)
+        state = self._new_state(batch_size, max_seq_len)
+        if self.device_checks and (state.fault is None or state.fault.shape != (FAULT_WORDS,)):
+            raise RuntimeError(f"tier {self.name!r} has device_checks but its _new_state made no fault words "
+                               "(Tier.new_fault_words)")
+        return state
+
+    def new_fault_words(self) -> torch.Tensor:
+        """A state's fault words, zeroed, on this tier's device (for `_new_state` of a tier with device_checks)."""
+        return torch.zeros(FAULT_WORDS, dtype=torch.int64, device=self.device)
 
     def prefill(self, input_ids, state, trace=None):
         ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[B, T]")
         if ids.shape[1] == 0:
             raise TierInputError("input_ids is an empty prompt (T = 0); expected at least one token")
+        self.check(state)
         self._check_state(state, ids.shape[0], ids.shape[1])
         logits = self._prefill(ids, state, trace)
         state.seq_len += ids.shape[1]
@@ -120,6 +150,7 @@ class Tier(abc.ABC):
 
     def decode(self, token_ids, state, trace=None):
         ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]")
+        self.check(state)
         self._check_state(state, ids.shape[0], 1)
         if state.seq_len == 0:
             raise TierInputError("decode on an empty state; expected prefill of at least one token first")
@@ -130,15 +161,51 @@ class Tier(abc.ABC):
 
     def decode_argmax(self, token_ids, state):
         """One greedy decode step → next token ids [B] int64, left on the device. Meant to
-        be fed its own output: the ids' range is not checked, so nothing syncs with the
-        host. Tiers with a fused argmax override `_decode_argmax`; benchmarks time this."""
-        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]", check_range=False)
+        be fed its own output: on a tier with `device_checks` the ids' range is checked by
+        the kernels, so nothing syncs with the host (an id out of range is raised by the next
+        `check(state)`). Tiers with a fused argmax override `_decode_argmax`; benchmarks time this."""
+        ids = self._check_step_ids(token_ids, state)
+        next_ids = self._decode_argmax(ids, state)
+        self._advance_unchecked(state)
+        return next_ids
+
+    def _check_step_ids(self, token_ids, state):
+        """The checks of a sync-free step (decode_argmax, decode_timed): the range on the host
+        only where the tier has no device checks."""
+        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]", check_range=not self.device_checks)
         self._check_state(state, ids.shape[0], 1)
         if state.seq_len == 0:
             raise TierInputError("decode on an empty state; expected prefill of at least one token first")
-        next_ids = self._decode_argmax(ids, state)
+        return ids
+
+    def _advance_unchecked(self, state):
         state.seq_len += 1
-        return next_ids
+        if self.device_checks:
+            state.unchecked += 1
+
+    def check(self, state) -> None:
+        """Raise, as a TierInputError, the first step of `state` that the device refused since
+        the last check (an id outside the vocabulary fed to `decode_argmax`), after rolling the
+        state back to that step's position: nothing the refused step or the steps queued after
+        it would have written was written, so the same state then decodes normally. Syncs with
+        the device only when such steps ran; a no-op on a tier without device checks."""
+        self._check_state_kind(state)
+        if not state.unchecked:
+            return
+        steps, state.unchecked = state.unchecked, 0
+        kind, value, pos, row = (int(x) for x in state.fault.tolist())
+        if kind == FAULT_NONE:
+            return
+        state.fault.zero_()
+        skipped = state.seq_len - pos - 1
+        state.seq_len = pos
+        after = f" and the {skipped} step(s) queued after it" if skipped else ""
+        if kind == FAULT_TOKEN:
+            what = (f"token id {value} (batch row {row}) fed to decode_argmax at position {pos} is outside the "
+                    f"vocabulary [0, {self.config.vocab_size})")
+        else:
+            what = f"a decode step at position {value} is past the state's max_seq_len={state.max_seq_len}"
+        raise TierInputError(f"{what}; that step{after} did not run: the state is back at position {pos}, as it was")
 
     def _decode_argmax(self, token_ids, state):
         return self._decode(token_ids, state, None).argmax(-1)
@@ -149,12 +216,10 @@ class Tier(abc.ABC):
         `marks.mark(name)` as each part ends, after a `marks.mark("start")` (host-enqueued
         events), or `marks.put(name, microseconds)` for a tier that measures inside a kernel.
         Parts: "embed", "layers.{i}", "norm", "lm_head". Tiers say how in `part_timing`."""
-        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]", check_range=False)
-        self._check_state(state, ids.shape[0], 1)
-        if state.seq_len == 0:
-            raise TierInputError("decode on an empty state; expected prefill of at least one token first")
+        ids = self._check_step_ids(token_ids, state)
         next_ids = self._decode_timed(ids, state, marks)
-        state.seq_len += 1
+        self._advance_unchecked(state)
+        self.check(state)  # timing syncs anyway: a refused step raises here, before its marks are used
         return next_ids
 
     def _decode_timed(self, token_ids, state, marks):
@@ -164,7 +229,7 @@ class Tier(abc.ABC):
         """An independent copy of `state` (decoding one leaves the other as it was). Default: a
         new state of the same dataclass with every tensor field cloned and the other fields
         copied; a tier whose state holds anything else (an object, shared buffers) overrides it."""
-        self._check_state(state, state.batch_size, 0)
+        self.check(state)
         fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
         return type(state)(**{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in fields.items()})
 
@@ -185,6 +250,16 @@ class Tier(abc.ABC):
         return ids.to(self.device)
 
     def _check_state(self, state, batch_size, n_new):
+        self._check_state_kind(state)
+        if batch_size != state.batch_size:
+            raise TierInputError(f"batch size {batch_size} of the ids does not match the state's batch size {state.batch_size}")
+        if state.seq_len + n_new > state.max_seq_len:
+            raise TierInputError(
+                f"{n_new} more token(s) after {state.seq_len} exceed the state's max_seq_len={state.max_seq_len}"
+            )
+
+    def _check_state_kind(self, state):
+        """A state of this tier and config (whatever its length)."""
         if not isinstance(state, TierState):
             raise TierInputError(f"state must come from {self.name}.new_state(), got {type(state).__name__}")
         if state.tier != self.name or not isinstance(state, self.state_class):
@@ -192,10 +267,4 @@ class Tier(abc.ABC):
         if state.config != self.config:
             raise TierInputError(
                 f"state was made for config {state.config.name!r}; this tier runs config {self.config.name!r}"
-            )
-        if batch_size != state.batch_size:
-            raise TierInputError(f"batch size {batch_size} of the ids does not match the state's batch size {state.batch_size}")
-        if state.seq_len + n_new > state.max_seq_len:
-            raise TierInputError(
-                f"{n_new} more token(s) after {state.seq_len} exceed the state's max_seq_len={state.max_seq_len}"
             )

@@ -119,3 +119,22 @@ def test_unknown_config_name():
 
     with pytest.raises(ConfigError, match="unknown config 'qwen9'"):
         ModelConfig.named("qwen9")
+
+
+@pytest.mark.parametrize("name", available_tiers("cpu"))
+@pytest.mark.parametrize("bad_id", [512, 512 + 5_000_000, -1])
+def test_decode_argmax_out_of_range_then_the_state_decodes_normally(name, bad_id, tiny_config, tiny_weights):
+    """The fed-back path: a tier with device checks refuses the step in its kernels and raises at
+    the next check; one without raises at once. Either way a TierInputError names the id, the
+    state is as it was, and it then decodes as a copy that never saw the bad id."""
+    tier = load_tier(name, tiny_config, tiny_weights, dtype=torch.float32)
+    state = prefilled(tier)
+    twin = tier.clone_state(state)
+    before = snapshot(state)
+    with pytest.raises(TierInputError, match=rf"token id {bad_id}\b.*outside the vocabulary \[0, 512\)"):
+        tier.decode_argmax(torch.tensor([bad_id]), state)
+        tier.check(state)
+    assert_unchanged(state, before)
+    tier.check(state)  # nothing left to raise
+    token = torch.tensor([3])
+    torch.testing.assert_close(tier.decode(token, state), tier.decode(token, twin), rtol=0, atol=0)

@@ -458,6 +458,64 @@ def test_every_phase_against_the_reference_intermediates(variant):
         assert not bad, (schedule, rows)
 
 
+def state_tensors(state):
+    return {k: v.clone() for k, v in vars(state).items() if isinstance(v, torch.Tensor)}
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("bad_id", [248320, 248320 + 5_000_000, -1])
+def test_an_id_out_of_range_is_refused_on_the_device(variant, bad_id):
+    """decode_argmax does not check the ids on the host (that would sync): the kernel refuses the
+    step before it writes anything, and every step queued after it on that state; the next check
+    raises a TierInputError naming the id and rolls the state back; then the same state decodes
+    as a copy that never saw the bad id does. On both schedules, and the stream-only one (whose
+    producer must stop too, or the launch hangs)."""
+    mk = variant
+    base = mk.new_state(max_seq_len=64)
+    mk.prefill(ids(20, 30), base)
+    token = ids(1, 31)[0]
+    for schedule in schedules(mk) + (["stream-only"] if mk.max_ring_slots else []):
+        mk.schedule = schedule
+        state, twin = mk.clone_state(base), mk.clone_state(base)
+        before = state_tensors(state)
+        nxt = mk.decode_argmax(torch.tensor([bad_id], device=mk.device), state)
+        for _ in range(2):  # fed back, as a generation loop does
+            nxt = mk.decode_argmax(nxt, state)
+        assert state.seq_len == base.seq_len + 3 and state.unchecked == 3
+        with pytest.raises(TierInputError, match=rf"token id {bad_id} \(batch row 0\) fed to decode_argmax at "
+                                                 rf"position {base.seq_len} is outside the vocabulary \[0, 248320\); "
+                                                 r"that step and the 2 step\(s\) queued after it did not run"):
+            mk.check(state)
+        assert int(nxt) == bad_id  # a refused step hands its input id back
+        assert state.seq_len == base.seq_len and state.unchecked == 0
+        for name, value in state_tensors(state).items():
+            assert torch.equal(value, before[name]), (schedule, name)
+        mk.check(state)  # cleared: nothing more to raise
+        if schedule == "stream-only":
+            continue
+        assert torch.equal(mk.decode(token, state), mk.decode(token, twin)), schedule
+        a, b = mk.decode_argmax(token.to(mk.device), state), mk.decode_argmax(token.to(mk.device), twin)
+        assert torch.equal(a, b) and torch.equal(state.dn_state, twin.dn_state), schedule
+        mk.check(state)
+
+
+@gpu
+@needs_gpu
+def test_a_pending_refusal_stops_the_next_checked_call(mk):
+    """prefill, decode and clone_state check the state first: a refused decode_argmax is raised by
+    whichever comes next, and the call itself does not run."""
+    base = mk.new_state(max_seq_len=64)
+    mk.prefill(ids(10, 32), base)
+    for call in (lambda st: mk.decode(ids(1, 33)[0], st), lambda st: mk.prefill(ids(3, 34), st), mk.clone_state):
+        state = mk.clone_state(base)
+        mk.decode_argmax(torch.tensor([10**9], device=mk.device), state)
+        with pytest.raises(TierInputError, match="token id 1000000000"):
+            call(state)
+        assert state.seq_len == base.seq_len
+        assert torch.equal(state.k_cache, base.k_cache) and torch.equal(state.conv_ring, base.conv_ring)
+
+
 @gpu
 @needs_gpu
 def test_batch_above_one_is_refused(mk):
@@ -470,7 +528,7 @@ def decode_args(mk, state, token, out, logits, pos=None):
     pos = state.seq_len if pos is None else pos
     nothing = torch.empty(0, dtype=torch.float32, device=mk.device)
     return (mk.layer_table, mk.weights["model.embed_tokens.weight"], mk.weights["model.norm.weight"], state.dn_state,
-            state.conv_ring, state.k_cache, state.v_cache, state.rope, mk.workspace, mk.sync, token, out, logits,
+            state.conv_ring, state.k_cache, state.v_cache, state.rope, mk.workspace, mk.sync, token, out, state.fault, logits,
             nothing, torch.empty(0, dtype=torch.int64, device=mk.device), pos, attention_splits(pos), mk.grid,
             tier_mod.SCHEDULES.index(mk.schedule), mk.ring_slots, -1)
 

@@ -243,6 +243,34 @@ def test_greedy_loop_has_no_host_sync(tier, use_graph):
     assert token.device.type == "cuda" and token.dtype == torch.int64
 
 
+@pytest.mark.parametrize("use_graph", [False, True])
+@pytest.mark.parametrize("bad_id", [248320, 248320 + 5_000_000, -1])
+def test_an_id_out_of_range_is_refused_on_the_device(tier, use_graph, bad_id):
+    """decode_argmax's ids are checked by a kernel of the step (no host sync): the refused step
+    and the ones fed back after it write nothing, the next check raises and rolls back, and
+    the state then decodes as a copy that never saw the bad id."""
+    from reference import TierInputError
+
+    tier.cuda_graph = use_graph
+    try:
+        base = tier.new_state(1, 64)
+        tier.prefill(PROMPT, base)
+        state, twin = tier.clone_state(base), tier.clone_state(base)
+        before = {k: v.clone() for k, v in vars(state).items() if isinstance(v, torch.Tensor)}
+        nxt = tier.decode_argmax(torch.tensor([bad_id], device="cuda"), state)
+        nxt = tier.decode_argmax(nxt, state)
+        with pytest.raises(TierInputError, match=rf"token id {bad_id} .* at position 16 is outside the vocabulary"):
+            tier.check(state)
+        assert int(nxt) == bad_id and state.seq_len == 16
+        for name, value in vars(state).items():
+            if isinstance(value, torch.Tensor):
+                assert torch.equal(value, before[name]), name
+        token = torch.tensor([7], device="cuda")
+        assert torch.equal(tier.decode(token, state), tier.decode(token, twin))
+    finally:
+        tier.cuda_graph = True
+
+
 def test_gemv_backends(tier):
     logits = {}
     for backend in ("triton", "cublas"):

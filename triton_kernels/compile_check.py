@@ -15,7 +15,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from . import attention_decode, attention_prefill, conv1d, delta_inputs, gemv, lm_head, norms, qk_norm_rope, swiglu
+from . import (attention_decode, attention_prefill, conv1d, delta_inputs, gemv, lm_head, norms, qk_norm_rope, step_check,
+               swiglu)
 from ._util import interpreting
 
 TARGET = GPUTarget("cuda", 90, 32)
@@ -36,24 +37,25 @@ def cases():
     yield "gated_rms_norm", norms._gated_rms_norm_kernel, \
         dict(x_ptr=BF16, z_ptr=BF16, w_ptr=BF16, out_ptr=BF16, eps="fp32", BLOCK_R=16, BLOCK_D=128,
              **_ints("R", "H", "D", "sx_t", "sx_h", "sz_t", "sz_h")), 4
-    for cache in (True, False):
-        yield f"qk_norm_rope cache={cache}", qk_norm_rope._qk_norm_rope_kernel, \
+    for cache, valid in ((True, True), (True, False), (False, False)):
+        yield f"qk_norm_rope cache={cache} valid={valid}", qk_norm_rope._qk_norm_rope_kernel, \
             dict(q_ptr=BF16, k_ptr=BF16, v_ptr=BF16, qo_ptr=BF16, ko_ptr=BF16, vo_ptr=BF16, qw_ptr=BF16,
-                 kw_ptr=BF16, inv_freq_ptr=F32, pos_ptr=I64, eps="fp32", WRITE_CACHE=cache, ROT=64, HALF=32,
-                 BLOCK_T=1, BLOCK_D=256,
+                 kw_ptr=BF16, inv_freq_ptr=F32, pos_ptr=I64, valid_ptr=I64, eps="fp32", WRITE_CACHE=cache, ROT=64,
+                 HALF=32, BLOCK_T=1, BLOCK_D=256, HAS_VALID=valid,
                  **_ints("NT", "T", "Hq", "Hkv", "D", "sq_b", "sq_t", "sq_h", "sk_b", "sk_t", "sk_h",
                          "sv_b", "sv_t", "sv_h", "so_b", "so_h", "so_t")), 2
     for state in (True, False):
         yield f"conv prefill state={state}", conv1d._conv_prefill_kernel, \
             dict(x_ptr=BF16, w_ptr=BF16, s_ptr=BF16, y_ptr=BF16, ns_ptr=BF16, HAS_STATE=state, K=4, BLOCK_T=16,
                  BLOCK_C=128, **_ints("T", "C", "sx_b", "sx_t")), 4
-    yield "conv step", conv1d._conv_step_kernel, \
-        dict(x_ptr=BF16, w_ptr=BF16, s_ptr=BF16, y_ptr=BF16, ns_ptr=BF16, K=4, KP=4, BLOCK_C=256,
-             **_ints("C", "sx_b")), 4
-    yield "delta_rule_inputs", delta_inputs._delta_inputs_kernel, \
-        dict(q_ptr=BF16, k_ptr=BF16, a_ptr=BF16, b_ptr=BF16, alog_ptr=BF16, dtb_ptr=BF16, qo_ptr=F32, ko_ptr=F32,
-             g_ptr=F32, beta_ptr=F32, eps="fp32", scale="fp32", GROUP=1, BLOCK_T=1, BLOCK_D=128, BLOCK_G=1,
-             **_ints("NT", "Hk", "Hv", "D", "sq_t", "sk_t", "sa_t", "sb_t")), 1
+    for valid in (True, False):
+        yield f"conv step valid={valid}", conv1d._conv_step_kernel, \
+            dict(x_ptr=BF16, w_ptr=BF16, s_ptr=BF16, y_ptr=BF16, ns_ptr=BF16, valid_ptr=I64, K=4, KP=4, BLOCK_C=256,
+                 HAS_VALID=valid, **_ints("C", "sx_b")), 4
+        yield f"delta_rule_inputs valid={valid}", delta_inputs._delta_inputs_kernel, \
+            dict(q_ptr=BF16, k_ptr=BF16, a_ptr=BF16, b_ptr=BF16, alog_ptr=BF16, dtb_ptr=BF16, qo_ptr=F32, ko_ptr=F32,
+                 g_ptr=F32, beta_ptr=F32, valid_ptr=I64, eps="fp32", scale="fp32", GROUP=1, BLOCK_T=1, BLOCK_D=128,
+                 BLOCK_G=1, HAS_VALID=valid, **_ints("NT", "Hk", "Hv", "D", "sq_t", "sk_t", "sa_t", "sb_t")), 1
     yield "l2norm", delta_inputs._l2norm_kernel, \
         dict(x_ptr=BF16, y_ptr=F32, eps="fp32", BLOCK_R=4, BLOCK_D=128, **_ints("R", "D", "sx")), 4
     yield "swiglu", swiglu._swiglu_kernel, \
@@ -65,8 +67,13 @@ def cases():
                  EVEN_K=even_k, **_ints("N", "K", "stride_w", "up_offset")), 4
     yield "argmax blocks", lm_head._argmax_blocks_kernel, \
         dict(x_ptr=F32, vmax_ptr=F32, imax_ptr=I32, BLOCK=8192, **_ints("V", "n_blocks")), 8
-    yield "argmax reduce", lm_head._argmax_reduce_kernel, \
-        dict(vmax_ptr=F32, imax_ptr=I32, out_ptr=I64, BLOCK=32, **_ints("n_blocks")), 4
+    for valid in (True, False):
+        yield f"argmax reduce valid={valid}", lm_head._argmax_reduce_kernel, \
+            dict(vmax_ptr=F32, imax_ptr=I32, out_ptr=I64, valid_ptr=I64, fallback_ptr=I64, BLOCK=32, HAS_VALID=valid,
+                 **_ints("n_blocks")), 4
+    yield "step check", step_check._step_check_kernel, \
+        dict(ids_ptr=I64, fault_ptr=I64, pos_ptr=I64, safe_ptr=I64, valid_ptr=I64, BLOCK_B=1, NONE=0, TOKEN=1,
+             POSITION=2, **_ints("B", "V", "max_seq")), 1
     yield "attention decode split", attention_decode._decode_split_kernel, \
         dict(q_ptr=BF16, k_ptr=BF16, v_ptr=BF16, pos_ptr=I64, acc_ptr=F32, m_ptr=F32, l_ptr=F32, scale="fp32",
              GROUP=4, NUM_SPLITS=32, BLOCK_G=16, BLOCK_N=64, D=256, IEEE=False,

@@ -75,8 +75,8 @@ def causal_conv1d(*, x, weight, conv_state=None):
 
 
 @triton.jit
-def _conv_step_kernel(x_ptr, w_ptr, s_ptr, y_ptr, ns_ptr, C, sx_b, K: tl.constexpr, KP: tl.constexpr,
-                      BLOCK_C: tl.constexpr):
+def _conv_step_kernel(x_ptr, w_ptr, s_ptr, y_ptr, ns_ptr, valid_ptr, C, sx_b, K: tl.constexpr, KP: tl.constexpr,
+                      BLOCK_C: tl.constexpr, HAS_VALID: tl.constexpr):
     b = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     j = tl.arange(0, KP)                                   # window column: K-1 cached inputs, then x
@@ -89,19 +89,24 @@ def _conv_step_kernel(x_ptr, w_ptr, s_ptr, y_ptr, ns_ptr, C, sx_b, K: tl.constex
     acc = tl.sum(w.to(tl.float32) * window.to(tl.float32), axis=1)
     tl.debug_barrier()                                     # all state reads before the in-place shift
     shifted = ns_ptr + (b * C + ch[:, None]) * (K - 1) + (j[None, :] - 1)
-    tl.store(shifted, window.to(ns_ptr.dtype.element_ty), mask=cmask[:, None] & (j[None, :] >= 1) & (j[None, :] < K))
+    keep = cmask[:, None] & (j[None, :] >= 1) & (j[None, :] < K)
+    if HAS_VALID:                                          # a refused step (step_check) leaves the state
+        keep = keep & (tl.load(valid_ptr + 0 * ch) != 0)[:, None]
+    tl.store(shifted, window.to(ns_ptr.dtype.element_ty), mask=keep)
     tl.store(y_ptr + b * C + ch, _silu_rounded(acc, y_ptr.dtype.element_ty), mask=cmask)
 
 
-def step(*, x, weight, conv_state, out_state):
-    """One decode step; writes the new state into `out_state` (may be `conv_state`)."""
+def step(*, x, weight, conv_state, out_state, valid=None):
+    """One decode step; writes the new state into `out_state` (may be `conv_state`), unless
+    `valid` (int64 [1] on the device, step_check) is 0."""
     B, C = x.shape
     K = weight.shape[1]
     x, sx = rows_view(x)
     y = torch.empty(B, C, dtype=x.dtype, device=x.device)
     BLOCK_C = 256 if C >= 256 else next_pow2(C)
-    _conv_step_kernel[(B, triton.cdiv(C, BLOCK_C))](x, weight, conv_state, y, out_state, C, sx, K=K,
-                                                    KP=next_pow2(K), BLOCK_C=BLOCK_C, num_warps=4)
+    _conv_step_kernel[(B, triton.cdiv(C, BLOCK_C))](x, weight, conv_state, y, out_state,
+                                                    y if valid is None else valid, C, sx, K=K, KP=next_pow2(K),
+                                                    BLOCK_C=BLOCK_C, HAS_VALID=valid is not None, num_warps=4)
     return y
 
 

@@ -37,9 +37,10 @@ def _softplus(x):
 
 
 @triton.jit
-def _delta_inputs_kernel(q_ptr, k_ptr, a_ptr, b_ptr, alog_ptr, dtb_ptr, qo_ptr, ko_ptr, g_ptr, beta_ptr,
+def _delta_inputs_kernel(q_ptr, k_ptr, a_ptr, b_ptr, alog_ptr, dtb_ptr, qo_ptr, ko_ptr, g_ptr, beta_ptr, valid_ptr,
                          NT, Hk, Hv, D, sq_t, sk_t, sa_t, sb_t, eps, scale,
-                         GROUP: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_G: tl.constexpr):
+                         GROUP: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_G: tl.constexpr,
+                         HAS_VALID: tl.constexpr):
     tok = (tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)
     h = tl.program_id(1)
     rows = tok < NT
@@ -50,10 +51,15 @@ def _delta_inputs_kernel(q_ptr, k_ptr, a_ptr, b_ptr, alog_ptr, dtb_ptr, qo_ptr, 
     a = tl.load(a_ptr + tok[:, None] * sa_t + hv[None, :], mask=m, other=0.0).to(tl.float32)
     dt_bias = tl.load(dtb_ptr + hv, mask=hv < Hv, other=0.0).to(tl.float32)[None, :]
     A_log = tl.load(alog_ptr + hv, mask=hv < Hv, other=0.0).to(tl.float32)[None, :]
-    tl.store(g_ptr + tok[:, None] * Hv + hv[None, :], -tl.exp(A_log) * _softplus(a + dt_bias), mask=m)
+    g = -tl.exp(A_log) * _softplus(a + dt_bias)
     b = tl.load(b_ptr + tok[:, None] * sb_t + hv[None, :], mask=m, other=0.0)
-    beta = tl.sigmoid(b.to(tl.float32)).to(b.dtype)        # σ in the model dtype, then fp32
-    tl.store(beta_ptr + tok[:, None] * Hv + hv[None, :], beta.to(tl.float32), mask=m)
+    beta = tl.sigmoid(b.to(tl.float32)).to(b.dtype).to(tl.float32)  # σ in the model dtype, then fp32
+    if HAS_VALID:  # a refused step (step_check): decay exp(0) = 1 and β = 0 leave the state as it was
+        ok = tl.load(valid_ptr) != 0
+        g = tl.where(ok, g, 0.0)
+        beta = tl.where(ok, beta, 0.0)
+    tl.store(g_ptr + tok[:, None] * Hv + hv[None, :], g, mask=m)
+    tl.store(beta_ptr + tok[:, None] * Hv + hv[None, :], beta, mask=m)
 
 
 def _token_rows(t):
@@ -63,8 +69,9 @@ def _token_rows(t):
     return rows_view(t.flatten(-2))
 
 
-def delta_rule_inputs(*, q, k, a, b, A_log, dt_bias, eps=1e-6):
-    """q, k [B, T, Hk, dk]; a, b [B, T, Hv] → (q̂ scaled, k̂, g, β), all fp32."""
+def delta_rule_inputs(*, q, k, a, b, A_log, dt_bias, eps=1e-6, valid=None):
+    """q, k [B, T, Hk, dk]; a, b [B, T, Hv] → (q̂ scaled, k̂, g, β), all fp32; g = β = 0 where
+    `valid` (int64 [1] on the device, step_check) is 0."""
     B, T, Hk, D = q.shape
     Hv = a.shape[-1]
     group = Hv // Hk
@@ -79,9 +86,9 @@ def delta_rule_inputs(*, q, k, a, b, A_log, dt_bias, eps=1e-6):
     if B * T:
         block_t = 16 if interpreting() else 1
         _delta_inputs_kernel[(triton.cdiv(B * T, block_t), Hk)](
-            q_rows, k_rows, a_rows, b_rows, A_log, dt_bias, q_hat, k_hat, g, beta, B * T, Hk, Hv, D,
-            sq, sk, sa, sb, eps, D ** -0.5, GROUP=group, BLOCK_T=block_t, BLOCK_D=next_pow2(D),
-            BLOCK_G=next_pow2(group), num_warps=1 if D <= 128 else 2)
+            q_rows, k_rows, a_rows, b_rows, A_log, dt_bias, q_hat, k_hat, g, beta, g if valid is None else valid,
+            B * T, Hk, Hv, D, sq, sk, sa, sb, eps, D ** -0.5, GROUP=group, BLOCK_T=block_t, BLOCK_D=next_pow2(D),
+            BLOCK_G=next_pow2(group), HAS_VALID=valid is not None, num_warps=1 if D <= 128 else 2)
     return q_hat, k_hat, g, beta
 
 

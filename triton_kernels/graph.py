@@ -15,7 +15,7 @@ import weakref
 
 import torch
 
-STATE_TENSORS = ("conv", "recurrent", "k_cache", "v_cache", "pos")
+STATE_TENSORS = ("conv", "recurrent", "k_cache", "v_cache", "pos", "fault")
 
 
 class StaticState:

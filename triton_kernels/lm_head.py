@@ -38,18 +38,22 @@ def _argmax_blocks_kernel(x_ptr, vmax_ptr, imax_ptr, V, n_blocks, BLOCK: tl.cons
 
 
 @triton.jit
-def _argmax_reduce_kernel(vmax_ptr, imax_ptr, out_ptr, n_blocks, BLOCK: tl.constexpr):
+def _argmax_reduce_kernel(vmax_ptr, imax_ptr, out_ptr, valid_ptr, fallback_ptr, n_blocks, BLOCK: tl.constexpr,
+                          HAS_VALID: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     i = tl.arange(0, BLOCK)
     v = tl.load(vmax_ptr + row * n_blocks + i, mask=i < n_blocks, other=float("-inf"))
     idx = tl.load(imax_ptr + row * n_blocks + i, mask=i < n_blocks, other=2147483647)
     best = tl.max(v, axis=0)
-    first = tl.min(tl.where(v == best, idx, 2147483647), axis=0)
-    tl.store(out_ptr + row, first.to(tl.int64))
+    first = tl.min(tl.where(v == best, idx, 2147483647), axis=0).to(tl.int64)
+    if HAS_VALID:  # a refused step (step_check) hands its input id back
+        first = tl.where(tl.load(valid_ptr) != 0, first, tl.load(fallback_ptr + row))
+    tl.store(out_ptr + row, first)
 
 
-def argmax(logits):
-    """logits [B, V] → [B] int64 on the device, first index of the maximum."""
+def argmax(logits, valid=None, fallback=None):
+    """logits [B, V] → [B] int64 on the device, first index of the maximum; `fallback` [B]
+    int64 where `valid` (int64 [1] on the device, step_check) is 0."""
     logits = logits.contiguous()
     B, V = logits.shape
     block = 1024 if interpreting() else 8192
@@ -58,5 +62,7 @@ def argmax(logits):
     imax = torch.empty(B, n_blocks, dtype=torch.int32, device=logits.device)
     out = torch.empty(B, dtype=torch.int64, device=logits.device)
     _argmax_blocks_kernel[(B, n_blocks)](logits, vmax, imax, V, n_blocks, BLOCK=block, num_warps=8)
-    _argmax_reduce_kernel[(B,)](vmax, imax, out, n_blocks, BLOCK=next_pow2(n_blocks), num_warps=4)
+    has_valid = valid is not None
+    _argmax_reduce_kernel[(B,)](vmax, imax, out, valid if has_valid else out, fallback if has_valid else out, n_blocks,
+                                BLOCK=next_pow2(n_blocks), HAS_VALID=has_valid, num_warps=4)
     return out

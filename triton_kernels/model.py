@@ -8,7 +8,9 @@ Differences from running `HybridModel` over `triton_kernels.ops` (which also wor
 - state written in place: the conv step and fla's recurrent kernel update their state
   slot, the q/k norm + RoPE kernel writes k and v straight into the KV cache;
 - decode reads the token position from `state.pos` (a device tensor), never from the
-  host, so the whole step can be captured once and replayed.
+  host, so the whole step can be captured once and replayed;
+- decode honours `step_valid` (int64 [1] on the device, set by the tier for the step,
+  step_check.py): where it is 0 the kernels that write the state write nothing.
 The trace keys and the layer hooks are the reference's (the forward loop is inherited).
 """
 
@@ -66,6 +68,7 @@ class FusedModel(HybridModel):
     def __init__(self, config, weights: dict, gemv_backend: str = "triton"):
         super().__init__(config, fuse_weights(config, weights), None)
         self.gemv = gemv_backend
+        self.step_valid = None  # the decode step's device-side check (TritonTier._decode_step), or None
 
     @property
     def gemv(self) -> str:
@@ -94,14 +97,15 @@ class FusedModel(HybridModel):
         b, a = proj[..., C + V:C + V + Hv], proj[..., C + V + Hv:]
         conv_w, conv_state = w[p + "conv1d.weight"], state.conv[slot]
         if decode:
-            y = conv1d.step(x=mixed[:, 0], weight=conv_w, conv_state=conv_state, out_state=conv_state)[:, None]
+            y = conv1d.step(x=mixed[:, 0], weight=conv_w, conv_state=conv_state, out_state=conv_state,
+                            valid=self.step_valid)[:, None]
         else:
             y, new_conv = ops.causal_conv1d(x=mixed, weight=conv_w, conv_state=conv_state)
             conv_state.copy_(new_conv)
         q, k, v = torch.split(y, [c.key_dim, c.key_dim, c.value_dim], dim=-1)
         q, k, v = q.unflatten(-1, (Hk, dk)), k.unflatten(-1, (Hk, dk)), v.unflatten(-1, (Hv, dv))
         q, k, g, beta = ops.delta_rule_inputs(q=q, k=k, a=a, b=b, A_log=w[p + "A_log"], dt_bias=w[p + "dt_bias"],
-                                              eps=1e-6)
+                                              eps=1e-6, valid=self.step_valid if decode else None)
         if decode:
             o = recurrent_step_(q=q, k=k, v=v, g=g, beta=beta, state=state.recurrent[slot])
         else:
@@ -126,7 +130,8 @@ class FusedModel(HybridModel):
         k_cache, v_cache = state.k_cache[slot], state.v_cache[slot]
         q = qk_norm_rope.launch(q=q, k=k, v=v, positions=positions, q_weight=w[p + "q_norm.weight"],
                                 k_weight=w[p + "k_norm.weight"], rotary_dim=c.rotary_dim, theta=c.rope_theta,
-                                eps=c.rms_norm_eps, k_cache=k_cache, v_cache=v_cache)
+                                eps=c.rms_norm_eps, k_cache=k_cache, v_cache=v_cache,
+                                valid=self.step_valid if decode else None)
         if decode:
             o = gated_attention_decode(q=q, gate=gate, k_cache=k_cache, v_cache=v_cache, pos=state.pos)
         else:

@@ -48,11 +48,11 @@ def _norm_rope_rows(src, dst, rows, w_ptr, inv_freq_ptr, pos, D, eps, ROT: tl.co
 
 @triton.jit
 def _qk_norm_rope_kernel(q_ptr, k_ptr, v_ptr, qo_ptr, ko_ptr, vo_ptr, qw_ptr, kw_ptr, inv_freq_ptr, pos_ptr,
-                         NT, T, Hq, Hkv, D,
+                         valid_ptr, NT, T, Hq, Hkv, D,
                          sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h,
                          so_b, so_h, so_t, eps,
                          WRITE_CACHE: tl.constexpr, ROT: tl.constexpr, HALF: tl.constexpr, BLOCK_T: tl.constexpr,
-                         BLOCK_D: tl.constexpr):
+                         BLOCK_D: tl.constexpr, HAS_VALID: tl.constexpr):
     tok = (tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)    # token = b · T + t
     head = tl.program_id(1)
     rows = tok < NT
@@ -64,6 +64,8 @@ def _qk_norm_rope_kernel(q_ptr, k_ptr, v_ptr, qo_ptr, ko_ptr, vo_ptr, qw_ptr, kw
                         qw_ptr, inv_freq_ptr, pos, D, eps, ROT, HALF, BLOCK_D)
     else:
         h = head - Hq
+        if HAS_VALID:                                       # a refused step (step_check) writes no cache row
+            rows = rows & (tl.load(valid_ptr + 0 * tok) != 0)
         # the key's destination: the cache row at its position, or a plain [B, T, Hkv, d] tensor
         if WRITE_CACHE:
             dst = b * so_b + h * so_h + pos.to(tl.int64) * so_t
@@ -91,10 +93,12 @@ def _head_strides(t):
     return t, t.stride(0), t.stride(1), t.stride(2)
 
 
-def launch(*, q, k, positions, q_weight, k_weight, rotary_dim, theta, eps, v=None, k_cache=None, v_cache=None):
+def launch(*, q, k, positions, q_weight, k_weight, rotary_dim, theta, eps, v=None, k_cache=None, v_cache=None,
+           valid=None):
     """q [B, T, Hq, d], k (and v) [B, T, Hkv, d], positions [T] int on the device.
     Without caches → (q, k) normed and rotated. With k_cache/v_cache [B, Hkv, S, d] → q,
-    and k, v are written into the caches at `positions` (nothing is read from the host)."""
+    and k, v are written into the caches at `positions` (nothing is read from the host),
+    unless `valid` (int64 [1] on the device, step_check) is 0."""
     B, T, Hq, D = q.shape
     Hkv = k.shape[2]
     assert rotary_dim % 2 == 0 and rotary_dim <= D
@@ -116,10 +120,11 @@ def launch(*, q, k, positions, q_weight, k_weight, rotary_dim, theta, eps, v=Non
     if B * T:
         block_t = 16 if interpreting() else 1
         _qk_norm_rope_kernel[(triton.cdiv(B * T, block_t), Hq + Hkv)](
-            q, k, v, q_out, k_out, v_out, q_weight, k_weight, inv_freq, positions, B * T, T, Hq, Hkv, D,
+            q, k, v, q_out, k_out, v_out, q_weight, k_weight, inv_freq, positions,
+            positions if valid is None else valid, B * T, T, Hq, Hkv, D,
             sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h, so_b, so_h, so_t, eps,
             WRITE_CACHE=write_cache, ROT=rotary_dim, HALF=rotary_dim // 2, BLOCK_T=block_t, BLOCK_D=next_pow2(D),
-            num_warps=2 if D <= 256 else 4)
+            HAS_VALID=valid is not None, num_warps=2 if D <= 256 else 4)
     return q_out if write_cache else (q_out, k_out)
 
 

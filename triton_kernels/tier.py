@@ -32,6 +32,7 @@ class TritonTier(Tier):
     name = "triton"
     part_timing = "layer hooks, eager (a replayed graph fires no hooks)"
     variant_attributes = ("cuda_graph", "prefill_graph", "gemv")
+    device_checks = True  # decode_argmax's ids are checked by a kernel of the step (step_check.py)
 
     @classmethod
     def unavailable_reason(cls, device):
@@ -81,6 +82,7 @@ class TritonTier(Tier):
     def _new_state(self, batch_size, max_seq_len):
         base = new_model_state(self.name, self.config, batch_size, max_seq_len, self.device, self.dtype)
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+        fields["fault"] = self.new_fault_words()
         return self.state_class(**fields, pos=torch.zeros(1, dtype=torch.int64, device=self.device))
 
     # ---- forward -------------------------------------------------------------------
@@ -91,12 +93,21 @@ class TritonTier(Tier):
 
     def _decode_step(self, token_ids, state, trace=None, layer_hook=None):
         """One decode step, sync-free: → (logits [B, V] fp32, greedy next ids [B]);
-        `layer_hook(name)` is called as each part ends (eager only: a graph fires no hooks)."""
+        `layer_hook(name)` is called as each part ends (eager only: a graph fires no hooks).
+        The ids are checked on the device first (step_check.py): a refused step writes nothing
+        but state.fault, and its "next ids" are its input ids."""
         from .lm_head import argmax
+        from .step_check import step_check
 
-        logits = self.model.forward(token_ids[:, None], state, trace, layer_hook=layer_hook)
-        state.pos += 1
-        return logits, argmax(logits)
+        ids, valid = step_check(ids=token_ids, fault=state.fault, pos=state.pos, vocab_size=self.config.vocab_size,
+                                max_seq_len=state.max_seq_len)
+        self.model.step_valid = valid
+        try:
+            logits = self.model.forward(ids[:, None], state, trace, layer_hook=layer_hook)
+        finally:
+            self.model.step_valid = None
+        state.pos += valid
+        return logits, argmax(logits, valid=valid, fallback=token_ids)
 
     def _captured(self, kind, ids, state):
         """The graph of `kind` ("prefill" or "decode") for this input and state shape."""

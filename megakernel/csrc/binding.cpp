@@ -65,7 +65,7 @@ py::dict configure_py(int64_t device) {
 void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_norm, const Tensor& dn_state,
             const Tensor& conv_ring, const Tensor& k_cache, const Tensor& v_cache, const Tensor& rope,
             const Tensor& workspace, const Tensor& sync, const Tensor& token, const Tensor& next_token,
-            const Tensor& logits, const Tensor& trace, const Tensor& times, int64_t pos, int64_t nsplit, int64_t grid,
+            const Tensor& fault, const Tensor& logits, const Tensor& trace, const Tensor& times, int64_t pos, int64_t nsplit, int64_t grid,
             int64_t schedule, int64_t ring_slots, int64_t stop_after) {
   using namespace mk;
   const char* op = "qwen35_megakernel.decode";
@@ -84,11 +84,12 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   check_tensor(sync, op, "sync", torch::kInt32, {SYNC_WORDS});
   check_tensor(token, op, "token", torch::kInt64, {1});
   check_tensor(next_token, op, "next_token", torch::kInt64, {1});
+  check_tensor(fault, op, "fault", torch::kInt64, {FAULT_WORDS});
   if (logits.numel()) check_tensor(logits, op, "logits", f32, {VOCAB});
   if (trace.numel()) check_tensor(trace, op, "trace", f32, {NLAYER + 2, D});
   if (times.numel()) check_tensor(times, op, "times", torch::kInt64, {times_words(static_cast<int>(grid))});
   for (const Tensor* t : {&embed, &final_norm, &dn_state, &conv_ring, &k_cache, &v_cache, &rope, &workspace, &sync, &token,
-                          &next_token})
+                          &next_token, &fault})
     TORCH_CHECK(t->device() == layer_table.device(), op, ": every tensor must be on ", layer_table.device());
   const int device = layer_table.device().index();
   const Config c = configured(device);
@@ -126,6 +127,7 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   a.sync = ptr<unsigned>(sync);
   a.token = ptr<const int64_t>(token);
   a.out_token = ptr<int64_t>(next_token);
+  a.fault = ptr<int64_t>(fault);
   a.logits = ptr<float>(logits);
   a.trace = ptr<float>(trace);
   a.times = ptr<unsigned long long>(times);
@@ -303,6 +305,7 @@ py::dict constants() {
   MK_EXPORT(WS_APART); MK_EXPORT(WS_AMAX_VAL); MK_EXPORT(WS_AMAX_IDX); MK_EXPORT(WS_BYTES);
   MK_EXPORT(SYNC_BAR); MK_EXPORT(SYNC_EPOCH); MK_EXPORT(SYNC_LAST); MK_EXPORT(SYNC_ATT); MK_EXPORT(SYNC_WORDS);
   MK_EXPORT(UNIT_STAMPS); MK_EXPORT(NTIMES);
+  MK_EXPORT(FAULT_WORDS); MK_EXPORT(FAULT_NONE); MK_EXPORT(FAULT_TOKEN); MK_EXPORT(FAULT_POSITION);
 #undef MK_EXPORT
   py::list kinds;
   for (int l = 0; l < NLAYER; ++l) kinds.append(is_full_attention(l) ? "full_attention" : "linear_attention");
@@ -317,7 +320,7 @@ TORCH_LIBRARY(qwen35_megakernel, m) {
   m.def(
       "decode(Tensor layer_table, Tensor embed, Tensor final_norm, Tensor(a!) dn_state, Tensor(b!) conv_ring, "
       "Tensor(c!) k_cache, Tensor(d!) v_cache, Tensor rope, Tensor(e!) workspace, Tensor(f!) sync, Tensor token, "
-      "Tensor(g!) next_token, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, int pos, int nsplit, int grid, "
+      "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, int pos, int nsplit, int grid, "
       "int schedule, int ring_slots, int stop_after) -> ()");
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");

@@ -22,6 +22,7 @@
 #include "gated_attention.cuh"
 #include "lm_head.cuh"
 #include "mlp.cuh"
+#include "step_check.cuh"
 
 namespace mk {
 namespace {
@@ -89,23 +90,26 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
   const int t = threadIdx.x;
   const bool bar_warp = (t >> 5) == BAR_THREAD / 32;
   const unsigned epoch = load_epoch(a.sync);  // (in flight while the block sets up)
+  const StepInputs in = step_inputs(a);       // (the same; checked before the step's first write)
   uint4 wv[16];  // this warp's weights of its first item (register schedule) or the next phase's inputs (ring)
   Stream st;
   if (a.times && blockIdx.x == 0 && t == 0) a.times[0] = globaltimer();
   if constexpr (RING) {
     stream_start(a, st, sm);
     if (t >= THREADS) {
-      if (a.times) produce<true>(a, st);
-      else produce<false>(a, st);
+      if (a.times) produce<true>(a, st, in);
+      else produce<false>(a, st, in);
       return;
     }
     if (a.schedule == SCHEDULE_STREAM_ONLY) {
+      if (step_refused(a, in)) return record_refused_step(a, in);
       keep_epoch(epoch, sm);
       last_block_done(a.sync, sm, consume_stream_only(a, st));
       return;
     }
   }
   prepare_phase<RING>(a, 0, wv);
+  if (step_refused(a, in)) return record_refused_step(a, in);  // (the producer stops at its first wait)
   keep_epoch(epoch, sm);
   for (int q = 0; q < NPHASES; ++q) {
     if (a.stop_after >= 0 && q > a.stop_after) {  // debug: stop early (q <= NBARRIERS barriers passed)

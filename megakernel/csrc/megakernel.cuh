@@ -35,7 +35,8 @@ struct Args {
   unsigned* sync;
   // this step
   const int64_t* token;       // [1] input token id
-  int64_t* out_token;         // [1] greedy next id
+  int64_t* out_token;         // [1] greedy next id (a refused step: the input id)
+  int64_t* fault;             // [FAULT_WORDS] the state's fault words (step_check.cuh)
   float* logits;              // [VOCAB] fp32, or null
   float* trace;               // [NLAYER + 2][D] fp32 (embed, layers.0..23, norm), or null
   unsigned long long* times;  // times_words(grid) globaltimer stamps (shapes.cuh), or null

@@ -119,6 +119,11 @@ enum SyncWord : int {
   SYNC_WORDS = SYNC_ATT + 32 * FA_HKV
 };
 
+// ---- the state's fault words (int64 [FAULT_WORDS], reference/interface.py FAULT_*): what the first
+// step the device refused found; written by block 0 of the refusing launch, cleared by the host ----
+constexpr int FAULT_WORDS = 4;                       // [kind, offending value, position, batch row]
+enum FaultKind : int { FAULT_NONE = 0, FAULT_TOKEN = 1, FAULT_POSITION = 2 };
+
 // ---- timing mode (Args::times, uint64 globaltimer ns) --------------------------------------
 //   [0]                    block 0 starts
 //   [1 + q]                block 0 leaves the barrier after phase q (q < NBARRIERS)

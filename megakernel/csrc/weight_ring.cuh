@@ -20,6 +20,7 @@
 #pragma once
 #include "schedule.cuh"
 #include "grid_sync.cuh"
+#include "step_check.cuh"
 
 namespace mk {
 namespace {
@@ -85,6 +86,8 @@ __device__ __forceinline__ void warp_copy(uint32_t dst, const void* src, uint32_
     asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;"
                  ::"r"(dst + off), "l"(__cvta_generic_to_global(s + off)), "l"(pol) : "memory");
 }
+// every cp.async copy of this thread has landed
+__device__ __forceinline__ void wait_all_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 // each lane's arrival on the slot's barrier once all of its earlier cp.async copies have landed
 __device__ __forceinline__ void lane_arrive_on_copies(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
@@ -138,9 +141,10 @@ __device__ __forceinline__ int next_slot(int slot, int S, unsigned& fill) {
 }
 
 // The producer warp's whole launch. TIMED (timing mode): how long the layers' chunks waited for a
-// free slot, stored per block.
+// free slot, stored per block. A step the compute warps refuse (step_check.cuh) releases no slot:
+// the producer checks the same inputs before its first wait and stops there.
 template <bool TIMED>
-__device__ void produce(const Args& a, const Stream& s) {
+__device__ void produce(const Args& a, const Stream& s, const StepInputs& in) {
   const int lane = threadIdx.x & 31, S = s.S;
   const uint64_t pol = ring::evict_first_policy();
   unsigned long long full_ns = 0;
@@ -150,6 +154,7 @@ __device__ void produce(const Args& a, const Stream& s) {
   for (; cursor_valid(a, c); ++c.n, ++c.i, slot = next_slot(slot, S, fill)) {
     const bool lm = is_lm_head(c.q);
     if (c.n >= S) {  // wait until chunk n - S has been released
+      if (c.n == S && step_refused(a, in)) return ring::wait_all_copies();
       const unsigned long long t0 = TIMED ? globaltimer() : 0;
       ring::bar_wait(s.empty + 8 * slot, fill ^ 1u);
       if (TIMED && !lm) full_ns += globaltimer() - t0;
