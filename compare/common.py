@@ -24,10 +24,17 @@ def add_model_arguments(parser: argparse.ArgumentParser, default_config="qwen3.5
                         help="built-in config with seeded random weights (default: %(default)s)")
     parser.add_argument("--checkpoint", metavar="DIR_OR_HUB_ID",
                         help="a Hugging Face folder of safetensors (or hub id) instead of random weights")
+    add_nonfinite_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights and prompt")
     parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     parser.add_argument("--tiers", default=None,
                         help=f"comma-separated tiers among {','.join(TIERS)} (default: all this machine can run)")
+
+
+def add_nonfinite_argument(parser: argparse.ArgumentParser):
+    """--allow-nonfinite-weights: load a --checkpoint whose weights hold NaN or Inf."""
+    parser.add_argument("--allow-nonfinite-weights", action="store_true",
+                        help="load a --checkpoint even if a weight holds NaN or Inf (by default an error)")
 
 
 def pick_device(name):
@@ -41,7 +48,7 @@ def pick_device(name):
 def load_model(args):
     """→ (config, weights) from --checkpoint, or the built-in --config with seeded random weights."""
     if args.checkpoint:
-        return load_checkpoint(args.checkpoint, dtype=torch.bfloat16)
+        return load_checkpoint(args.checkpoint, dtype=torch.bfloat16, allow_nonfinite=args.allow_nonfinite_weights)
     config = ModelConfig.named(args.config)
     return config, random_weights(config, seed=args.seed, dtype=torch.bfloat16)
 

@@ -11,7 +11,6 @@ to stdout; notes and the speed report go to stderr.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -20,17 +19,20 @@ import torch
 
 from reference import CheckpointError, ModelConfig, load_checkpoint, random_weights
 from reference.checkpoint import resolve_checkpoint_dir
+from reference.config import is_count, read_json_object
 
-from .common import UsageError, pick_device
+from .common import UsageError, add_nonfinite_argument, pick_device
 from .sampling import choose
 from .tiers import TIERS, load_tier, unavailable_reason
 
 DEFAULT_TIER_ORDER = ("megakernel", "triton", "reference")  # on a GPU, the first this machine runs
 RANDOM_PROMPT_LEN = 8
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # a tokenizer's vocabulary is in one of them
 
 
 def add_arguments(parser):
     parser.add_argument("--checkpoint", metavar="DIR_OR_HUB_ID", help="a Hugging Face folder (or hub id) with a tokenizer")
+    add_nonfinite_argument(parser)
     parser.add_argument("--config", choices=["qwen3.5-0.8b", "tiny"], default=None,
                         help="built-in config without a checkpoint (default: qwen3.5-0.8b on a GPU, tiny on a CPU)")
     parser.add_argument("--tier", default=None,
@@ -95,8 +97,13 @@ def choose_tier(name, device) -> str:
 
 
 def load_tokenizer(folder: str):
+    """The checkpoint's tokenizer. A folder without one is an error: transformers would
+    otherwise build an empty tokenizer from config.json alone."""
     from transformers import AutoTokenizer
 
+    if not any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES):
+        raise CheckpointError(f"{folder} has no tokenizer: none of {', '.join(TOKENIZER_FILES)} is there "
+                              "(generate encodes the prompt and decodes the output with the checkpoint's tokenizer)")
     try:
         return AutoTokenizer.from_pretrained(folder)
     except Exception as e:  # no tokenizer files, or ones transformers cannot read
@@ -108,8 +115,10 @@ def eos_ids(config, folder: str) -> set[int]:
     ids = set(config.eos_token_ids)
     path = os.path.join(folder, "generation_config.json")
     if os.path.isfile(path):
-        with open(path) as f:
-            eos = json.load(f).get("eos_token_id")
+        eos = read_json_object(path, CheckpointError).get("eos_token_id")
+        if not (eos is None or is_count(eos) or
+                isinstance(eos, list) and all(is_count(e) for e in eos)):
+            raise CheckpointError(f"{path}: eos_token_id is {eos!r}; expected a token id or a list of them")
         ids.update(eos if isinstance(eos, list) else [] if eos is None else [eos])
     return ids
 
@@ -175,7 +184,7 @@ def run(args) -> int:
     if args.checkpoint:
         folder = resolve_checkpoint_dir(args.checkpoint)
         tokenizer = load_tokenizer(folder)
-        config, weights = load_checkpoint(folder, dtype=torch.bfloat16)
+        config, weights = load_checkpoint(folder, dtype=torch.bfloat16, allow_nonfinite=args.allow_nonfinite_weights)
         stop = eos_ids(config, folder)
         ids = encode(tokenizer, args.prompt, args.chat) if args.prompt is not None else prompt_ids
         if not ids:

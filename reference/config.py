@@ -16,8 +16,49 @@ LINEAR = "linear_attention"
 FULL = "full_attention"
 
 
+REQUIRED_INT_KEYS = (
+    "vocab_size", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+)
+OPTIONAL_INT_KEYS = ("num_hidden_layers", "head_dim", "max_position_embeddings", "full_attention_interval")
+JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+              bool: "a boolean", type(None): "null"}
+
+
 class ConfigError(ValueError):
     """A config that cannot describe a Qwen3.5 text model."""
+
+
+def json_type(value) -> str:
+    """What `value` is in JSON's words ("an array", "a string", …)."""
+    return JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def parse_json_object(data: bytes, what: str, error=ConfigError) -> dict:
+    """The JSON object in `data`, read from `what` (a file, or the part of one that
+    names it); raises `error` saying what is wrong when it is empty, not JSON, or JSON
+    other than an object."""
+    if not data.strip():
+        raise error(f"{what} is empty; expected a JSON object")
+    try:
+        value = json.loads(data)
+    except ValueError as e:  # JSONDecodeError, or bytes that are not text
+        raise error(f"{what} is not valid JSON ({e}); expected a JSON object") from e
+    if not isinstance(value, dict):
+        raise error(f"{what} is {json_type(value)} in JSON, expected an object")
+    return value
+
+
+def read_json_object(path: str, error=ConfigError) -> dict:
+    """The JSON object in the file at `path` (see parse_json_object)."""
+    with open(path, "rb") as f:
+        return parse_json_object(f.read(), path, error)
+
+
+def is_count(value, least: int = 0) -> bool:
+    """Whether `value` is an int (not a bool) of at least `least`."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 @dataclass(frozen=True)
@@ -151,34 +192,44 @@ class ModelConfig:
 
     @classmethod
     def from_hf(cls, path_or_dict) -> "ModelConfig":
-        """Read a transformers config: a dict, a config.json path or a folder holding one."""
+        """Read a transformers config: a dict, a config.json path or a folder holding one.
+        Every problem is a ConfigError (naming the file, for a file)."""
         if isinstance(path_or_dict, dict):
-            raw = path_or_dict
+            raw, where = path_or_dict, ""
         else:
             path = os.fspath(path_or_dict)
             if os.path.isdir(path):
                 path = os.path.join(path, "config.json")
             if not os.path.isfile(path):
-                raise ConfigError(f"no config.json at {path}")
-            with open(path) as f:
-                raw = json.load(f)
+                raise ConfigError(f"{path} does not exist (expected the model's transformers config.json)")
+            raw, where = read_json_object(path), f"{path}: "
+        try:
+            return cls._from_hf_dict(raw)
+        except ConfigError as e:
+            raise ConfigError(f"{where}{e}") from e
+        except (TypeError, ValueError, AttributeError) as e:  # a value of a type no config has
+            raise ConfigError(f"{where}a value has the wrong type ({type(e).__name__}: {e})") from e
+
+    @classmethod
+    def _from_hf_dict(cls, raw: dict) -> "ModelConfig":
+        """The config a transformers config dict describes (text-only, or nesting text_config)."""
         text = raw.get("text_config", raw)
-        missing = [
-            k
-            for k in (
-                "vocab_size", "hidden_size", "intermediate_size", "num_attention_heads",
-                "num_key_value_heads", "linear_num_key_heads", "linear_num_value_heads",
-                "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
-            )
-            if k not in text
-        ]
+        if not isinstance(text, dict):
+            raise ConfigError(f"text_config is {json_type(text)}, expected an object")
+        missing = [k for k in REQUIRED_INT_KEYS if k not in text]
         if missing:
             raise ConfigError(
                 f"config is not a Qwen3.5 text config (model_type={text.get('model_type')!r}); "
                 f"missing keys: {missing}"
             )
+        not_counts = [f"{k}={text[k]!r}" for k in REQUIRED_INT_KEYS + OPTIONAL_INT_KEYS
+                      if text.get(k) is not None and not is_count(text[k], least=1)]
+        if not_counts:
+            raise ConfigError(f"expected positive integers, got {', '.join(not_counts)}")
         n_layers = text.get("num_hidden_layers")
         layer_types = text.get("layer_types")
+        if layer_types is None and n_layers is None:
+            raise ConfigError("neither layer_types nor num_hidden_layers is given; expected one of them")
         if layer_types is None:
             interval = text.get("full_attention_interval", 4)
             layer_types = [FULL if (i + 1) % interval == 0 else LINEAR for i in range(n_layers)]

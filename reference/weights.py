@@ -15,6 +15,8 @@ class WeightsError(ValueError):
     """Weights that do not fit the config (missing, unexpected, wrong shape or dtype)."""
 
 
+MAX_LISTED = 8  # names listed in one message before "… N more"
+
 # Parameters kept as 1-D vectors, whatever the model dtype (norms and DeltaNet gates).
 NORM_ZERO_CENTRED = ("input_layernorm.weight", "post_attention_layernorm.weight",
                      "self_attn.q_norm.weight", "self_attn.k_norm.weight")
@@ -88,28 +90,35 @@ def perturb_norms(weights: dict, scale: float = 0.05, seed: int = 1) -> dict:
     return out
 
 
-def validate_weights(config: ModelConfig, weights: dict, dtype=None) -> None:
-    """Raise one WeightsError listing every missing, unexpected, mis-shaped or
-    mis-typed tensor. `lm_head.weight` is accepted only as the tied embedding."""
-    shapes = expected_shapes(config)
+def shape_problems(config: ModelConfig, shapes: dict, label=str) -> list[str]:
+    """The missing, unexpected and mis-shaped tensors among `shapes` (transformers name →
+    shape, or None where there is no shape to check), one message each; `label(name)` is
+    how a tensor that is there is named (a checkpoint adds its file)."""
+    expected = expected_shapes(config)
     problems = []
-    given = {k: v for k, v in weights.items() if k != "lm_head.weight"}
-    missing = sorted(set(shapes) - set(given))
-    unexpected = sorted(set(given) - set(shapes))
+    missing = sorted(set(expected) - set(shapes))
+    unexpected = sorted(set(shapes) - set(expected))
     if missing:
         problems.append(f"{len(missing)} missing: {_preview(missing)}")
     if unexpected:
-        problems.append(f"{len(unexpected)} unexpected: {_preview(unexpected)}")
-    for name, shape in shapes.items():
-        t = given.get(name)
-        if t is None:
-            continue
+        problems.append(f"{len(unexpected)} unexpected: {_preview([label(n) for n in unexpected])}")
+    misshaped = [n for n, s in expected.items() if shapes.get(n) is not None and tuple(shapes[n]) != s]
+    problems += [f"{label(n)} has shape {tuple(shapes[n])}, expected {expected[n]}" for n in misshaped[:MAX_LISTED]]
+    if len(misshaped) > MAX_LISTED:
+        problems.append(f"… {len(misshaped) - MAX_LISTED} more of the wrong shape")
+    return problems
+
+
+def validate_weights(config: ModelConfig, weights: dict, dtype=None) -> None:
+    """Raise one WeightsError listing every missing, unexpected, mis-shaped or
+    mis-typed tensor. `lm_head.weight` is accepted only as the tied embedding."""
+    given = {k: v for k, v in weights.items() if k != "lm_head.weight"}
+    problems = shape_problems(config, {k: tuple(v.shape) if isinstance(v, torch.Tensor) else None
+                                       for k, v in given.items()})
+    for name, t in given.items():
         if not isinstance(t, torch.Tensor):
             problems.append(f"{name} is a {type(t).__name__}, expected a torch.Tensor")
-            continue
-        if tuple(t.shape) != shape:
-            problems.append(f"{name} has shape {tuple(t.shape)}, expected {shape}")
-        if dtype is not None and t.dtype != dtype:
+        elif dtype is not None and t.dtype != dtype:
             problems.append(f"{name} has dtype {t.dtype}, expected {dtype}")
         elif not t.is_floating_point():
             problems.append(f"{name} has dtype {t.dtype}, expected a floating-point dtype")
@@ -121,7 +130,7 @@ def validate_weights(config: ModelConfig, weights: dict, dtype=None) -> None:
         raise WeightsError(f"weights do not fit config {config.name!r}: " + "; ".join(problems))
 
 
-def _preview(names: list[str], limit: int = 8) -> str:
+def _preview(names: list[str], limit: int = MAX_LISTED) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f", … ({len(names) - limit} more)" if len(names) > limit else "")
 
