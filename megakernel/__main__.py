@@ -4,6 +4,7 @@
     python -m megakernel phases                   the kernel stopped after each phase vs the reference's intermediates
     python -m megakernel anatomy                  where a step's time goes, from the kernel's own clock
     python -m megakernel sanitize-run             a short decode (or prefill) run for compute-sanitizer
+    python -m megakernel soak --steps 100000      a long fed-back decode across state resets: hangs, NaN, p50/p99
 
 Speed (tok/s) comes from `python -m compare bench` and `python -m compare ab`.
 """
@@ -20,6 +21,10 @@ def main(argv=None) -> int:
         from .phases import main as phases
 
         return phases(argv[1:])
+    if argv[:1] == ["soak"]:
+        from .soak import main as soak
+
+        return soak(argv[1:])
     if argv[:1] == ["anatomy"]:
         from .anatomy import main as anatomy
 
@@ -33,6 +38,7 @@ def main(argv=None) -> int:
     b.add_argument("--verbose", action="store_true")
     sub.add_parser("phases", help="the kernel stopped after each phase vs the bf16 reference's intermediates (GPU)")
     sub.add_parser("anatomy", help="where a decode step's time goes, from the kernel's own clock (GPU)")
+    sub.add_parser("soak", help="a long fed-back decode across state resets: hangs, NaN, per-token p50/p99 (GPU)")
     s = sub.add_parser("sanitize-run", help="a short decode run on the GPU, meant to run under compute-sanitizer")
     s.add_argument("--steps", type=int, default=2)
     s.add_argument("--schedule", choices=["ring", "register"], default=None, help="default: the tier's")

@@ -601,8 +601,11 @@ def test_torch_compile_fullgraph_around_the_decode_op(mk):
 # and the compute warps' reads: it reports every read of a slot as a race (megakernel/NOTES.md, "v8").
 # The ring schedule (the default on sm_90) gets memcheck and synccheck; racecheck covers the register
 # schedule, whose shared memory is ordered by bar.sync alone.
-@pytest.mark.parametrize("tool,schedule", [("memcheck", "ring"), ("synccheck", "ring"), ("memcheck", "register"),
-                                           ("racecheck", "register")])
+# Every run includes a step the device-side check refuses (sanitize.py). initcheck: no read of memory
+# that nothing wrote (the workspace, the state, the fault words, the outputs).
+@pytest.mark.parametrize("tool,schedule", [("memcheck", "ring"), ("synccheck", "ring"), ("initcheck", "ring"),
+                                           ("memcheck", "register"), ("synccheck", "register"),
+                                           ("initcheck", "register"), ("racecheck", "register")])
 def test_compute_sanitizer_clean(tool, schedule, tmp_path):
     exe = shutil.which("compute-sanitizer") or (
         os.path.join(os.path.dirname(nvcc_path()), "compute-sanitizer") if nvcc_path() else None)
@@ -631,6 +634,7 @@ def test_compute_sanitizer_clean(tool, schedule, tmp_path):
     # (0 errors, n warnings)" (warnings: same-value writes, benign)
     clean = re.search(r"ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: \d+ hazards? displayed \(0 errors", out)
     assert status == 0 and clean, "\n".join(report[:80]) or out[-4000:]
+    assert "refused step: token id" in out, out[-4000:]  # the device-side check's path ran and was reported
 
 
 def test_anatomy_of_a_stream_only_launch_has_no_phase_rows():

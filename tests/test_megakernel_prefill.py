@@ -144,16 +144,18 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
 
 @gpu
 @needs_gpu
-def test_compute_sanitizer_memcheck_of_the_prefill(tmp_path):
+# racecheck is left out: it fails inside Hopper cuBLAS GEMMs with an internal error (sanitize.py)
+@pytest.mark.parametrize("tool", ["memcheck", "initcheck", "synccheck"])
+def test_compute_sanitizer_of_the_prefill(tool, tmp_path):
     exe = shutil.which("compute-sanitizer") or (
         os.path.join(os.path.dirname(nvcc_path()), "compute-sanitizer") if nvcc_path() else None)
     if not exe or not os.path.exists(exe):
         pytest.skip("compute-sanitizer is not installed")
     env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", CUDA_LAUNCH_BLOCKING="1")
-    cmd = [exe, "--tool", "memcheck", "--error-exitcode", "3",
+    cmd = [exe, "--tool", tool, "--error-exitcode", "3",
            sys.executable, "-m", "megakernel", "sanitize-run", "--prefill", "70"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     out = proc.stdout + proc.stderr
     with open(os.path.join(os.environ.get("OUT") or str(tmp_path), "sanitizers.log"), "a") as f:
-        f.write(f"\n##### memcheck / fast prefill: exit status {proc.returncode}\n{' '.join(cmd)}\n{out}")
+        f.write(f"\n##### {tool} / fast prefill: exit status {proc.returncode}\n{' '.join(cmd)}\n{out}")
     assert proc.returncode == 0 and "ERROR SUMMARY: 0 errors" in out, out[-4000:]

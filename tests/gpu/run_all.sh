@@ -6,7 +6,10 @@
 # docs/results/<date>-h100-<commit>/ with a README (docs/results/README.md says how).
 #   report    compare bench --layers and compare diff on the built-in 0.8B model, every tier
 #   tests     every GPU test but the sanitizers (TEST_K selects: pytest -k)
-#   sanitize  the compute-sanitizer tests (memcheck, synccheck, racecheck) of decode and prefill
+#   sanitize  the compute-sanitizer tests (memcheck, synccheck, initcheck, racecheck) of decode (both
+#             schedules, with a step the device-side check refuses) and of the fast prefill
+#   soak      python -m megakernel soak: SOAK_STEPS (default 100000) fed-back decode steps across
+#             state resets, per-token p50/p99; soak.json, soak.log
 #   long      pp520, pp4096, pp32768 for the fast tiers, the megakernel prefill's breakdown
 #             (compare prefill) and compare generate with the triton and megakernel tiers
 #   ab        this tree against a base commit's tree in $AB_BASE (default ./.ab_old, a `git archive`
@@ -25,6 +28,7 @@ fi
 export PYTHONPATH=$ROOT:/tmp/site:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 export QWEN35_MEGAKERNEL_CACHE=${QWEN35_MEGAKERNEL_CACHE:-/tmp/qwen35-megakernel}
 stages=" ${*:-report tests long} "
+prebuild() { timeout 300 python3 -c "import megakernel.build as b; b.load()" > "$OUT/build.log" 2>&1 || tail -5 "$OUT/build.log"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/device.txt"
 if [[ $stages == *" report "* ]]; then
 timeout ${BENCH_LIMIT:-240} python3 -m compare bench --layers --repeats 3 --layer-steps 5 --slow-repeats 1 --no-progress \
@@ -40,9 +44,16 @@ echo "gpu tests: exit $?"; tail -25 "$OUT/gpu_tests.log"
 fi
 if [[ $stages == *" sanitize "* ]]; then
 rm -f "$OUT/sanitizers.log"
+prebuild  # (not inside an instrumented process)
 timeout ${SANITIZE_LIMIT:-420} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests -k sanitizer \
     > "$OUT/sanitize_tests.log" 2>&1
 echo "sanitizer tests: exit $?"; tail -15 "$OUT/sanitize_tests.log"
+fi
+if [[ $stages == *" soak "* ]]; then
+prebuild
+timeout ${SOAK_LIMIT:-240} python3 -m megakernel soak --steps ${SOAK_STEPS:-100000} --json "$OUT/soak.json" \
+    > "$OUT/soak.log" 2>&1
+echo "soak: exit $?"; tail -6 "$OUT/soak.log"
 fi
 if [[ $stages == *" long "* ]]; then
 timeout ${LONG_BENCH_LIMIT:-200} python3 -m compare bench --tiers triton,megakernel --pp 520,4096,32768 --tg 0 --depth 0 \
