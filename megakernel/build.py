@@ -6,18 +6,31 @@ and ninja into `~/.cache/qwen35-megakernel/<source hash>-<arch>` (or
 `nvcc -c` of every .cu with the real flags (no GPU needed), which is what
 `python -m megakernel build --arch sm_90a` and the CPU tests do.
 
+The build cache cannot wedge (`cached_build`): one process builds a folder at a time, under an
+OS lock (`flock` on `<folder>.lock`) that dies with its holder, so a killed build leaves no held
+lock; `complete.json` is written into the folder only after a build succeeded, so a folder without
+it (a build killed by Ctrl-C, the OOM killer or a timeout, or one that failed) is cleared and built
+again, with a line on stderr; torch's own `lock` file, which a killed build leaves behind and
+torch waits on forever, is removed under our lock.
+
 Arch: `TORCH_CUDA_ARCH_LIST` when set (e.g. "9.0a", "8.6"), else the GPU's compute
 capability, with Hopper built as sm_90a (`-gencode arch=compute_90a,code=sm_90a`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
+from typing import Callable, TypeVar
 
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
 CU_SOURCES = ("megakernel.cu", "prefill.cu")
@@ -29,6 +42,7 @@ SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 # thread-invariant offsets (the attention merge's, the first DeltaNet unit's) in local memory,
 # 44-48 B stored once per launch and reloaded ~24 times per token (nvcc 13.0, 2026-11-23).
 MAX_SPILL_BYTES = 64
+MARKER = "complete.json"  # written into a build folder only once its build succeeded
 NVCC_FLAGS = ["-O3", "-std=c++17", "-lineinfo", "-Xptxas=--warn-on-spills"]
 # what torch.utils.cpp_extension adds to every nvcc call: the compile check uses the same
 TORCH_LIKE_FLAGS = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
@@ -41,6 +55,7 @@ class BuildError(RuntimeError):
 
 
 def nvcc_path() -> str | None:
+    """nvcc of $CUDA_HOME (or $CUDA_PATH) when it has one, else the one on PATH; None without."""
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     if home and os.path.isfile(os.path.join(home, "bin", "nvcc")):
         return os.path.join(home, "bin", "nvcc")
@@ -76,6 +91,7 @@ def normalize_arch(arch: str) -> str:
 
 
 def gencode(arch: str) -> str:
+    """nvcc's -gencode flag that builds real code for `arch`."""
     num = normalize_arch(arch)[3:]
     return f"-gencode=arch=compute_{num},code=sm_{num}"
 
@@ -94,13 +110,19 @@ def archs_for_device(device=None) -> list[str]:
         return sorted(set(archs))
     import torch
 
+    if not torch.cuda.is_available():
+        raise BuildError("no CUDA GPU is visible and TORCH_CUDA_ARCH_LIST is not set: cannot tell which arch "
+                         f"to build the megakernel for; expected a GPU of one of {list(SUPPORTED_ARCHS)}")
     major, minor = torch.cuda.get_device_capability(device)
-    if (major, minor) < (8, 0):
-        raise BuildError(f"compute capability {major}.{minor} is not supported; the megakernel needs sm_80 or newer")
-    return ["sm_90a" if (major, minor) == (9, 0) else normalize_arch(f"{major}{minor}")]
+    arch = "sm_90a" if (major, minor) == (9, 0) else f"sm_{major}{minor}"
+    if arch not in SUPPORTED_ARCHS:
+        raise BuildError(f"the GPU's compute capability {major}.{minor} ({arch}) is not supported by the megakernel; "
+                         f"expected one of {list(SUPPORTED_ARCHS)}")
+    return [arch]
 
 
 def source_hash(extra: str = "") -> str:
+    """16 hex digits of the sources, the headers and the nvcc flags: a new cache folder when any changes."""
     h = hashlib.sha256()
     for name in sorted(CU_SOURCES + CPP_SOURCES + HEADERS):
         with open(os.path.join(CSRC, name), "rb") as f:
@@ -110,29 +132,133 @@ def source_hash(extra: str = "") -> str:
 
 
 def cache_dir(archs: list[str]) -> str:
+    """The build folder for `archs`: <hash>-<archs> in $QWEN35_MEGAKERNEL_CACHE (default ~/.cache/qwen35-megakernel)."""
     root = os.environ.get("QWEN35_MEGAKERNEL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "qwen35-megakernel")
     return os.path.join(root, f"{source_hash()}-{'+'.join(archs)}")
 
 
-_loaded = {}
+def nvcc_version() -> str:
+    """nvcc's version ('V13.0.88'), or its last line of `--version` when that has no V<number>."""
+    proc = subprocess.run([nvcc_path(), "--version"], capture_output=True, text=True)
+    found = re.findall(r"\bV\d+(?:\.\d+)+", proc.stdout)
+    return found[-1] if found else (proc.stdout.strip().splitlines() or ["unknown"])[-1]
 
 
-def load(device=None, verbose: bool = False):
-    """The compiled extension for `device`'s arch (built on first use, then cached)."""
-    if nvcc_path() is None:
-        raise BuildError("nvcc was not found (set CUDA_HOME or put nvcc on PATH): the megakernel is built "
-                         "just in time with the CUDA toolkit")
-    archs = archs_for_device(device)
-    key = tuple(archs)
-    if key in _loaded:
-        return _loaded[key]
-    from torch.utils.cpp_extension import load as torch_load
+def build_key(archs: list[str]) -> dict:
+    """What a build for `archs` is made from; a folder's marker must match all of it to be reused."""
+    import torch
 
-    build_dir = cache_dir(archs)
-    os.makedirs(build_dir, exist_ok=True)
-    name = f"qwen35_megakernel_{source_hash()[:10]}_{'_'.join(a[3:] for a in archs)}"
+    return {"source_hash": source_hash(), "archs": list(archs), "torch": torch.__version__, "nvcc": nvcc_version()}
+
+
+def _say(message: str) -> None:
+    """One progress line on stderr."""
+    print(f"megakernel: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def build_lock(build_dir: str):
+    """Holds an exclusive flock on `<build_dir>.lock` (beside the folder, so that the folder can be
+    cleared under it) until the block ends. The OS drops the lock when its holder dies, so a killed
+    build never leaves it held; a process that has to wait says so on stderr."""
+    import fcntl  # POSIX, like the CUDA toolchain the megakernel is built with
+
+    os.makedirs(os.path.dirname(os.path.abspath(build_dir)), exist_ok=True)
+    with open(build_dir + ".lock", "a") as f:  # closing the file releases the lock
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(f"waiting for another process that is building in {build_dir}")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _read_marker(build_dir: str) -> dict | None:
+    """The folder's complete.json, or None when it has none (or a torn one)."""
     try:
-        module = torch_load(
+        with open(os.path.join(build_dir, MARKER)) as f:
+            marker = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) else None
+
+
+def _finished(build_dir: str, key: dict) -> bool:
+    """Whether build_dir holds a finished build of `key`."""
+    marker = _read_marker(build_dir)
+    return marker is not None and all(marker.get(k) == v for k, v in key.items())
+
+
+def _clear(build_dir: str, key: dict) -> None:
+    """Empties build_dir, saying on stderr why when it held something. The folder is first renamed
+    aside, so that a compiler orphaned by a killed build (whose working folder moves with it) cannot
+    write into the new build."""
+    if not os.path.isdir(build_dir):
+        return
+    if os.listdir(build_dir):
+        marker = _read_marker(build_dir)
+        if marker is None:
+            _say(f"the build in {build_dir} was interrupted or failed (no {MARKER}): clearing it and rebuilding")
+        else:
+            changed = ", ".join(f"{k} {marker.get(k)} -> {v}" for k, v in key.items() if marker.get(k) != v)
+            _say(f"the build in {build_dir} was made with other tools ({changed}): clearing it and rebuilding")
+    aside = tempfile.mkdtemp(prefix=os.path.basename(build_dir) + ".cleared-", dir=os.path.dirname(build_dir))
+    os.rename(build_dir, os.path.join(aside, "build"))
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _remove_torch_lock(build_dir: str) -> None:
+    """Removes the `lock` file torch's cpp_extension left in build_dir when a process was killed inside it
+    (torch would wait for it forever). Called under build_lock, so no one else is building there."""
+    lock = os.path.join(build_dir, "lock")
+    if os.path.exists(lock):
+        _say(f"removing the lock file a killed build left in {build_dir}")
+        os.remove(lock)
+
+
+def _write_marker(build_dir: str, key: dict) -> None:
+    """Writes complete.json (the key and the time) atomically: it is there whole or not at all."""
+    tmp = os.path.join(build_dir, MARKER + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump({**key, "finished": time.strftime("%Y-%m-%d %H:%M:%S")}, f, indent=1)
+    os.replace(tmp, os.path.join(build_dir, MARKER))
+
+
+T = TypeVar("T")
+
+
+def cached_build(build_dir: str, key: dict, build: Callable[[], T]) -> T:
+    """Runs build() (which builds into build_dir what is missing there, like ninja, and loads it)
+    one process at a time (build_lock). A folder without a finished build of `key` is cleared first,
+    with a line on stderr when it held a killed one, and gets its marker once build() returned;
+    a finished one is handed to build() as it is, less a stale torch lock."""
+    with build_lock(build_dir):
+        fresh = not _finished(build_dir, key)
+        if fresh:
+            _clear(build_dir, key)
+            os.makedirs(build_dir)
+            _say(f"building for {'+'.join(key['archs'])} in {build_dir} (about a minute, once per source change)...")
+        else:
+            _remove_torch_lock(build_dir)
+        start = time.monotonic()
+        result = build()
+        if fresh:
+            _write_marker(build_dir, key)
+            _say(f"built in {time.monotonic() - start:.0f} s")
+        return result
+
+
+def _torch_build(archs: list[str], build_dir: str, verbose: bool):
+    """torch.utils.cpp_extension.load of the extension for `archs` in build_dir (ninja builds what is
+    missing or out of date, then the module is imported)."""
+    from torch.utils import cpp_extension
+
+    name = f"qwen35_megakernel_{source_hash()[:10]}_{'_'.join(a[3:] for a in archs)}"
+    # torch skips the build of a name it has seen in this process, so a retry after a failed or
+    # interrupted build would import from the folder cached_build cleared: let ninja decide instead
+    cpp_extension.JIT_EXTENSION_VERSIONER.entries.pop(name, None)
+    try:
+        return cpp_extension.load(
             name=name,
             sources=[os.path.join(CSRC, s) for s in CPP_SOURCES + CU_SOURCES],
             extra_cflags=["-O3"],
@@ -143,8 +269,22 @@ def load(device=None, verbose: bool = False):
         )
     except Exception as e:  # compiler errors come as RuntimeError / CalledProcessError
         raise BuildError(f"building the megakernel for {archs} in {build_dir} failed: {e}") from e
-    _loaded[key] = module
-    return module
+
+
+_loaded = {}
+
+
+def load(device=None, verbose: bool = False):
+    """The compiled extension for `device`'s arch (built on first use, then cached; see cached_build)."""
+    if nvcc_path() is None:
+        raise BuildError("nvcc was not found (set CUDA_HOME or put nvcc on PATH): the megakernel is built "
+                         "just in time with the CUDA toolkit")
+    archs = archs_for_device(device)
+    if tuple(archs) not in _loaded:
+        build_dir = cache_dir(archs)
+        build = functools.partial(_torch_build, archs, build_dir, verbose)
+        _loaded[tuple(archs)] = cached_build(build_dir, build_key(archs), build)
+    return _loaded[tuple(archs)]
 
 
 def compile_check(arch: str, out_dir: str | None = None, verbose: bool = False) -> str:
@@ -154,7 +294,7 @@ def compile_check(arch: str, out_dir: str | None = None, verbose: bool = False) 
     if nvcc is None:
         raise BuildError("nvcc was not found (set CUDA_HOME or put nvcc on PATH)")
     arch = normalize_arch(arch)
-    out_dir = out_dir or os.path.join(cache_dir([arch]), "check")
+    out_dir = out_dir or cache_dir([arch]) + "-check"  # beside the build folder: not a build left unfinished
     os.makedirs(out_dir, exist_ok=True)
     reports = []
     for src in CU_SOURCES:
