@@ -69,6 +69,16 @@ class TierState:
     unchecked: int = 0  # decode_argmax steps since the last check(): only then can a fault be pending
 
 
+def same_device(a: torch.device, b: torch.device) -> bool:
+    """Whether two devices are one (an index left out means the current device of that type)."""
+    if a.type != b.type:
+        return False
+    if a.type != "cuda" or a.index == b.index:
+        return True
+    current = torch.cuda.current_device() if torch.cuda.is_available() else 0
+    return (current if a.index is None else a.index) == (current if b.index is None else b.index)
+
+
 def record(trace, name, tensor):
     """Store an fp32 CPU copy of `tensor` in `trace` (no-op when trace is None)."""
     if trace is not None:
@@ -241,6 +251,8 @@ class Tier(abc.ABC):
             raise TierInputError(f"{what} has dtype {ids.dtype}; expected torch.int64")
         if ids.dim() != dims:
             raise TierInputError(f"{what} has shape {tuple(ids.shape)}; expected {shape_hint}")
+        if ids.device.type != "cpu" and not same_device(ids.device, self.device):
+            raise TierInputError(f"{what} is on {ids.device}; expected the CPU or this tier's device ({self.device})")
         if check_range and ids.numel():
             lo, hi = int(ids.min()), int(ids.max())
             V = self.config.vocab_size

@@ -49,6 +49,7 @@ def _step_check_kernel(ids_ptr, fault_ptr, pos_ptr, safe_ptr, valid_ptr, B, V, m
 def step_check(*, ids, fault, pos, vocab_size, max_seq_len):
     """ids [B] int64, fault int64 [FAULT_WORDS], pos int64 [1] (all on the device)
     → (the ids the step gathers [B], valid int64 [1]); records a refusal in `fault`."""
+    ids = ids.contiguous()  # (a [B] view of a prompt's column is strided; the kernel reads rows 0..B-1)
     B = ids.shape[0]
     safe = torch.empty_like(ids)
     valid = torch.empty(1, dtype=torch.int64, device=ids.device)
