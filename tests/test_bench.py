@@ -54,7 +54,8 @@ def test_markdown_rows_and_columns(reference_and_hf):
         median = float(r[2].replace(",", ""))
         lo, hi = (float(v.replace(",", "")) for v in r[3].split("–"))
         assert 0 < lo <= median <= hi
-        assert float(r[4]) == pytest.approx(1e3 / median, rel=0.01)  # ms/token
+        # ms/token against t/s as printed: below 100 t/s the median shows one decimal (±0.05)
+        assert float(r[4]) == pytest.approx(1e3 / median, rel=0.01 + (0.05 / median if median < 100 else 0))
         assert r[5] == "n/a" and r[6] == "n/a"  # no copy bandwidth, no NVML on a CPU
     header = out.splitlines()[0]
     assert "torch" in header and "triton" in header and "commit" in header

@@ -31,8 +31,6 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CU
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed (CUDA toolkit missing)")
 
 
-
-
 # ---- CPU ---------------------------------------------------------------------------
 
 @needs_nvcc
@@ -187,16 +185,9 @@ def test_binding_compiles_against_the_installed_torch(tmp_path):
 # ---- GPU ---------------------------------------------------------------------------
 
 
-
 @pytest.fixture(scope="module")
 def mk(model):
     return MegakernelTier(*model, device="cuda")
-
-
-
-
-
-
 
 
 def one_step_trace(tier, prompt, token):
