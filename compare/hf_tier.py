@@ -120,6 +120,6 @@ class HFTier(Tier):
 
     def clone_state(self, state):
         """An independent copy: transformers' cache object deep-copied."""
-        self._check_state(state, state.batch_size, 0)
+        self.check(state)
         return HFState(tier=state.tier, config=state.config, batch_size=state.batch_size,
                        max_seq_len=state.max_seq_len, seq_len=state.seq_len, cache=copy.deepcopy(state.cache))
