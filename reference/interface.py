@@ -159,11 +159,7 @@ class Tier(abc.ABC):
         return logits
 
     def decode(self, token_ids, state, trace=None):
-        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]")
-        self.check(state)
-        self._check_state(state, ids.shape[0], 1)
-        if state.seq_len == 0:
-            raise TierInputError("decode on an empty state; expected prefill of at least one token first")
+        ids = self._check_step_ids(token_ids, state, synced=True)
         logits = self._decode(ids, state, trace)
         state.seq_len += 1
         record(trace, "logits", logits)
@@ -179,10 +175,14 @@ class Tier(abc.ABC):
         self._advance_unchecked(state)
         return next_ids
 
-    def _check_step_ids(self, token_ids, state):
-        """The checks of a sync-free step (decode_argmax, decode_timed): the range on the host
-        only where the tier has no device checks."""
-        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]", check_range=not self.device_checks)
+    def _check_step_ids(self, token_ids, state, synced=False):
+        """The checks of one decode step. `synced` (decode): the range on the host and a refusal
+        still pending raised first; else (decode_argmax, decode_timed: no sync) the range on the
+        host only where the tier has no device checks."""
+        ids = self._check_ids(token_ids, dims=1, what="token_ids", shape_hint="[B]",
+                              check_range=synced or not self.device_checks)
+        if synced:
+            self.check(state)
         self._check_state(state, ids.shape[0], 1)
         if state.seq_len == 0:
             raise TierInputError("decode on an empty state; expected prefill of at least one token first")

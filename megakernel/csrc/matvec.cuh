@@ -119,43 +119,41 @@ struct RingLoader {
 };
 
 // ---- the three shapes of work ------------------------------------------------------------
+// The K = 1024 shapes: items of NWARPS * PER_WARP outputs, PER_CHUNK of them per ring chunk; warp w
+// loads its 4 rows of outputs i .. i+PER_WARP-1 (load(i, wv)), takes their dots, and lane 0 hands the
+// 4 sums to epi(i, acc).
+template <int PER_WARP, int PER_CHUNK, class Loader, class Load, class Epi>
+__device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const uint16_t* xs, uint4 (&wv)[16], Load load, Epi epi) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int i0 = 0; i0 < n; i0 += NWARPS * PER_WARP) {
+    const int i = i0 + warp * PER_WARP;
+    if (i < n) {
+      load(i);
+      float acc[4];
+      dot_regs<D / 256, 4>(wv, xs, lane, acc);
+      if (lane == 0) epi(i, acc);
+    }
+    ld.release((min(NWARPS * PER_WARP, n - i0) + PER_CHUNK - 1) / PER_CHUNK);
+  }
+}
+
 // rows [0, rows) of a K = 1024 slice; epi(i, dot) on lane 0 (i: the row within the slice)
 template <class Loader, class Epi>
 __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const uint16_t* xs, uint4 (&wv)[16], Epi epi) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int i0 = 0; i0 < rows; i0 += NWARPS * 4) {
-    const int i = i0 + warp * 4;
-    if (i < rows) {
-      ld.rows4(i, wv);
-      float acc[4];
-      dot_regs<D / 256, 4>(wv, xs, lane, acc);
-      if (lane == 0) {
+  matvec_k1024<4, 8>(ld, rows, xs, wv, [&](int i) { ld.rows4(i, wv); }, [&](int i, const float (&acc)[4]) {
 #pragma unroll
-        for (int r = 0; r < 4; ++r)
-          if (i + r < rows) epi(i + r, acc[r]);
-      }
-    }
-    ld.release((min(NWARPS * 4, rows - i0) + 7) / 8);
-  }
+    for (int r = 0; r < 4; ++r)
+      if (i + r < rows) epi(i + r, acc[r]);
+  });
 }
 
 // gate/up units [0, n) of the slice: act[u0 + i] = silu(gate) * up (bf16 where torch rounds)
 template <class Loader>
 __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const uint16_t* xs, uint16_t* act, uint4 (&wv)[16]) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int i0 = 0; i0 < n; i0 += NWARPS * 2) {
-    const int i = i0 + warp * 2;
-    if (i < n) {
-      ld.gate_up2(i, wv);
-      float acc[4];
-      dot_regs<D / 256, 4>(wv, xs, lane, acc);
-      if (lane == 0) {
-        act[u0 + i] = bits(bfr(siluf_(bfr(acc[0]))) * bfr(acc[1]));
-        if (i + 1 < n) act[u0 + i + 1] = bits(bfr(siluf_(bfr(acc[2]))) * bfr(acc[3]));
-      }
-    }
-    ld.release((min(NWARPS * 2, n - i0) + 3) / 4);
-  }
+  matvec_k1024<2, 4>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
+    act[u0 + i] = bits(bfr(siluf_(bfr(acc[0]))) * bfr(acc[1]));
+    if (i + 1 < n) act[u0 + i + 1] = bits(bfr(siluf_(bfr(acc[2]))) * bfr(acc[3]));
+  });
 }
 
 // rows [r0, r1) of a K = 2048 or 3584 matrix: hidden[row] += bf16(dot) (the residual add),
