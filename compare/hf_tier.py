@@ -122,4 +122,4 @@ class HFTier(Tier):
         """An independent copy: transformers' cache object deep-copied."""
         self.check(state)
         return HFState(tier=state.tier, config=state.config, batch_size=state.batch_size,
-                       max_seq_len=state.max_seq_len, seq_len=state.seq_len, cache=copy.deepcopy(state.cache))
+                       max_seq_len=state.max_seq_len, positions=list(state.positions), cache=copy.deepcopy(state.cache))

@@ -314,7 +314,7 @@ class MegakernelTier(Tier):
         cols = self._conv_columns(state.seq_len)
         conv = state.conv_ring[:, cols, :].permute(0, 2, 1).unsqueeze(1).contiguous()  # [18, 1, 6144, 3]
         return ModelState(
-            tier="reference", config=self.config, batch_size=1, max_seq_len=state.max_seq_len, seq_len=state.seq_len,
+            tier="reference", config=self.config, batch_size=1, max_seq_len=state.max_seq_len, positions=list(state.positions),
             conv=conv, recurrent=state.dn_state.unsqueeze(1).transpose(-1, -2),
             k_cache=state.k_cache.unsqueeze(1), v_cache=state.v_cache.unsqueeze(1),
         )
@@ -450,6 +450,6 @@ class MegakernelTier(Tier):
         """An independent copy (the rope table, which no call writes, is shared)."""
         self.check(state)
         return MegakernelState(tier=state.tier, config=state.config, batch_size=state.batch_size,
-                               max_seq_len=state.max_seq_len, seq_len=state.seq_len, fault=state.fault.clone(),
+                               max_seq_len=state.max_seq_len, positions=list(state.positions), fault=state.fault.clone(),
                                dn_state=state.dn_state.clone(), conv_ring=state.conv_ring.clone(),
                                k_cache=state.k_cache.clone(), v_cache=state.v_cache.clone(), rope=state.rope)

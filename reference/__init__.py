@@ -5,7 +5,7 @@ from .checkpoint import CheckpointError, load_checkpoint
 from .config import FULL, LINEAR, ConfigError, ModelConfig
 from .interface import (FAULT_NONE, FAULT_POSITION, FAULT_TOKEN, FAULT_WORDS, Tier, TierInputError, TierState,
                         TierUnavailable, record)
-from .model import HybridModel, ModelState, new_model_state
+from .model import HybridModel, ModelState, forward_rows, new_model_state, reset_row, row_view
 from .tier import ReferenceTier
 from . import tolerances
 from .weights import WeightsError, expected_shapes, perturb_norms, random_weights, validate_weights
@@ -13,6 +13,6 @@ from .weights import WeightsError, expected_shapes, perturb_norms, random_weight
 __all__ = [
     "CheckpointError", "ConfigError", "FAULT_NONE", "FAULT_POSITION", "FAULT_TOKEN", "FAULT_WORDS", "FULL", "HybridModel", "LINEAR", "ModelConfig", "ModelState",
     "ReferenceTier", "Tier", "TierInputError", "TierState", "TierUnavailable", "WeightsError",
-    "expected_shapes", "load_checkpoint", "new_model_state", "perturb_norms", "random_weights", "record",
+    "expected_shapes", "forward_rows", "load_checkpoint", "new_model_state", "reset_row", "row_view", "perturb_norms", "random_weights", "record",
     "tolerances", "validate_weights",
 ]

@@ -3,9 +3,19 @@
 A tier is built from (config, weights, device, dtype) and offers
     new_state(batch_size=1, max_seq_len=4096) → state
     prefill(input_ids [B, T] int64, state, trace=None) → fp32 logits [B, vocab] of the last position
+    prefill(input_ids [1, T] int64, state, row=r)      → fp32 logits [1, vocab]: row r of a batch state alone
     decode(token_ids [B] int64, state, trace=None)    → fp32 logits [B, vocab]
     decode_argmax(token_ids [B] int64, state)         → next ids [B] int64 on the device (no host sync)
+    reset_row(state, r)                               → row r empty again (position 0), the others untouched
     check(state)                                      → raises what the device refused since the last check
+
+Rows of a batch state are sequences, each at its own position (`state.positions`, one int per
+row): prefilled together (every row at the same position) or one by one (`row=`), a row reset
+and refilled while the others go on. `decode` advances every row by one token, each at its own
+position: row b's token sits at `state.positions[b]` and sees its own row's context only.
+`state.seq_len` is the common position where every row agrees (it raises where they differ).
+A tier whose kernels take one position for the whole batch says so (`per_row_positions` False):
+then a row prefill, a reset or rows at different positions are a TierInputError.
 When `trace` is a dict the call fills it with fp32 CPU tensors: "embed" and "layers.{i}"
 (hidden state after layer i) and "norm" as [B, T, D], and "logits" as [B, vocab].
 
@@ -64,9 +74,34 @@ class TierState:
     config: ModelConfig
     batch_size: int
     max_seq_len: int
-    seq_len: int = 0  # tokens already consumed (the next token's position)
+    positions: list | None = None  # per row: tokens already consumed (the row's next position); None: all 0
     fault: torch.Tensor | None = None  # int64 [FAULT_WORDS] on the device (tiers with device_checks), else None
     unchecked: int = 0  # decode_argmax steps since the last check(): only then can a fault be pending
+
+    def __post_init__(self):
+        if self.positions is None:
+            self.positions = [0] * self.batch_size
+        self.positions = [int(p) for p in self.positions]
+        if len(self.positions) != self.batch_size:
+            raise ValueError(f"positions has {len(self.positions)} entries; expected batch_size={self.batch_size}")
+
+    @property
+    def seq_len(self) -> int:
+        """The position every row is at (tokens consumed); a TierInputError where rows differ."""
+        first = self.positions[0]
+        if any(p != first for p in self.positions):
+            raise TierInputError(f"the rows of this state are at different positions {self.positions}; "
+                                 "state.seq_len is defined only where they agree (read state.positions)")
+        return first
+
+    @seq_len.setter
+    def seq_len(self, value: int):
+        self.positions = [int(value)] * self.batch_size
+
+    @property
+    def uniform(self) -> bool:
+        """Every row at the same position."""
+        return all(p == self.positions[0] for p in self.positions)
 
 
 def same_device(a: torch.device, b: torch.device) -> bool:
@@ -100,6 +135,9 @@ class Tier(abc.ABC):
     variant_attributes: tuple[str, ...] = ()
     """The attributes `compare ab` may set on this tier to make a variant of it (a value the
     tier cannot take raises TierInputError when set or at the next call)."""
+    per_row_positions: bool = False
+    """Rows of a batch state may sit at different positions: `prefill(..., row=r)`, `reset_row`,
+    and `decode` with each row at its own position. False: a TierInputError for any of them."""
     device_checks: bool = False
     """`decode_argmax` checks the ids' range in the tier's kernels (no host sync): a refused step
     writes nothing but `state.fault`, and `check(state)` raises it. False: checked on the host."""
@@ -147,21 +185,59 @@ class Tier(abc.ABC):
         """A state's fault words, zeroed, on this tier's device (for `_new_state` of a tier with device_checks)."""
         return torch.zeros(FAULT_WORDS, dtype=torch.int64, device=self.device)
 
-    def prefill(self, input_ids, state, trace=None):
-        ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[B, T]")
+    def prefill(self, input_ids, state, trace=None, row=None):
+        """Every row's prompt (input_ids [B, T], all rows at one position), or with `row=r` row r's
+        alone (input_ids [1, T], from that row's position; the other rows are not touched)."""
+        ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[B, T]" if row is None else "[1, T]")
         if ids.shape[1] == 0:
             raise TierInputError("input_ids is an empty prompt (T = 0); expected at least one token")
         self.check(state)
-        self._check_state(state, ids.shape[0], ids.shape[1])
-        logits = self._prefill(ids, state, trace)
-        state.seq_len += ids.shape[1]
+        if row is None:
+            self._check_state(state, ids.shape[0], ids.shape[1])
+            if not state.uniform:
+                raise TierInputError(f"the rows of this state are at different positions {state.positions}; "
+                                     "prefill them one row at a time (prefill(ids, state, row=r))")
+            logits = self._prefill(ids, state, trace)
+            state.seq_len += ids.shape[1]
+        else:
+            r = self._check_row(state, row, "prefill")
+            if ids.shape[0] != 1:
+                raise TierInputError(f"input_ids has shape {tuple(ids.shape)}; a row prefill takes one row: expected [1, T]")
+            if state.positions[r] + ids.shape[1] > state.max_seq_len:
+                raise TierInputError(f"{ids.shape[1]} more token(s) after {state.positions[r]} in row {r} exceed the "
+                                     f"state's max_seq_len={state.max_seq_len}")
+            logits = self._prefill_row(ids, state, r, trace)
+            state.positions[r] += ids.shape[1]
         record(trace, "logits", logits)
         return logits
+
+    def reset_row(self, state, row) -> None:
+        """Row `row` of a batch state empty again (position 0, as new), ready for a new prompt;
+        the other rows are not touched."""
+        self.check(state)
+        r = self._check_row(state, row, "reset_row")
+        self._reset_row(state, r)
+        state.positions[r] = 0
+
+    def _check_row(self, state, row, what) -> int:
+        self._check_state_kind(state)
+        if not self.per_row_positions:
+            raise TierInputError(f"tier {self.name!r} keeps one position for the whole batch: {what} of one row is "
+                                 "not supported (per_row_positions is False); use the reference, triton or megakernel tier")
+        if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < state.batch_size:
+            raise TierInputError(f"row {row!r} is not a row of this state; expected an int in [0, {state.batch_size})")
+        return row
+
+    def _prefill_row(self, input_ids, state, row, trace):
+        raise NotImplementedError  # tiers with per_row_positions implement it
+
+    def _reset_row(self, state, row):
+        raise NotImplementedError  # tiers with per_row_positions implement it
 
     def decode(self, token_ids, state, trace=None):
         ids = self._check_step_ids(token_ids, state, synced=True)
         logits = self._decode(ids, state, trace)
-        state.seq_len += 1
+        state.positions = [p + 1 for p in state.positions]
         record(trace, "logits", logits)
         return logits
 
@@ -184,12 +260,14 @@ class Tier(abc.ABC):
         if synced:
             self.check(state)
         self._check_state(state, ids.shape[0], 1)
-        if state.seq_len == 0:
-            raise TierInputError("decode on an empty state; expected prefill of at least one token first")
+        empty = [r for r, p in enumerate(state.positions) if p == 0]
+        if empty:
+            what = "an empty state" if len(empty) == state.batch_size else f"empty row(s) {empty}"
+            raise TierInputError(f"decode on {what}; expected prefill of at least one token first")
         return ids
 
     def _advance_unchecked(self, state):
-        state.seq_len += 1
+        state.positions = [p + 1 for p in state.positions]
         if self.device_checks:
             state.unchecked += 1
 
@@ -207,15 +285,17 @@ class Tier(abc.ABC):
         if kind == FAULT_NONE:
             return
         state.fault.zero_()
-        skipped = state.seq_len - pos - 1
-        state.seq_len = pos
+        back = state.positions[row] - pos  # every row advanced together since the refused step
+        skipped = back - 1
+        state.positions = [p - back for p in state.positions]
         after = f" and the {skipped} step(s) queued after it" if skipped else ""
         if kind == FAULT_TOKEN:
             what = (f"token id {value} (batch row {row}) fed to decode_argmax at position {pos} is outside the "
                     f"vocabulary [0, {self.config.vocab_size})")
         else:
-            what = f"a decode step at position {value} is past the state's max_seq_len={state.max_seq_len}"
-        raise TierInputError(f"{what}; that step{after} did not run: the state is back at position {pos}, as it was")
+            what = f"a decode step at position {value} (batch row {row}) is past the state's max_seq_len={state.max_seq_len}"
+        where = f"position {pos}" if state.uniform else f"positions {state.positions}"
+        raise TierInputError(f"{what}; that step{after} did not run: the state is back at {where}, as it was")
 
     def _decode_argmax(self, token_ids, state):
         return self._decode(token_ids, state, None).argmax(-1)
@@ -241,7 +321,8 @@ class Tier(abc.ABC):
         copied; a tier whose state holds anything else (an object, shared buffers) overrides it."""
         self.check(state)
         fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
-        return type(state)(**{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in fields.items()})
+        return type(state)(**{k: v.clone() if isinstance(v, torch.Tensor) else list(v) if isinstance(v, list) else v
+                              for k, v in fields.items()})
 
     # ---- checks -------------------------------------------------------------------
     def _check_ids(self, ids, dims, what, shape_hint, check_range=True):
@@ -265,9 +346,12 @@ class Tier(abc.ABC):
         self._check_state_kind(state)
         if batch_size != state.batch_size:
             raise TierInputError(f"batch size {batch_size} of the ids does not match the state's batch size {state.batch_size}")
-        if state.seq_len + n_new > state.max_seq_len:
+        longest = max(state.positions)
+        if longest + n_new > state.max_seq_len:
+            row = state.positions.index(longest)
+            where = "" if state.uniform else f" in row {row}"
             raise TierInputError(
-                f"{n_new} more token(s) after {state.seq_len} exceed the state's max_seq_len={state.max_seq_len}"
+                f"{n_new} more token(s) after {longest}{where} exceed the state's max_seq_len={state.max_seq_len}"
             )
 
     def _check_state_kind(self, state):

@@ -10,6 +10,7 @@ offering the same keyword-only functions. The state is a `ModelState`:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +25,36 @@ class ModelState(TierState):
     recurrent: torch.Tensor = None
     k_cache: torch.Tensor = None
     v_cache: torch.Tensor = None
+
+
+ROW_TENSORS = ("conv", "recurrent", "k_cache", "v_cache")  # ModelState's tensors: batch is dim 1
+
+
+def row_view(state: ModelState, row: int, **fields) -> ModelState:
+    """Row `row` of a batch state as a batch-1 state whose tensors are views into the batch's
+    (writing it writes the row in place); `fields` replace others (a tier's own)."""
+    views = {name: getattr(state, name)[:, row:row + 1] for name in ROW_TENSORS}
+    return dataclasses.replace(state, batch_size=1, positions=[state.positions[row]], unchecked=0, **views, **fields)
+
+
+def reset_row(state: ModelState, row: int) -> None:
+    """Row `row` as a new state's: conv inputs, recurrent state and K/V cache zeroed."""
+    for name in ROW_TENSORS:
+        getattr(state, name)[:, row].zero_()
+
+
+def forward_rows(forward, ids, state: ModelState, trace, view=row_view):
+    """A decode step of a batch whose rows sit at different positions: each row through
+    `forward(ids_row, row_state, trace_row)` on its own view, logits and trace concatenated."""
+    logits, traces = [], []
+    for r in range(state.batch_size):
+        t = {} if trace is not None else None
+        logits.append(forward(ids[r:r + 1], view(state, r), t))
+        traces.append(t)
+    if trace is not None:
+        for name in traces[0]:
+            trace[name] = torch.cat([t[name] for t in traces])
+    return torch.cat(logits)
 
 
 def new_model_state(tier: str, config: ModelConfig, batch_size: int, max_seq_len: int, device, dtype) -> ModelState:
