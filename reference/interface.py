@@ -135,6 +135,8 @@ class Tier(abc.ABC):
     variant_attributes: tuple[str, ...] = ()
     """The attributes `compare ab` may set on this tier to make a variant of it (a value the
     tier cannot take raises TierInputError when set or at the next call)."""
+    max_batch: int | None = None
+    """The most rows a state of this tier may have (None: no limit but memory); new_state refuses more."""
     per_row_positions: bool = False
     """Rows of a batch state may sit at different positions: `prefill(..., row=r)`, `reset_row`,
     and `decode` with each row at its own position. False: a TierInputError for any of them."""
@@ -172,6 +174,9 @@ class Tier(abc.ABC):
         for what, value in (("batch_size", batch_size), ("max_seq_len", max_seq_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise TierInputError(f"{what} must be a positive int, got {value!r}")
+        if self.max_batch is not None and batch_size > self.max_batch:
+            raise TierInputError(f"batch_size={batch_size}: tier {self.name!r} decodes 1 to {self.max_batch} "
+                                 f"sequences per state (expected 1 <= batch_size <= {self.max_batch})")
         limit = self.config.max_position_embeddings
         if max_seq_len > limit:
             raise TierInputError(f"max_seq_len={max_seq_len} exceeds the model's max_position_embeddings={limit}")
