@@ -12,9 +12,9 @@ import importlib
 import sys
 
 COMMANDS = {
-    "diff": ("compare.diff", "per-layer relative error of every tier against the fp32 reference"),
-    "bench": ("compare.bench", "llama-bench-style speed of every tier (pp, tg, per layer)"),
-    "generate": ("compare.generate", "stream text (or token ids) from a checkpoint with one tier"),
+    "diff": ("compare.diff", "per-layer relative error of every tier against the fp32 reference (--batch B: a batch against each row alone)"),
+    "bench": ("compare.bench", "llama-bench-style speed of every tier (pp, tg, tg at --batch B, per layer)"),
+    "generate": ("compare.generate", "stream text (or token ids) from a checkpoint with one tier (--num-return-sequences N: N samples in one batch)"),
     "ab": ("compare.ab", "A/B timing of variants of one tier, interleaved in one process"),
     "prefill": ("compare.prefill", "where the megakernel tier's fast prefill spends its time"),
 }

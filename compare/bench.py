@@ -5,11 +5,16 @@ Workloads (names as llama-bench uses them; batch 1, bf16, seeded random prompt i
   tg{N}          N greedy `tier.decode_argmax` steps, each fed the last one's output (no
                  host sync inside the timed loop), after a 16-token prompt → tokens/s
   tg{N} @ d{D}   the same after a D-token prompt (prefilled in chunks, untimed)
+  tg{N} b{B}     (`--batch`) the tg rows with B sequences decoded together in one state,
+                 each after its own prompt → total tokens/s (B × steps ÷ time)
 Each is run `--warmup` times untimed, then `--repeats` times; rows give the median
 tokens/s with min–max, ms/token, for tg the fraction of the copy bandwidth measured in
-this run (weight bytes read per step × tokens/s ÷ copy bytes/s), and tokens per joule
-where NVML's energy counter is readable. `--layers` adds the time of each part of one
-decode step per tier (see compare/layer_times.py), `--png` draws it.
+this run (weight bytes read per step × steps/s ÷ copy bytes/s), and tokens per joule
+where NVML's energy counter is readable. With a batch size above 1, two columns join:
+tokens/s per sequence and the fraction of the byte floor (the weights once + B × each
+sequence's state and K/V cache traffic, timing.floor_bytes_per_step); a batch size above a
+tier's `max_batch` is a skipped row. `--layers` adds the time of each part of one decode
+step per tier (see compare/layer_times.py), `--png` draws it.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from reference import TierInputError, TierUnavailable
 from . import layer_times, tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device, select_tiers
 from .progress import Progress
-from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, random_ids, time_pp, time_tg,
-                     weight_bytes_per_step)
+from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, floor_bytes_per_step, random_ids,
+                     sequence_bytes_per_step, time_pp, time_tg, weight_bytes_per_step)
 from .tiers import load_tier
 
 
@@ -38,11 +43,13 @@ class Workload:
     n: int         # prompt tokens (pp) or decode steps (tg)
     context: int = 0  # tg: tokens in the state before the first step
     depth: bool = False  # tg: the context is a --depth (named "@ d{context}")
+    batch: int = 1  # tg: sequences decoded together (named "b{batch}" above 1)
 
     @property
     def name(self) -> str:
         base = f"{self.kind}{self.n}"
-        return f"{base} @ d{self.context}" if self.depth else base
+        base = f"{base} @ d{self.context}" if self.depth else base
+        return f"{base} b{self.batch}" if self.batch > 1 else base
 
 
 @dataclass
@@ -50,9 +57,10 @@ class Result:
     tier: str
     workload: Workload
     seconds: list[float]          # one per timed repeat
-    tokens: int                   # tokens per repeat (prompt tokens or decode steps)
+    tokens: int                   # tokens per repeat (prompt tokens, or decode steps × batch)
     joules: list[float] | None = None
     notes: list[str] = field(default_factory=list)
+    skipped: str | None = None    # why this tier did not run the workload (no timings then)
 
     @property
     def tok_s(self) -> Summary:
@@ -72,6 +80,10 @@ def add_arguments(parser):
     arg("--tg", default="128", help="decode steps, comma-separated; 0 for none (default: %(default)s)")
     arg("--depth", default="4096",
         help="contexts for extra tg rows `tg@d`, comma-separated; 0 for none (default: %(default)s)")
+    arg("--batch", default="1",
+        help="batch sizes of the tg rows, comma-separated, e.g. 1,2,4,8: B sequences decoded together, each "
+             f"after its own {TG_PROMPT}-token prompt; rows `tg{{N}} b{{B}}` give total and per-sequence tokens/s "
+             "and the fraction of the byte floor (default: %(default)s)")
     arg("--repeats", type=int, default=None, help="timed runs per row (default: 5, 2 with --quick)")
     arg("--warmup", type=int, default=1, help="untimed runs before them (default: %(default)s)")
     arg("--quick", action="store_true", help="fewer repeats (2) and per-layer steps (5)")
@@ -99,12 +111,24 @@ def _lengths(text: str, what: str) -> list[int]:
     return [v for v in values if v > 0]
 
 
+def batch_sizes(text: str) -> list[int]:
+    """--batch "1,2,4,8" → [1, 2, 4, 8] (in the order given, repeats dropped)."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = None
+    if not values or any(v < 1 for v in values):
+        raise UsageError(f"--batch {text!r}: expected comma-separated batch sizes of at least 1, such as 1,2,4,8")
+    return list(dict.fromkeys(values))
+
+
 def plan(args, config) -> tuple[list[Workload], list[str]]:
     """→ (workloads, notes on the ones left out)."""
     workloads = [Workload("pp", n) for n in _lengths(args.pp, "pp")]
     steps, depths = _lengths(args.tg, "tg"), _lengths(args.depth, "depth")
-    workloads += [Workload("tg", n, TG_PROMPT) for n in steps]
-    workloads += [Workload("tg", n, d, depth=True) for d in depths for n in steps]
+    batches = batch_sizes(args.batch)
+    workloads += [Workload("tg", n, TG_PROMPT, batch=b) for n in steps for b in batches]
+    workloads += [Workload("tg", n, d, depth=True, batch=b) for d in depths for n in steps for b in batches]
     limit, notes, kept = config.max_position_embeddings, [], []
     for w in workloads:
         need = w.n if w.kind == "pp" else w.context + w.n
@@ -119,12 +143,26 @@ def run_once(tier, w: Workload, steps: int, seed: int, clock: Clock):
     """One repeat of workload `w` (tg with `steps` steps) → (seconds, joules | None)."""
     if w.kind == "pp":
         return time_pp(tier, random_ids(tier.config, w.n, seed, tier.device), clock)
-    return time_tg(tier, w.context, steps, seed, clock)
+    return time_tg(tier, w.context, steps, seed, clock, batch=w.batch)
+
+
+def batch_refusal(tier, w: Workload) -> str | None:
+    """Why `tier` cannot run workload `w`'s batch (its declared max_batch), or None."""
+    if tier.max_batch is not None and w.batch > tier.max_batch:
+        return (f"skipped: batch {w.batch} is above tier {tier.name}'s max_batch {tier.max_batch} "
+                f"(it decodes 1 to {tier.max_batch} sequences per state)")
+    return None
 
 
 def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
     results = []
     for w in workloads:
+        refusal = batch_refusal(tier, w)
+        if refusal:
+            results.append(Result(tier.name, w, [], 0, skipped=refusal))
+            for _ in range(settings["warmup"] + settings["repeats"]):
+                progress.step()
+            continue
         repeats, steps, notes = settings["repeats"], w.n, []
         if tier.slow:
             if repeats > settings["slow_repeats"]:
@@ -145,7 +183,7 @@ def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
             progress.step(f"{w.name} {tier.name}")
         for _ in range(settings["repeats"] - repeats):
             progress.step()
-        tokens = w.n if w.kind == "pp" else steps
+        tokens = w.n if w.kind == "pp" else steps * w.batch
         results.append(Result(tier.name, w, seconds, tokens, None if None in joules else joules, notes))
     return results
 
@@ -154,42 +192,104 @@ def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
 RESULT_HEADER = ["tier", "test", "t/s", "min–max", "ms/token", "of copy bw", "tokens/J", "note"]
 CSV_HEADER = ["tier", "test", "tokens", "repeats", "tok_s_median", "tok_s_min", "tok_s_max",
               "ms_per_token", "bw_fraction", "tok_per_joule", "note"]
+# with a batch size above 1 (--batch): per-sequence tokens/s and the fraction of the byte floor join
+BATCH_RESULT_HEADER = ["tier", "test", "t/s", "t/s/seq", "min–max", "ms/token", "of copy bw", "of floor",
+                       "tokens/J", "note"]
+BATCH_CSV_HEADER = CSV_HEADER[:-1] + ["batch", "tok_s_per_seq_median", "floor_bytes_per_step", "floor_fraction",
+                                      "note"]
+
+
+def batched(doc) -> bool:
+    """Whether the run has tg rows above batch 1 (then the tables carry the batch columns)."""
+    return any(b > 1 for b in doc["settings"].get("batches", [1]))
 
 
 def bw_fraction(result: Result, bytes_per_step: int, copy_bw: float | None) -> float | None:
-    if result.workload.kind != "tg" or not copy_bw:
+    """Weight bytes read per step × steps/s ÷ copy bytes/s (steps/s = tokens/s ÷ batch)."""
+    if result.workload.kind != "tg" or not copy_bw or result.skipped:
         return None
-    return result.tok_s.median * bytes_per_step / copy_bw
+    return result.tok_s.median / result.workload.batch * bytes_per_step / copy_bw
 
 
-def result_record(r: Result, bytes_per_step, copy_bw) -> dict:
+def floor_bytes(result: Result, config) -> float | None:
+    """The byte floor of one step of a tg row (timing.floor_bytes_per_step, averaged over the
+    steps it ran: the K/V read grows a position a step); None for pp rows."""
+    w = result.workload
+    if w.kind != "tg":
+        return None
+    steps = result.tokens // w.batch if result.tokens else w.n
+    return floor_bytes_per_step(config, w.batch, w.context, steps)
+
+
+def result_record(r: Result, bytes_per_step, copy_bw, config=None) -> dict:
+    w = r.workload
+    base = {"tier": r.tier, "test": w.name, "kind": w.kind, "batch": w.batch}
+    if r.skipped:
+        return {**base, "tokens": 0, "context": w.context, "repeats": 0, "tok_s": None, "tok_s_per_seq": None,
+                "ms_per_token": None, "ms_per_step": None, "bw_fraction": None, "floor_bytes_per_step": None,
+                "floor_fraction": None, "tok_per_joule": None, "seconds": [], "note": r.skipped, "skipped": r.skipped}
     t = r.tok_s
-    return {
-        "tier": r.tier, "test": r.workload.name, "kind": r.workload.kind, "tokens": r.tokens,
-        "context": r.workload.context, "repeats": len(r.seconds),
+    rec = {
+        "tier": r.tier, "test": w.name, "kind": w.kind, "tokens": r.tokens,
+        "context": w.context, "repeats": len(r.seconds),
         "tok_s": {"median": t.median, "min": t.min, "max": t.max},
         "ms_per_token": 1e3 / t.median, "bw_fraction": bw_fraction(r, bytes_per_step, copy_bw),
         "tok_per_joule": r.tok_per_joule, "seconds": r.seconds, "note": "; ".join(r.notes),
+        "batch": w.batch,
     }
+    if w.kind == "tg":
+        per_seq = Summary.of(r.tokens / w.batch / s for s in r.seconds)  # = steps/s
+        floor = floor_bytes(r, config) if config is not None else None
+        rec.update({
+            "steps": r.tokens // w.batch,
+            "tok_s_per_seq": {"median": per_seq.median, "min": per_seq.min, "max": per_seq.max},
+            "ms_per_step": 1e3 / per_seq.median,
+            "floor_bytes_per_step": floor,
+            "floor_fraction": per_seq.median * floor / copy_bw if floor is not None and copy_bw else None,
+        })
+    return rec
 
 
-def markdown_results(records, skipped) -> str:
+def _percent(value) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def markdown_results(records, skipped, batch_columns: bool = False) -> str:
     rows = []
     for rec in records:
-        t, bw = rec["tok_s"], rec["bw_fraction"]
-        rows.append([rec["tier"], rec["test"], tables.fmt(t["median"]),
-                     f"{tables.fmt(t['min'])}–{tables.fmt(t['max'])}", tables.fmt(rec["ms_per_token"], 3),
-                     "n/a" if bw is None else f"{100 * bw:.1f}%", tables.fmt(rec["tok_per_joule"], 2), rec["note"]])
-    rows += [[tier, "skipped", "", "", "", "", "", reason] for tier, reason in skipped.items()]
+        if rec.get("skipped"):
+            rows.append([rec["tier"], rec["test"]] + [""] * ((8 if batch_columns else 6) - 1) + [rec["note"]])
+            continue
+        t = rec["tok_s"]
+        cells = [rec["tier"], rec["test"], tables.fmt(t["median"]),
+                 f"{tables.fmt(t['min'])}–{tables.fmt(t['max'])}", tables.fmt(rec["ms_per_token"], 3),
+                 _percent(rec["bw_fraction"]), tables.fmt(rec["tok_per_joule"], 2), rec["note"]]
+        if batch_columns:
+            per_seq = rec.get("tok_s_per_seq")
+            cells.insert(3, "" if per_seq is None else tables.fmt(per_seq["median"]))
+            cells.insert(7, "" if rec["kind"] != "tg" else _percent(rec.get("floor_fraction")))
+        rows.append(cells)
+    width = len(BATCH_RESULT_HEADER if batch_columns else RESULT_HEADER)
+    rows += [[tier, "skipped"] + [""] * (width - 3) + [reason] for tier, reason in skipped.items()]
+    if batch_columns:
+        return tables.markdown(BATCH_RESULT_HEADER, rows, right={2, 3, 4, 5, 6, 7, 8})
     return tables.markdown(RESULT_HEADER, rows, right={2, 3, 4, 5, 6})
 
 
-def csv_results(records, skipped) -> str:
-    rows = [[rec["tier"], rec["test"], rec["tokens"], rec["repeats"], rec["tok_s"]["median"], rec["tok_s"]["min"],
-             rec["tok_s"]["max"], rec["ms_per_token"], rec["bw_fraction"], rec["tok_per_joule"], rec["note"]]
-            for rec in records]
-    rows += [[tier, "skipped"] + [None] * 8 + [reason] for tier, reason in skipped.items()]
-    return tables.csv_text(CSV_HEADER, rows)
+def csv_results(records, skipped, batch_columns: bool = False) -> str:
+    rows = []
+    for rec in records:
+        t = rec["tok_s"] or {"median": None, "min": None, "max": None}
+        row = [rec["tier"], rec["test"], rec["tokens"], rec["repeats"], t["median"], t["min"],
+               t["max"], rec["ms_per_token"], rec["bw_fraction"], rec["tok_per_joule"]]
+        if batch_columns:
+            per_seq = rec.get("tok_s_per_seq")
+            row += [rec["batch"], per_seq and per_seq["median"], rec.get("floor_bytes_per_step"),
+                    rec.get("floor_fraction")]
+        rows.append(row + [rec["note"]])
+    header = BATCH_CSV_HEADER if batch_columns else CSV_HEADER
+    rows += [[tier, "skipped"] + [None] * (len(header) - 3) + [reason] for tier, reason in skipped.items()]
+    return tables.csv_text(header, rows)
 
 
 def layer_rows(doc) -> tuple[list[str], list[list]]:
@@ -206,14 +306,23 @@ def header_lines(doc) -> list[str]:
     bw = doc["copy_bandwidth_Bps"]
     weights = doc["weights"] + (f", {doc['config_note']}" if doc["config_note"] else "")
     copy = "n/a (no GPU)" if bw is None else f"{bw / 1e12:.2f} TB/s (2 GiB bf16 copy, read + write)"
+    batch = "batch 1"
+    if batched(doc):
+        batch = f"batch 1 (pp), {','.join(map(str, s['batches']))} (tg)"
     lines = [
         f"{where} | CUDA {env.get('cuda') or 'n/a'} | torch {env['torch']} | triton {env.get('triton') or 'n/a'}"
         f" | commit {env['commit']}",
-        f"config {doc['config']} ({weights}) | bf16 | batch 1"
+        f"config {doc['config']} ({weights}) | bf16 | {batch}"
         f" | weights read per decode step {doc['bytes_per_step']:,} B | copy bandwidth {copy}",
         f"{s['repeats']} timed repeats after {s['warmup']} warm-up; tokens/s median with min–max;"
-        f" tg after a {TG_PROMPT}-token prompt; tokens/J {doc['energy']}",
+        f" tg after a {TG_PROMPT}-token prompt{' per sequence' if batched(doc) else ''}; tokens/J {doc['energy']}",
     ]
+    if batched(doc):
+        lines.append(
+            "tg b{B}: t/s = B × steps ÷ time, t/s/seq = steps ÷ time; of copy bw counts the weights read once a step;"
+            " of floor counts the byte floor: the weights + B × each sequence's own traffic (DeltaNet recurrent"
+            " state fp32 and conv state read + written, K/V cache read at the context + the new row written),"
+            f" {doc['sequence_bytes_per_step']:,} B per sequence at the {TG_PROMPT}-token context")
     return lines
 
 
@@ -221,12 +330,12 @@ def render(doc, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(doc, indent=2)
     if fmt == "csv":
-        out = csv_results(doc["results"], doc["skipped"])
+        out = csv_results(doc["results"], doc["skipped"], batched(doc))
         if doc.get("layers"):
             header, rows = layer_rows(doc)
             out += "\n" + tables.csv_text(header, rows)
         return out.rstrip("\n")
-    parts = ["\n".join(header_lines(doc)), markdown_results(doc["results"], doc["skipped"])]
+    parts = ["\n".join(header_lines(doc)), markdown_results(doc["results"], doc["skipped"], batched(doc))]
     if doc["notes"]:
         parts.append("\n".join(f"- {n}" for n in doc["notes"]))
     if doc.get("layers"):
@@ -254,6 +363,7 @@ def run(args) -> int:
         if value < least:
             raise UsageError(f"{what} {value}: expected at least {least}")
     want_layers = args.layers or bool(args.png)
+    batches = batch_sizes(args.batch)
     tiers, skipped = select_tiers(args.tiers, device)
     config, weights = load_model(args)
     workloads, notes = plan(args, config)
@@ -261,7 +371,7 @@ def run(args) -> int:
         raise UsageError("nothing to run: every workload is 0 or left out, and no --layers")
 
     settings = {"repeats": repeats, "warmup": args.warmup, "seed": args.seed, "slow_repeats": args.slow_repeats,
-                "slow_steps": args.slow_steps, "layer_steps": layer_steps}
+                "slow_steps": args.slow_steps, "layer_steps": layer_steps, "batches": batches}
     meter = EnergyMeter(device)
     copy_bw = copy_bandwidth(device)
     clock = Clock(device, meter)
@@ -303,10 +413,11 @@ def run(args) -> int:
         "weights": f"checkpoint {args.checkpoint}" if args.checkpoint else f"random weights, seed {args.seed}",
         "dtype": "bfloat16",
         "bytes_per_step": bytes_per_step,
+        "sequence_bytes_per_step": sequence_bytes_per_step(config, TG_PROMPT),
         "copy_bandwidth_Bps": copy_bw,
         "energy": "from NVML's energy counter" if meter.available else f"n/a ({meter.why})",
         "settings": settings,
-        "results": [result_record(r, bytes_per_step, copy_bw) for r in results],
+        "results": [result_record(r, bytes_per_step, copy_bw, config) for r in results],
         "skipped": skipped,
         "notes": notes,
     }

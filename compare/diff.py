@@ -5,6 +5,14 @@ Rows: embed, layers 0..N-1 (with their type), norm, logits. Columns: tiers. Each
 the worst relative error over the prefill and every decode step. transformers' bf16 run
 ("hf") is the yardstick a bf16 tier is held to (reference/tolerances.py). Exit status 1
 when a tier is out of tolerance.
+
+`--batch B` checks a batch instead: B prompts of --prompt-len, +3, +6, ... tokens, each row
+prefilled on its own (`prefill(row=r)`) on a tier with per-row positions (on one without,
+every row gets --prompt-len tokens and the batch is prefilled at once), then the decode
+steps together, teacher-forced with each row's fp32-reference tokens. Per tier and row:
+the max |Δlogit| between the row in the batch and the same sequence run alone on the same
+tier, how many greedy tokens agree, and the per-layer error of the row against the fp32
+reference run of that sequence. A tier whose max_batch is below B is skipped.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import torch
 from reference import ReferenceTier
 from reference.tolerances import bound, rel_err, within
 
+from . import tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device, select_tiers
 from .tiers import load_tier
 
@@ -32,6 +41,14 @@ def add_arguments(p):
     p.add_argument("--png", metavar="PATH", help="write a heatmap (layer × tier) of the errors")
     p.add_argument("--dump", metavar="DIR", help="save every traced tensor, to diff another run against later")
     p.add_argument("--against", metavar="DIR", help="also diff this run's traces against a --dump folder")
+    p.add_argument("--batch", type=int, default=None, metavar="B",
+                   help=f"check a batch of B sequences (prompts of --prompt-len, +{BATCH_PROMPT_STEP}, "
+                        f"+{2 * BATCH_PROMPT_STEP}, ... tokens, each row prefilled alone where the tier has per-row "
+                        "positions) against each sequence run alone on the same tier: max |Δlogit|, greedy "
+                        "agreement, and per row the per-layer error vs the fp32 reference")
+
+
+BATCH_PROMPT_STEP = 3  # --batch: row r's prompt is --prompt-len + 3 r tokens
 
 
 def part_names(config):
@@ -73,6 +90,12 @@ def run(args) -> int:
         raise UsageError(f"--decode-steps must be 0 or more, got {args.decode_steps}")
     if args.against and not os.path.isdir(args.against):
         raise UsageError(f"--against {args.against}: no such folder (expected one written by --dump)")
+    if args.batch is not None:
+        if args.batch < 1:
+            raise UsageError(f"--batch {args.batch}: expected a batch size of at least 1")
+        if args.dump or args.against:
+            raise UsageError("--batch does not write or read dumps; expected --batch without --dump/--against")
+        return run_batch(args)
     device = pick_device(args.device)
     tiers, skipped = select_tiers(args.tiers, device)
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
@@ -137,11 +160,11 @@ def run(args) -> int:
     return 0
 
 
-def format_table(config, names, results, skipped, dtype) -> str:
+def format_table(config, names, results, skipped, dtype, over="prefill + decode steps") -> str:
     tiers = list(results)
     width = max(len(part_label(config, n)) for n in names) + 2
     head = "part".ljust(width) + "".join(t.rjust(13) for t in tiers)
-    lines = [f"relative error vs the fp32 reference (worst over prefill + decode steps; tiers in "
+    lines = [f"relative error vs the fp32 reference (worst over {over}; tiers in "
              f"{'bf16' if dtype == torch.bfloat16 else 'fp32'}; '!' = out of tolerance, '*' = worst layer)",
              head, "-" * len(head)]
     worst_part = {t: max(names, key=lambda n: results[t]["worst"][n]) for t in tiers}
@@ -161,6 +184,174 @@ def format_table(config, names, results, skipped, dtype) -> str:
     for t, why in skipped.items():
         lines.append(f"skipped {t}: {why}")
     return "\n".join(lines)
+
+
+# ---- --batch: a batch against the same sequences run alone -----------------------------
+
+def run_batch(args) -> int:
+    B = args.batch
+    device = pick_device(args.device)
+    tiers, skipped = select_tiers(args.tiers, device)
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    config, weights = load_model(args)
+    lengths = [args.prompt_len + BATCH_PROMPT_STEP * r for r in range(B)]
+    max_seq = max(lengths) + args.decode_steps + 1
+    if max_seq > config.max_position_embeddings:
+        raise UsageError(f"--batch {B}: the longest prompt ({max(lengths)} tokens) + --decode-steps = {max_seq - 1} "
+                         f"exceeds the model's {config.max_position_embeddings} positions")
+    gen = torch.Generator().manual_seed(args.seed)
+    prompts = [torch.randint(0, config.vocab_size, (1, n), generator=gen) for n in lengths]
+    equal = [p[:, :args.prompt_len] for p in prompts]  # for a tier that keeps one position for the batch
+
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    say(f"diff --batch {B}: {config.name} on {device}, prompts of {lengths} tokens + {args.decode_steps} decode "
+        f"steps, tiers {tiers}")
+    oracle_tier = ReferenceTier(config, weights, device=device, dtype=torch.float32)
+    oracles = {}
+
+    def oracle(prompt):
+        """The fp32 reference run of one sequence alone: (traces, teacher-forced tokens)."""
+        key = tuple(prompt[0].tolist())
+        if key not in oracles:
+            state = oracle_tier.new_state(1, max_seq)
+            traces, tokens = [{}], []
+            logits = oracle_tier.prefill(prompt, state, traces[0])
+            for _ in range(args.decode_steps):
+                tokens.append(logits.argmax(-1).cpu())
+                traces.append({})
+                logits = oracle_tier.decode(tokens[-1], state, traces[-1])
+            oracles[key] = traces, tokens
+        return oracles[key]
+
+    names = part_names(config)
+    results, notes = {}, []
+    for name in tiers:
+        say(f"  {name} ({args.dtype}) ...")
+        tier = load_tier(name, config, weights, device=device, dtype=dtype)
+        if tier.max_batch is not None and B > tier.max_batch:
+            skipped[name] = f"--batch {B} is above its max_batch {tier.max_batch} (it decodes 1 to {tier.max_batch} rows)"
+            del tier
+            continue
+        per_row = tier.per_row_positions
+        rows_prompts = prompts if per_row else equal
+        if not per_row and B > 1:
+            notes.append(f"{name}: one position for the whole batch (per_row_positions False): its rows were "
+                         f"prefilled together, each with {args.prompt_len} tokens")
+        rows_oracle = [oracle(p) for p in rows_prompts]
+        alone = [run_tier(tier, p, toks, max_seq) for p, (_, toks) in zip(rows_prompts, rows_oracle)]
+        batch = run_batch_rows(tier, rows_prompts, [toks for _, toks in rows_oracle], max_seq, per_row)
+        del tier
+        results[name] = batch_result(rows_prompts, batch, alone, rows_oracle, names, per_row)
+
+    yard_tier = results.get("hf") if dtype == torch.bfloat16 else None
+    for name, r in results.items():
+        same_prompts = yard_tier is not None and name != "hf" and yard_tier["per_row_positions"] == r["per_row_positions"]
+        ys = yard_tier["worst"] if same_prompts else None
+        r["bounds"] = {n: bound(dtype, ys[n] if ys else None) for n in names}
+        r["ok"] = all(within(r["worst"][n], dtype, ys[n] if ys else None) for n in names)
+        for row in r["rows"]:  # the batch is held to the tier's own error against fp32 (alone)
+            row["vs_alone_bound"] = bound(dtype, row["alone_logits_vs_fp32"])
+            row["vs_alone_ok"] = within(row["logits_rel_err_vs_alone"], dtype, row["alone_logits_vs_fp32"])
+        r["batch_ok"] = all(row["vs_alone_ok"] for row in r["rows"])
+
+    print(format_batch_table(lengths, args.decode_steps, results, skipped, notes))
+    if results:
+        print()
+        print(format_table(config, names, results, {}, dtype, over=f"the {B} rows of the batch, prefill + decode steps"))
+    report = {
+        "environment": environment(), "config": config.name, "device": str(device), "dtype": args.dtype,
+        "batch": B, "prompt_len": args.prompt_len, "prompt_lens": lengths, "decode_steps": args.decode_steps,
+        "seed": args.seed, "skipped": skipped, "notes": notes, "tiers": results,
+    }
+    if args.json:
+        _write(args.json, json.dumps(report, indent=1))
+    if args.png and results:
+        plot_heatmap(args.png, config, names, results)
+    failed = [n for n, r in results.items() if not (r["ok"] and r["batch_ok"])]
+    if failed:
+        print(f"OUT OF TOLERANCE: {', '.join(failed)}")
+        return 1
+    return 0
+
+
+def run_batch_rows(tier, prompts, tokens, max_seq, per_row):
+    """One batch state of len(prompts) rows: each row prefilled alone (`row=r`) where the tier
+    has per-row positions, else all at once (equal lengths), then the decode steps together
+    (row r fed tokens[r][i] at step i) → per row its traces [prefill, decode 1, ...]."""
+    B = len(prompts)
+    state = tier.new_state(B, max_seq)
+    rows = [[] for _ in range(B)]
+    if per_row:
+        for r, p in enumerate(prompts):
+            trace = {}
+            tier.prefill(p, state, trace, row=r)
+            rows[r].append(trace)
+    else:
+        trace = {}
+        tier.prefill(torch.cat(prompts), state, trace)
+        for r in range(B):
+            rows[r].append({n: v[r:r + 1] for n, v in trace.items()})
+    for i in range(len(tokens[0])):
+        trace = {}
+        tier.decode(torch.cat([t[i] for t in tokens]), state, trace)
+        for r in range(B):
+            rows[r].append({n: v[r:r + 1] for n, v in trace.items()})
+    return rows
+
+
+def batch_result(prompts, batch, alone, oracles, names, per_row) -> dict:
+    """Per row: the batch against the row run alone (max |Δlogit|, greedy agreement, relative
+    error of the logits) and against the fp32 reference (per part, worst over the calls)."""
+    rows, worst = [], {n: 0.0 for n in names}
+    for p, b, a, (o, _) in zip(prompts, batch, alone, oracles):
+        diffs = [(x["logits"] - y["logits"]).abs().max().item() for x, y in zip(b, a)]
+        agree = sum(int(torch.equal(x["logits"].argmax(-1), y["logits"].argmax(-1))) for x, y in zip(b, a))
+        errs = errors_against(b, o, names)
+        row_worst = {n: max(e) for n, e in errs.items()}
+        for n in names:
+            worst[n] = max(worst[n], row_worst[n])
+        rows.append({
+            "prompt_len": p.shape[1],
+            "max_abs_logit_diff": max(d if math.isfinite(d) else math.inf for d in diffs),
+            "greedy_agree": agree, "calls": len(b),
+            "logits_rel_err_vs_alone": max(rel_err(x["logits"], y["logits"]) for x, y in zip(b, a)),
+            "alone_logits_vs_fp32": max(rel_err(y["logits"], z["logits"]) for y, z in zip(a, o)),
+            "worst_vs_fp32": max(row_worst.values()), "worst": row_worst, "errors": errs,
+        })
+    hits = [float(torch.equal(x["logits"].argmax(-1), z["logits"].argmax(-1)))
+            for b, (o, _) in zip(batch, oracles) for x, z in zip(b, o)]
+    return {"per_row_positions": per_row, "rows": rows, "worst": worst, "top1": sum(hits) / len(hits)}
+
+
+def format_batch_table(lengths, decode_steps, results, skipped, notes) -> str:
+    """Rows × tiers: per cell the max |Δlogit| batch vs alone, greedy tokens agreeing, and the
+    row's worst relative error vs the fp32 reference. `lengths`: the rows' prompt lengths
+    (a tier without per-row positions ran --prompt-len for every row: a note says so)."""
+    tiers, B = list(results), len(lengths)
+    lines = [f"batch of {B} vs each row run alone on the same tier (prefill + {decode_steps} teacher-forced decode "
+             "steps); cell: max |Δlogit| vs alone, greedy tokens agreeing, worst relative error vs fp32 over the "
+             "parts ('!' = beyond the tier's bound)"]
+    if tiers:
+        rows = []
+        for r in range(B):
+            cells = [str(r), str(lengths[r])]
+            for t in tiers:
+                row = results[t]["rows"][r]
+                agree = f"{row['greedy_agree']}/{row['calls']}"
+                diff_mark = "" if row["vs_alone_ok"] else "!"
+                agree_mark = "" if row["greedy_agree"] == row["calls"] else "!"
+                fp32_mark = "" if all(within_bound(row["worst"][n], results[t]["bounds"][n]) for n in row["worst"]) else "!"
+                cells.append(f"{row['max_abs_logit_diff']:.2e}{diff_mark}  {agree}{agree_mark}  "
+                             f"{row['worst_vs_fp32']:.2e}{fp32_mark}")
+            rows.append(cells)
+        lines.append(tables.markdown(["row", "prompt"] + tiers, rows, right={1}))
+    lines += [f"- {n}" for n in notes]
+    lines += [f"skipped {t}: {why}" for t, why in skipped.items()]
+    return "\n".join(lines)
+
+
+def within_bound(err, limit) -> bool:
+    return math.isfinite(err) and err <= limit
 
 
 # ---- dumps: diff two runs (two commits, two machines) ----------------------------------

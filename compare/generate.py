@@ -7,6 +7,12 @@ token's text is printed as it arrives, and generation stops at the checkpoint's 
 built-in config runs on seeded random weights, which generate noise: token ids in
 (`--prompt-ids` or random), token ids out. Greedy unless `--temperature` > 0. Text goes
 to stdout; notes and the speed report go to stderr.
+
+`--num-return-sequences N` decodes N samples of the prompt together in one batch state
+(the prompt prefilled into every row at once), each row sampled with its own generator
+(seed `--seed` + k for row k, so row 0 draws what a single sequence draws), each stopping
+at EOS or `--max-new-tokens` (a finished row keeps stepping with the batch; what it
+would produce is discarded). Each sequence is printed whole, tagged `[k]`, as it finishes.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from reference.checkpoint import resolve_checkpoint_dir
 from reference.config import is_count, read_json_object
 
 from .common import UsageError, add_nonfinite_argument, pick_device
+from .progress import Progress
 from .sampling import choose
 from .tiers import TIERS, load_tier, unavailable_reason
 
@@ -47,11 +54,16 @@ def add_arguments(parser):
     parser.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest; 0 keeps all")
     parser.add_argument("--top-p", type=float, default=1.0, help="sample within this probability mass; 1 keeps all")
     parser.add_argument("--seed", type=int, default=0, help="seed of sampling, random weights and random prompt")
+    parser.add_argument("--num-return-sequences", "-n", type=int, default=1, metavar="N",
+                        help="sample N sequences of the prompt together in one batch (row k sampled with seed "
+                             "--seed + k); each is printed, tagged [k], when it finishes (default: %(default)s)")
 
 
 def check_arguments(args):
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens {args.max_new_tokens}: expected at least 1")
+    if args.num_return_sequences < 1:
+        raise UsageError(f"--num-return-sequences {args.num_return_sequences}: expected at least 1")
     if args.temperature < 0:
         raise UsageError(f"--temperature {args.temperature}: expected 0 (greedy) or more")
     if args.top_k < 0:
@@ -156,6 +168,23 @@ class TextStream:
         sys.stdout.flush()
 
 
+class SequenceText:
+    """The text of one finished sequence of `--num-return-sequences`, decoded whole."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def render(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+
+class SequenceIds:
+    """The token ids of one finished sequence, space-separated."""
+
+    def render(self, ids: list[int]) -> str:
+        return " ".join(map(str, ids))
+
+
 class IdStream:
     """Prints each new token id as it arrives, space-separated."""
 
@@ -190,6 +219,7 @@ def run(args) -> int:
         if not ids:
             raise UsageError("the prompt encodes to no tokens; expected some text")
         stream = TextStream(tokenizer)
+        whole = SequenceText(tokenizer)
     else:
         config = ModelConfig.named(args.config or ("qwen3.5-0.8b" if device.type == "cuda" else "tiny"))
         note(f"no --checkpoint: config {config.name} with seeded random weights (seed {args.seed}), which generate "
@@ -203,8 +233,11 @@ def run(args) -> int:
             ids = torch.randint(1, config.vocab_size, (RANDOM_PROMPT_LEN,), generator=gen).tolist()
             note(f"random prompt ids: {','.join(map(str, ids))}")
         stream = IdStream()
+        whole = SequenceIds()
 
     tier = load_tier(tier_name, config, weights, device=device, dtype=torch.bfloat16)
+    if args.num_return_sequences > 1:
+        return generate_many(tier, ids, stop, whole, args, device)
     state = tier.new_state(1, len(ids) + args.max_new_tokens)
     gen = torch.Generator().manual_seed(args.seed)
     pick = lambda logits: choose(logits[0], args.temperature, args.top_k, args.top_p, gen)  # noqa: E731
@@ -234,4 +267,77 @@ def run(args) -> int:
          f"prompt: {len(ids)} tokens in {t_prompt:.3f} s = {len(ids) / t_prompt:,.1f} tok/s\n"
          f"generation: {new} new tokens, {steps} decode steps in {t_gen:.3f} s = {gen_speed}"
          " (the first new token comes with the prompt)")
+    return 0
+
+
+def generate_many(tier, ids: list[int], stop: set[int], whole, args, device) -> int:
+    """`--num-return-sequences N`: N samples of one prompt decoded together in one batch state.
+
+    The display: each sequence is printed whole, as `[k] text`, the moment it finishes (EOS
+    or --max-new-tokens), while a live progress line on stderr (a terminal only) counts the
+    steps and the rows still running. N streams written token by token into one terminal
+    would chop each other into fragments (a token is a piece of a word), and interleaved
+    `[k] token` lines would hold one token a line; whole sequences read as text, stdout stays
+    one sequence a line for a pipe, and the progress line shows the batch is alive."""
+    n = args.num_return_sequences
+    if tier.max_batch is not None and n > tier.max_batch:
+        raise UsageError(f"--num-return-sequences {n}: tier {tier.name!r} decodes at most {tier.max_batch} sequences "
+                         f"per state; expected 1 to {tier.max_batch}")
+    if args.temperature == 0:
+        note(f"warning: greedy decoding (--temperature 0) gives {n} identical sequences; pass --temperature > 0 "
+             "to sample different ones")
+    state = tier.new_state(n, len(ids) + args.max_new_tokens)
+    gens = [torch.Generator().manual_seed(args.seed + k) for k in range(n)]
+    sampling = "greedy" if args.temperature == 0 else (
+        f"temperature {args.temperature}, top-k {args.top_k or 'all'}, top-p {args.top_p}, "
+        f"seeds {args.seed}..{args.seed + n - 1} (row k: --seed + k)")
+    note(f"tier {tier.name} on {device} | {len(ids)} prompt tokens | {n} sequences in one batch | {sampling}")
+
+    progress = Progress(args.max_new_tokens)
+    outputs, reasons, order = [[] for _ in range(n)], [None] * n, []
+
+    def finish(k, reason):
+        reasons[k] = reason
+        order.append(k)
+        progress.close()  # clear the progress line before the sequence lands on the same terminal
+        text = whole.render(outputs[k]).replace("\n", "\n    ")
+        sys.stdout.write(f"[{k}] {text}\n")
+        sys.stdout.flush()
+
+    def pick(logits, k):
+        return choose(logits[k], args.temperature, args.top_k, args.top_p, gens[k])
+
+    t0 = time.perf_counter()
+    logits = tier.prefill(torch.tensor([ids] * n), state)  # every row the same prompt, one prefill
+    tokens = [pick(logits, k) for k in range(n)]           # choosing reads the logits: the device is done
+    t_prompt = time.perf_counter() - t0
+    steps = 0
+    t0 = time.perf_counter()
+    while True:
+        for k in range(n):
+            if reasons[k] is not None:
+                continue
+            if tokens[k] in stop:
+                finish(k, f"EOS id {tokens[k]}")
+                continue
+            outputs[k].append(tokens[k])
+            if len(outputs[k]) >= args.max_new_tokens:
+                finish(k, f"--max-new-tokens {args.max_new_tokens}")
+        running = sum(r is None for r in reasons)
+        if not running:
+            break
+        progress.step(f"{running} of {n} sequences running")
+        # a finished row is fed its last token again: it steps with the batch, its output is discarded
+        logits = tier.decode(torch.tensor(tokens), state)
+        steps += 1
+        tokens = [pick(logits, k) if reasons[k] is None else tokens[k] for k in range(n)]
+    t_gen = time.perf_counter() - t0
+    progress.close()
+    new = sum(len(o) for o in outputs)
+    speed = (f"{n * steps / t_gen:,.1f} tok/s in the batch, {steps / t_gen:,.1f} per sequence"
+             if steps and t_gen > 0 else "n/a")
+    note("\n".join(f"[{k}] {len(outputs[k])} new tokens, stopped at {reasons[k]}" for k in range(n)) + "\n"
+         f"prompt: {len(ids)} tokens × {n} rows in {t_prompt:.3f} s = {n * len(ids) / t_prompt:,.1f} tok/s\n"
+         f"generation: {new} new tokens kept in {n} sequences, {steps} decode steps of the batch in {t_gen:.3f} s"
+         f" = {speed} (the first new tokens come with the prompt)")
     return 0

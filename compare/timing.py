@@ -1,6 +1,7 @@
 """The one timing module of the workbench: a region timer (CUDA events on a GPU,
 perf_counter on a CPU), the floors' rates measured on this machine (copy bandwidth, dense
-bf16 matrix rate: never a constant), the bytes a decode step must read, the one tg loop
+bf16 matrix rate: never a constant), the bytes a decode step must read (the weights once,
+and at batch B each sequence's own state and cache traffic), the one tg loop
 (`decode_steps`, timed by `time_tg`) and the one pp measurement (`time_pp`), NVML's energy
 counter and the median/min/max summary. `compare bench`, `compare ab` and
 `compare prefill` time through it.
@@ -115,14 +116,37 @@ def weight_bytes_per_step(config) -> int:
     return sum(2 * math.prod(s) for s in expected_shapes(config).values() if len(s) == 2)
 
 
-def random_ids(config, n: int, seed: int, device) -> torch.Tensor:
-    """[1, n] seeded random token ids in [1, vocab) (never the all-zeros prompt)."""
+def sequence_bytes_per_step(config, context: int, state_bytes: int = 2) -> int:
+    """Bytes one sequence's own state moves in one decode step whose state holds `context`
+    tokens, every size from the config: per DeltaNet layer the fp32 recurrent state
+    (Hv × dk × dv) read and written and the causal conv's state (conv_dim × (kernel − 1),
+    `state_bytes` each) read and written; per full-attention layer the K and V cache rows
+    (n_kv × head_dim each) of the `context` earlier positions read and the new row written."""
+    c = config
+    recurrent = c.linear_num_value_heads * c.linear_key_head_dim * c.linear_value_head_dim * 4
+    conv = c.conv_dim * (c.linear_conv_kernel_dim - 1) * state_bytes
+    kv_row = 2 * c.num_key_value_heads * c.head_dim * state_bytes  # K and V of one position
+    return len(c.linear_layers) * 2 * (recurrent + conv) + len(c.full_layers) * kv_row * (context + 1)
+
+
+def floor_bytes_per_step(config, batch: int, context: int, steps: int = 1, state_bytes: int = 2) -> float:
+    """The byte floor of one decode step at batch `batch`, averaged over a tg run of `steps`
+    steps after a `context`-token prompt (step i holds context + i tokens): the weights read
+    once (`weight_bytes_per_step`) + `batch` × each sequence's own traffic
+    (`sequence_bytes_per_step`)."""
+    per_sequence = sum(sequence_bytes_per_step(config, context + i, state_bytes) for i in range(steps)) / steps
+    return weight_bytes_per_step(config) + batch * per_sequence
+
+
+def random_ids(config, n: int, seed: int, device, rows: int = 1) -> torch.Tensor:
+    """[rows, n] seeded random token ids in [1, vocab) (never the all-zeros prompt); the
+    first row is the one row a single-row call with the same seed gives."""
     gen = torch.Generator().manual_seed(seed)
-    return torch.randint(1, config.vocab_size, (1, n), generator=gen).to(device)
+    return torch.randint(1, config.vocab_size, (rows, n), generator=gen).to(device)
 
 
 def prefill_chunked(tier, ids, state):
-    """Prefill `ids` [1, T] into `state` PREFILL_CHUNK tokens at a time → the last logits."""
+    """Prefill `ids` [B, T] into `state` PREFILL_CHUNK tokens at a time → the last logits."""
     logits = None
     for start in range(0, ids.shape[1], PREFILL_CHUNK):
         logits = tier.prefill(ids[:, start:start + PREFILL_CHUNK], state)
@@ -153,12 +177,14 @@ class Clock:
         return seconds, None if e0 is None else (self.meter.millijoules() - e0) / 1e3
 
 
-def time_tg(tier, context: int, steps: int, seed: int, clock: Clock) -> tuple[float, float | None]:
-    """One tg measurement: a fresh state holding a `context`-token random prompt (prefilled in
-    chunks, untimed), then `steps` greedy steps (`decode_steps`) timed as one region
+def time_tg(tier, context: int, steps: int, seed: int, clock: Clock, batch: int = 1) -> tuple[float, float | None]:
+    """One tg measurement: a fresh state of `batch` sequences, each holding its own
+    `context`-token random prompt (prefilled together, in chunks, untimed), then `steps`
+    greedy steps (`decode_steps`, every sequence one token a step) timed as one region
     → (seconds, joules | None)."""
-    state = tier.new_state(1, context + steps)
-    token = prefill_chunked(tier, random_ids(tier.config, context, seed, tier.device), state).argmax(-1)
+    state = tier.new_state(batch, context + steps)
+    ids = random_ids(tier.config, context, seed, tier.device, rows=batch)
+    token = prefill_chunked(tier, ids, state).argmax(-1)
     return clock(lambda: decode_steps(tier, token, state, steps))
 
 
