@@ -4,8 +4,9 @@ Pass 1: one program per (batch, kv head, split) owns a contiguous range of cache
 positions and all G = Hq/Hkv query heads that read this kv head (padded to 16 rows for
 tl.dot); it runs an online softmax over its range and writes the unnormalised partial
 output with its running max and sum. The number of splits is fixed (a CUDA graph can
-replay it) and the context length is read from the device, so each split sizes its range
-at run time; splits past the end write an empty partial.
+replay it) and each row's context length is read from the device (row b's new token sits
+at pos[b] and sees keys 0..pos[b]), so each split sizes its range at run time; splits past
+the end of their row write an empty partial.
 Pass 2: one program per (batch, query head) merges the splits, casts to the model dtype
 and applies the output gate σ(gate) (rounded as transformers' bf16 ops).
 """
@@ -22,14 +23,14 @@ from .online_softmax import online_softmax_step
 
 @triton.jit
 def _decode_split_kernel(q_ptr, k_ptr, v_ptr, pos_ptr, acc_ptr, m_ptr, l_ptr,
-                         Hkv, sq_b, sq_h, sk_b, sk_h, sk_s, scale,
+                         Hkv, sp_b, sq_b, sq_h, sk_b, sk_h, sk_s, scale,
                          GROUP: tl.constexpr, NUM_SPLITS: tl.constexpr, BLOCK_G: tl.constexpr,
                          BLOCK_N: tl.constexpr, D: tl.constexpr, IEEE: tl.constexpr):
     bh = tl.program_id(0)
     split = tl.program_id(1)
     b = (bh // Hkv).to(tl.int64)
     h = bh % Hkv
-    n_ctx = tl.load(pos_ptr).to(tl.int32) + 1                     # keys 0..position of the new token
+    n_ctx = tl.load(pos_ptr + b * sp_b).to(tl.int32) + 1      # keys 0..position of row b's new token
     per_split = tl.cdiv(tl.cdiv(n_ctx, NUM_SPLITS), BLOCK_N) * BLOCK_N
     start = split * per_split
     end = tl.minimum(start + per_split, n_ctx)
@@ -82,8 +83,8 @@ def num_splits(max_keys: int) -> int:
 
 
 def gated_attention_decode(*, q, gate, k_cache, v_cache, pos, splits=None):
-    """q, gate [B, 1, Hq, d] (views allowed); caches [B, Hkv, S, d]; pos: int tensor [1] on
-    the device holding the new token's position (keys 0..pos are attended).
+    """q, gate [B, 1, Hq, d] (views allowed); caches [B, Hkv, S, d]; pos: int64 on the device,
+    [B] (row b's new token at pos[b]: its keys 0..pos[b] are attended) or [1] (every row's).
     Returns [B, 1, Hq·d] in the model dtype."""
     B, T, Hq, D = q.shape
     assert T == 1 and D == next_pow2(D), "decode attention: one token, power-of-2 head dim"
@@ -97,8 +98,9 @@ def gated_attention_decode(*, q, gate, k_cache, v_cache, pos, splits=None):
     l = torch.empty_like(m)
     out = torch.empty(B, 1, Hq * D, dtype=q.dtype, device=q.device)
     block_n = 16 if interpreting() else 64
+    pos = pos.expand(B)                                       # [1]: stride 0 over the rows
     _decode_split_kernel[(B * Hkv, splits)](
-        q, k_cache, v_cache, pos, acc, m, l, Hkv, q.stride(0), q.stride(2),
+        q, k_cache, v_cache, pos, acc, m, l, Hkv, pos.stride(0), q.stride(0), q.stride(2),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), D ** -0.5,
         GROUP=group, NUM_SPLITS=splits, BLOCK_G=max(16, next_pow2(group)), BLOCK_N=block_n, D=D,
         IEEE=q.dtype == torch.float32, num_warps=4)

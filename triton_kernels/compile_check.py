@@ -42,7 +42,7 @@ def cases():
             dict(q_ptr=BF16, k_ptr=BF16, v_ptr=BF16, qo_ptr=BF16, ko_ptr=BF16, vo_ptr=BF16, qw_ptr=BF16,
                  kw_ptr=BF16, inv_freq_ptr=F32, pos_ptr=I64, valid_ptr=I64, eps="fp32", WRITE_CACHE=cache, ROT=64,
                  HALF=32, BLOCK_T=1, BLOCK_D=256, HAS_VALID=valid,
-                 **_ints("NT", "T", "Hq", "Hkv", "D", "sq_b", "sq_t", "sq_h", "sk_b", "sk_t", "sk_h",
+                 **_ints("NT", "T", "Hq", "Hkv", "D", "sp_b", "sp_t", "sq_b", "sq_t", "sq_h", "sk_b", "sk_t", "sk_h",
                          "sv_b", "sv_t", "sv_h", "so_b", "so_h", "so_t")), 2
     for state in (True, False):
         yield f"conv prefill state={state}", conv1d._conv_prefill_kernel, \
@@ -77,7 +77,7 @@ def cases():
     yield "attention decode split", attention_decode._decode_split_kernel, \
         dict(q_ptr=BF16, k_ptr=BF16, v_ptr=BF16, pos_ptr=I64, acc_ptr=F32, m_ptr=F32, l_ptr=F32, scale="fp32",
              GROUP=4, NUM_SPLITS=32, BLOCK_G=16, BLOCK_N=64, D=256, IEEE=False,
-             **_ints("Hkv", "sq_b", "sq_h", "sk_b", "sk_h", "sk_s")), 4
+             **_ints("Hkv", "sp_b", "sq_b", "sq_h", "sk_b", "sk_h", "sk_s")), 4
     yield "attention decode merge", attention_decode._decode_merge_kernel, \
         dict(acc_ptr=F32, m_ptr=F32, l_ptr=F32, gate_ptr=BF16, out_ptr=BF16, NUM_SPLITS=32, BLOCK_S=32, D=256,
              **_ints("Hq", "sg_b", "sg_h")), 4

@@ -7,8 +7,9 @@ Differences from running `HybridModel` over `triton_kernels.ops` (which also wor
   down projection also computes the SwiGLU on the fly (one GEMV, no SwiGLU launch);
 - state written in place: the conv step and fla's recurrent kernel update their state
   slot, the q/k norm + RoPE kernel writes k and v straight into the KV cache;
-- decode reads the token position from `state.pos` (a device tensor), never from the
-  host, so the whole step can be captured once and replayed;
+- decode reads each row's token position from `state.pos` (a device tensor, one entry
+  per row), never from the host, so the whole step can be captured once and replayed
+  for rows at any positions;
 - decode honours `step_valid` (int64 [1] on the device, set by the tier for the step,
   step_check.py): where it is 0 the kernels that write the state write nothing.
 The trace keys and the layer hooks are the reference's (the forward loop is inherited).
@@ -16,6 +17,7 @@ The trace keys and the layer hooks are the reference's (the forward loop is inhe
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from dataclasses import dataclass
 
@@ -32,7 +34,15 @@ from .gemv import BACKENDS, linear, swiglu_linear
 
 @dataclass(eq=False)
 class TritonState(ModelState):
-    pos: torch.Tensor = None  # int64 [1] on the device: the next token's position (= seq_len)
+    pos: torch.Tensor = None  # int64 [B] on the device: row b's next position (= positions[b])
+
+
+def decode_view(state: TritonState) -> TritonState:
+    """`state` as the forward pass of a decode step takes it: the same tensors, with one host
+    position for every row. The step's kernels read each row's position from `state.pos`
+    (the device); `HybridModel.forward` reads the host position only to take its decode
+    path (seq_len > 0), and the rows' host positions may differ."""
+    return dataclasses.replace(state, positions=[1] * state.batch_size)
 
 
 def fuse_weights(config, weights: dict) -> dict:
@@ -126,7 +136,7 @@ class FusedModel(HybridModel):
         v = proj[..., (2 * Hq + Hkv) * d:].unflatten(-1, (Hkv, d))
         decode = T == 1 and state.seq_len > 0
         start = state.seq_len
-        positions = state.pos if decode else torch.arange(start, start + T, device=h.device)
+        positions = state.pos[:, None] if decode else torch.arange(start, start + T, device=h.device)
         k_cache, v_cache = state.k_cache[slot], state.v_cache[slot]
         q = qk_norm_rope.launch(q=q, k=k, v=v, positions=positions, q_weight=w[p + "q_norm.weight"],
                                 k_weight=w[p + "k_norm.weight"], rotary_dim=c.rotary_dim, theta=c.rope_theta,

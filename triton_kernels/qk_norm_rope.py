@@ -2,6 +2,8 @@
 
 One program per (block of BLOCK_T tokens, head) over the Hq query heads and then the Hkv
 key heads; it owns those tokens' rows [BLOCK_T, d] of one head (BLOCK_T = 1 on a GPU).
+Token t of row b sits at positions[b, t]: a prompt's positions are shared by its rows
+(a [T] range), a decode step's are each row's own (the tier's device positions, [B, 1]).
 RoPE pairs dim i with i ± r/2 inside the first r dims, so the program loads each row twice
 (as itself and as its partner) instead of shuffling registers.
 Optionally the key programs write k (and copy v) straight into the KV cache at their
@@ -48,7 +50,7 @@ def _norm_rope_rows(src, dst, rows, w_ptr, inv_freq_ptr, pos, D, eps, ROT: tl.co
 
 @triton.jit
 def _qk_norm_rope_kernel(q_ptr, k_ptr, v_ptr, qo_ptr, ko_ptr, vo_ptr, qw_ptr, kw_ptr, inv_freq_ptr, pos_ptr,
-                         valid_ptr, NT, T, Hq, Hkv, D,
+                         valid_ptr, NT, T, Hq, Hkv, D, sp_b, sp_t,
                          sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h,
                          so_b, so_h, so_t, eps,
                          WRITE_CACHE: tl.constexpr, ROT: tl.constexpr, HALF: tl.constexpr, BLOCK_T: tl.constexpr,
@@ -58,7 +60,7 @@ def _qk_norm_rope_kernel(q_ptr, k_ptr, v_ptr, qo_ptr, ko_ptr, vo_ptr, qw_ptr, kw
     rows = tok < NT
     b = tok // T
     t = tok % T
-    pos = tl.load(pos_ptr + t, mask=rows, other=0)
+    pos = tl.load(pos_ptr + b * sp_b + t * sp_t, mask=rows, other=0)
     if head < Hq:
         _norm_rope_rows(q_ptr + b * sq_b + t * sq_t + head * sq_h, qo_ptr + (tok * Hq + head) * D, rows,
                         qw_ptr, inv_freq_ptr, pos, D, eps, ROT, HALF, BLOCK_D)
@@ -95,7 +97,8 @@ def _head_strides(t):
 
 def launch(*, q, k, positions, q_weight, k_weight, rotary_dim, theta, eps, v=None, k_cache=None, v_cache=None,
            valid=None):
-    """q [B, T, Hq, d], k (and v) [B, T, Hkv, d], positions [T] int on the device.
+    """q [B, T, Hq, d], k (and v) [B, T, Hkv, d], positions int on the device: [T] (every
+    row's tokens at the same positions) or [B, T] (row b's at positions[b], e.g. [B, 1] in decode).
     Without caches → (q, k) normed and rotated. With k_cache/v_cache [B, Hkv, S, d] → q,
     and k, v are written into the caches at `positions` (nothing is read from the host),
     unless `valid` (int64 [1] on the device, step_check) is 0."""
@@ -116,12 +119,13 @@ def launch(*, q, k, positions, q_weight, k_weight, rotary_dim, theta, eps, v=Non
         k_out = torch.empty(B, T, Hkv, D, dtype=k.dtype, device=k.device)
         v_out = k_out
         so_b, so_h, so_t = T * Hkv * D, D, Hkv * D
+    positions = positions.expand(B, T)                       # a [T] range: stride 0 over the rows
     inv_freq = _inv_freq(rotary_dim, float(theta), q.device)
     if B * T:
         block_t = 16 if interpreting() else 1
         _qk_norm_rope_kernel[(triton.cdiv(B * T, block_t), Hq + Hkv)](
             q, k, v, q_out, k_out, v_out, q_weight, k_weight, inv_freq, positions,
-            positions if valid is None else valid, B * T, T, Hq, Hkv, D,
+            positions if valid is None else valid, B * T, T, Hq, Hkv, D, positions.stride(0), positions.stride(1),
             sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sv_b, sv_t, sv_h, so_b, so_h, so_t, eps,
             WRITE_CACHE=write_cache, ROT=rotary_dim, HALF=rotary_dim // 2, BLOCK_T=block_t, BLOCK_D=next_pow2(D),
             HAS_VALID=valid is not None, num_warps=2 if D <= 256 else 4)

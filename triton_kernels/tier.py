@@ -6,11 +6,15 @@
 Switches, also plain attributes that may change between calls (the tier's
 `variant_attributes`, which `compare ab` sets to make its variants):
 - `cuda_graph`: decode replays one captured step per (batch size, cache length, gemv)
-  (built on first use, reused for every later state of that shape) or runs eagerly.
+  (built on first use, reused for every later state of that shape, whatever positions
+  its rows sit at: they are read from the device) or runs eagerly.
 - `prefill_graph`: the same for prefill, one graph per (prompt shape, start position),
   the 8 most recent kept. Eager prefill is host-bound (~400 launches), so this is on by
   default; a new prompt length costs one capture. A call with a trace always runs eagerly.
 - `gemv`: "triton" (our GEMV kernel for one-row products) or "cublas" (torch F.linear).
+Rows of a batch state sit at their own positions (`per_row_positions`): `state.pos` holds
+row b's next position on the device, which the decode kernels index per row; a row prefill
+runs the batch-1 forward on views of that row (eagerly), `reset_row` zeroes the row.
 On a CPU the tier runs under TRITON_INTERPRET=1, fp32 only, at tiny shapes: a smoke layer.
 """
 
@@ -21,7 +25,7 @@ import dataclasses
 
 import torch
 
-from reference import Tier, TierInputError, new_model_state
+from reference import Tier, TierInputError, new_model_state, reset_row, row_view
 
 from ._util import interpreting
 
@@ -33,6 +37,7 @@ class TritonTier(Tier):
     part_timing = "layer hooks, eager (a replayed graph fires no hooks)"
     variant_attributes = ("cuda_graph", "prefill_graph", "gemv")
     device_checks = True  # decode_argmax's ids are checked by a kernel of the step (step_check.py)
+    per_row_positions = True  # state.pos holds each row's position; the decode kernels index it per row
 
     @classmethod
     def unavailable_reason(cls, device):
@@ -83,10 +88,16 @@ class TritonTier(Tier):
         base = new_model_state(self.name, self.config, batch_size, max_seq_len, self.device, self.dtype)
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
         fields["fault"] = self.new_fault_words()
-        return self.state_class(**fields, pos=torch.zeros(1, dtype=torch.int64, device=self.device))
+        return self.state_class(**fields, pos=torch.zeros(batch_size, dtype=torch.int64, device=self.device))
+
+    @torch.inference_mode()
+    def _reset_row(self, state, row):
+        reset_row(state, row)            # conv inputs, recurrent state, K/V cache
+        state.pos[row:row + 1].zero_()   # (a slice: no host sync)
 
     # ---- forward -------------------------------------------------------------------
     def _prefill_step(self, input_ids, state, trace=None):
+        """Every row of `state` from its common position: → (logits [B, V] fp32,)."""
         logits = self.model.forward(input_ids, state, trace)
         state.pos.fill_(state.seq_len + input_ids.shape[1])
         return (logits,)
@@ -97,13 +108,14 @@ class TritonTier(Tier):
         The ids are checked on the device first (step_check.py): a refused step writes nothing
         but state.fault, and its "next ids" are its input ids."""
         from .lm_head import argmax
+        from .model import decode_view
         from .step_check import step_check
 
         ids, valid = step_check(ids=token_ids, fault=state.fault, pos=state.pos, vocab_size=self.config.vocab_size,
                                 max_seq_len=state.max_seq_len)
         self.model.step_valid = valid
         try:
-            logits = self.model.forward(ids[:, None], state, trace, layer_hook=layer_hook)
+            logits = self.model.forward(ids[:, None], decode_view(state), trace, layer_hook=layer_hook)
         finally:
             self.model.step_valid = None
         state.pos += valid
@@ -120,7 +132,7 @@ class TritonTier(Tier):
             if shape not in self._static:
                 self._static[shape] = StaticState(state)
             scratch = self._new_state(*shape)
-            scratch.seq_len = state.seq_len
+            scratch.positions = list(state.positions)
             step = self._prefill_step if kind == "prefill" else self._decode_step
             self._graphs[key] = CapturedStep(step, self._static[shape], state, scratch, ids)
             prefills = [k for k in self._graphs if k[0] == "prefill"]
@@ -138,6 +150,14 @@ class TritonTier(Tier):
         if trace is None and self._use_graph("prefill"):
             return self._captured("prefill", input_ids, state).run(input_ids, state)[0].clone()
         return self._prefill_step(input_ids, state, trace)[0]
+
+    @torch.inference_mode()
+    def _prefill_row(self, input_ids, state, row, trace):
+        # Eagerly, whatever `prefill_graph` says: a graph is captured on a StaticState's own
+        # tensors (graph.py), and the row's tensors are views into the batch state's, which
+        # a replay could reach only by copying the row's caches in and back out.
+        view = row_view(state, row, pos=state.pos[row:row + 1])
+        return self._prefill_step(input_ids, view, trace)[0]
 
     @torch.inference_mode()
     def _decode(self, token_ids, state, trace):
