@@ -3,10 +3,11 @@
 `load(device)` builds the extension just in time (megakernel/build.py) and registers its ops:
 
     decode(layer_table, embed, final_norm, dn_state!, conv_ring!, k_cache!, v_cache!, rope,
-           workspace!, sync!, token, next_token!, logits!, trace!, times!,
-           pos, nsplit, grid, schedule, ring_slots, stop_after) -> ()
-        one decode step (csrc/megakernel.cu); `!` marks what it writes. logits / trace / times
-        are filled when they are not empty (numel 0: not asked for).
+           workspace!, sync!, token, next_token!, fault!, logits!, trace!, times!,
+           pos[B], nsplit[B], grid, schedule, ring_slots, stop_after) -> ()
+        one decode step of B = dn_state.shape[0] rows, row b at position pos[b]
+        (csrc/megakernel.cu); `!` marks what it writes. logits / trace / times are filled when
+        they are not empty (numel 0: not asked for).
     prefill_add_rms_norm, prefill_dn_prep, prefill_dn_out_norm, prefill_dn_state_in,
     prefill_dn_state_out, prefill_silu_mul, prefill_attn_prep, prefill_kv_prefix,
     prefill_attn_gate, prefill_lm_head
@@ -49,24 +50,27 @@ class Constants:
     def __init__(self, values: dict):
         self.__dict__.update(values)
 
-    def workspace_area(self, workspace: torch.Tensor, name: str) -> torch.Tensor:
-        """A typed view of one area of the decode workspace (shapes.cuh WS_*), e.g. "hidden"."""
-        areas = {  # name: (offset constant, dtype, elements)
+    def workspace_area(self, workspace: torch.Tensor, name: str, row: int = 0) -> torch.Tensor:
+        """A typed view of batch row `row`'s part of one area of the decode workspace (shapes.cuh
+        WS_*: every area holds MAX_BATCH rows), e.g. "hidden"."""
+        areas = {  # name: (offset constant, dtype, elements per row)
             "hidden": ("WS_HIDDEN", torch.bfloat16, self.D),
-            "zab": ("WS_ZAB", torch.bfloat16, self.DN_VAL + 2 * self.DN_H),
+            "zab": ("WS_ZAB", torch.bfloat16, self.ZAB_W),
             "obuf": ("WS_OBUF", torch.bfloat16, self.DN_VAL),
             "qkv": ("WS_QKV", torch.bfloat16, self.FA_QKV),
             "attn": ("WS_ATTN", torch.bfloat16, self.FA_OIN),
             "act": ("WS_ACT", torch.bfloat16, self.INTER),
-            "apart": ("WS_APART", torch.float32, self.FA_HKV * self.ATT_MAX_SPLIT * self.FA_GROUP * self.ATT_PART),
+            "apart": ("WS_APART", torch.float32, self.APART_W),
             "amax_val": ("WS_AMAX_VAL", torch.float32, self.MAX_GRID),
             "amax_idx": ("WS_AMAX_IDX", torch.int32, self.MAX_GRID),
         }
         if name not in areas:
             raise KeyError(f"no workspace area {name!r}; expected one of {sorted(areas)}")
+        if not 0 <= row < self.MAX_BATCH:
+            raise KeyError(f"row {row} outside [0, {self.MAX_BATCH})")
         key, dtype, n = areas[name]
-        offset = getattr(self, key)
         size = torch.tensor([], dtype=dtype).element_size()
+        offset = getattr(self, key) + row * n * size
         return workspace[offset:offset + n * size].view(dtype)
 
 

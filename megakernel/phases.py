@@ -83,14 +83,14 @@ def phase_check(tier, state, token) -> list[tuple[str, float]]:
     lin = [o for n, o in L0 if n == "linear"]
     st = run(0, 0)
     zab = area("zab")
-    rows.append(("L0 in-proj qkv -> conv ring", rel(st.conv_ring[0, pos % k.CONV_K], lin[0].flatten())))
+    rows.append(("L0 in-proj qkv -> conv ring", rel(st.conv_ring[0, 0, pos % k.CONV_K], lin[0].flatten())))
     rows.append(("L0 in-proj z", rel(zab[:k.DN_VAL], lin[1].flatten())))
     rows.append(("L0 in-proj b", rel(zab[k.DN_VAL:k.DN_VAL + k.DN_H], lin[2].flatten())))
     rows.append(("L0 in-proj a", rel(zab[k.DN_VAL + k.DN_H:], lin[3].flatten())))
     st = run(0, 1)
     o_ref = dict(L0)["gated_delta_rule_recurrent"][0].to(torch.bfloat16)
     rows.append(("L0 core output", rel(area("obuf"), o_ref.flatten())))
-    rows.append(("L0 core state", rel(st.dn_state[0], ms_after.recurrent[0, 0].transpose(-1, -2))))
+    rows.append(("L0 core state", rel(st.dn_state[0, 0], ms_after.recurrent[0, 0].transpose(-1, -2))))
     run(0, 2)
     res_mid = [o for n, o in L0 if n == "add_rms_norm"][1][1]
     rows.append(("L0 out-proj residual", rel(area("hidden"), res_mid.flatten())))
@@ -110,8 +110,8 @@ def phase_check(tier, state, token) -> list[tuple[str, float]]:
     if tier.attention_output_in_workspace(pos):
         rows.append(("L3 core gated attention", rel(area("attn"), dict(L3)["gated_attention"].flatten())))
     kref = dict(L3)["qk_norm_rope"][1]  # [1, 1, FA_HKV, FA_HD]
-    rows.append(("L3 core k cache row", rel(st.k_cache[0, :, pos], kref[0, 0])))
-    rows.append(("L3 core v cache row", rel(st.v_cache[0, :, pos], lin3[2].view(k.FA_HKV, k.FA_HD))))
+    rows.append(("L3 core k cache row", rel(st.k_cache[0, 0, :, pos], kref[0, 0])))
+    rows.append(("L3 core v cache row", rel(st.v_cache[0, 0, :, pos], lin3[2].view(k.FA_HKV, k.FA_HD))))
     run(3, 2)
     res3 = [o for n, o in L3 if n == "add_rms_norm"][1][1]
     rows.append(("L3 out-proj residual", rel(area("hidden"), res3.flatten())))

@@ -1,8 +1,9 @@
 """The megakernel tier: every decode step is ONE persistent CUDA launch (csrc/megakernel.cu,
 the torch op `qwen35_megakernel.decode`, megakernel/ops.py) that runs the embedding row, 18
 Gated DeltaNet and 6 gated attention layers, the final norm, the lm_head and the greedy argmax.
-Batch 1, bf16, the qwen3.5-0.8b shapes only (csrc/shapes.cuh; the tier reads every shape and
-buffer size from the built extension). How it works: megakernel/DESIGN.md.
+Batch 1 to MAX_BATCH (8) sequences per launch, each at its own position (every weight read once
+per step and applied to every row), bf16, the qwen3.5-0.8b shapes only (csrc/shapes.cuh; the
+tier reads every shape and buffer size from the built extension). How it works: megakernel/DESIGN.md.
 
 Schedules (`tier.schedule`): "ring" (the weights streamed through shared memory by a producer
 warp; the default wherever it fits), "register" (each warp loads its weights into registers:
@@ -15,21 +16,24 @@ graph per prompt shape (megakernel/prefill.py); it reads and writes the state be
 so prefill → decode continues exactly where the prompt left off. `prefill="reference"` (or a
 machine without flash-linear-attention) runs `reference.HybridModel` on the GPU instead, on
 views of the same state. A one-token prompt is one decode launch on either path.
-State layout (MegakernelState; csrc/shapes.cuh):
-    dn_state  [18, 16, 128 v, 128 k] fp32   (K contiguous: the transpose of ModelState's S)
-    conv_ring [18, 4, 6144] bf16            pre-conv inputs, column = position % 4
-    k_cache, v_cache [6, 2, max_seq, 256] bf16 (= ModelState's caches without the batch dim)
-    rope      [max_seq, 2, 32] bf16         cos | sin per position (torch computes them)
+State layout (MegakernelState; csrc/shapes.cuh), B rows, the row outermost so that row r alone
+is a batch-1 state (`row_state`: what a prefill into one row works on):
+    dn_state  [B, 18, 16, 128 v, 128 k] fp32   (K contiguous: the transpose of ModelState's S)
+    conv_ring [B, 18, 4, 6144] bf16            pre-conv inputs, column = position % 4
+    k_cache, v_cache [B, 6, 2, max_seq, 256] bf16
+    rope      [max_seq, 2, 32] bf16            cos | sin per position (torch computes them; shared)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import torch
 
 from reference import ModelConfig, Tier, TierInputError, TierState, TierUnavailable, record
+from reference.model import forward_rows
 from reference import ops as reference_ops
 from reference.model import HybridModel, ModelState
 
@@ -83,11 +87,6 @@ def fault_layout_mismatch(k) -> list[str]:
     return [f"{name}: interface {getattr(reference, name)}, kernel {getattr(k, name)}"
             for name in ("FAULT_WORDS", "FAULT_NONE", "FAULT_TOKEN", "FAULT_POSITION")
             if getattr(reference, name) != getattr(k, name)]
-
-
-def check_batch(batch_size: int) -> None:
-    if batch_size != 1:
-        raise TierInputError(f"the megakernel decodes batch 1 only; got batch_size={batch_size} (expected 1)")
 
 
 def attention_splits(pos: int, per_split: int = ATT_POSITIONS_PER_SPLIT, max_split: int = 64) -> int:
@@ -151,6 +150,7 @@ class MegakernelTier(Tier):
     state_class = MegakernelState
     part_timing = "kernel timer"
     device_checks = True  # the kernel refuses an id outside the vocabulary (csrc/step_check.cuh)
+    per_row_positions = True  # each row's position, split-K and caches are its own (Args::pos, nsplit)
     # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
     # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split
     variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split")
@@ -194,11 +194,15 @@ class MegakernelTier(Tier):
             raise RuntimeError("the built megakernel's shapes (csrc/shapes.cuh) differ from the config: " + "; ".join(bad))
         fit = self.ext.configure(self.device.index)
         if fit["blocks_per_sm"] < 1:
-            raise TierUnavailable(f"the megakernel's block ({self.k.THREADS} threads, {fit['smem_bytes']} B of shared "
-                                  "memory) does not fit on an SM of this GPU")
+            raise TierUnavailable(f"the megakernel's block ({self.k.THREADS} threads, {max(fit['smem_bytes'])} B of "
+                                  "shared memory) does not fit on an SM of this GPU")
+        self.max_batch = self.k.MAX_BATCH
+        # per batch size B (index B - 1): shared memory of each schedule and the ring slots that fit
+        # (the matrix phases' input vectors take more at larger B; 0: the ring does not fit)
         self.smem_bytes, self.ring_smem_bytes = fit["smem_bytes"], fit["ring_smem_bytes"]
-        self.max_ring_slots = fit["ring_slots"]  # 0: the ring does not fit this GPU's shared memory
-        self.ring_slots = self.max_ring_slots
+        self.ring_slots_by_batch = fit["ring_slots"]
+        self.max_ring_slots = self.ring_slots_by_batch[0]
+        self.ring_slots = self.max_ring_slots  # batch 1's; a larger batch uses at most what fits it
         self.schedule = "ring" if self.max_ring_slots else "register"
         # one block per SM: the persistent grid must be resident at once (the launch is cooperative)
         self.max_grid = min(fit["num_sms"], self.k.MAX_GRID)
@@ -280,17 +284,23 @@ class MegakernelTier(Tier):
 
     # ---- state ------------------------------------------------------------------
     def _new_state(self, batch_size, max_seq_len):
-        check_batch(batch_size)
-        dev, k = self.device, self.k
+        dev, k, B = self.device, self.k, batch_size
         bf = torch.bfloat16
         return MegakernelState(
-            tier=self.name, config=self.config, batch_size=batch_size, max_seq_len=max_seq_len,
-            dn_state=torch.zeros(k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=torch.float32, device=dev),
-            conv_ring=torch.zeros(k.NDN, k.CONV_K, k.DN_CONV, dtype=bf, device=dev),
-            k_cache=torch.zeros(k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
-            v_cache=torch.zeros(k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
+            tier=self.name, config=self.config, batch_size=B, max_seq_len=max_seq_len,
+            dn_state=torch.zeros(B, k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=torch.float32, device=dev),
+            conv_ring=torch.zeros(B, k.NDN, k.CONV_K, k.DN_CONV, dtype=bf, device=dev),
+            k_cache=torch.zeros(B, k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
+            v_cache=torch.zeros(B, k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
             rope=self._rope_table(max_seq_len), fault=self.new_fault_words(),
         )
+
+    @staticmethod
+    def row_state(state: MegakernelState, row: int) -> MegakernelState:
+        """Row `row` as a batch-1 state whose tensors are views into the batch's (contiguous: the
+        row is the outermost index), at that row's position: writing it writes the row."""
+        views = {n: getattr(state, n)[row:row + 1] for n in ("dn_state", "conv_ring", "k_cache", "v_cache")}
+        return dataclasses.replace(state, batch_size=1, positions=[state.positions[row]], unchecked=0, **views)
 
     def _rope_table(self, max_seq_len):
         """cos, sin of every position exactly as reference.ops.rope_cos_sin makes them (bf16)."""
@@ -300,40 +310,56 @@ class MegakernelTier(Tier):
         half = c.rotary_dim // 2
         return torch.stack([cos[:, :half], sin[:, :half]], dim=1).contiguous()
 
-    def _check_state(self, state, batch_size, n_new):
-        check_batch(batch_size)
-        super()._check_state(state, batch_size, n_new)
-
     @staticmethod
     def _conv_columns(seq_len):
         """Ring columns holding positions seq_len-3, seq_len-2, seq_len-1 (ModelState.conv order)."""
         return [(seq_len - 3 + i) % 4 for i in range(3)]
 
     def to_model_state(self, state: MegakernelState) -> ModelState:
-        """The reference layout of `state`: caches and S are views (writes go through), conv a copy."""
+        """The reference layout of a batch-1 `state` (a row: row_state): caches and S are views
+        (writes go through), conv a copy."""
+        if state.batch_size != 1:
+            raise TierInputError(f"to_model_state takes one row (a batch-1 state, e.g. row_state(state, r)); "
+                                 f"got batch_size={state.batch_size}")
         cols = self._conv_columns(state.seq_len)
-        conv = state.conv_ring[:, cols, :].permute(0, 2, 1).unsqueeze(1).contiguous()  # [18, 1, 6144, 3]
+        conv = state.conv_ring[0][:, cols, :].permute(0, 2, 1).unsqueeze(1).contiguous()  # [18, 1, 6144, 3]
         return ModelState(
             tier="reference", config=self.config, batch_size=1, max_seq_len=state.max_seq_len, positions=list(state.positions),
-            conv=conv, recurrent=state.dn_state.unsqueeze(1).transpose(-1, -2),
-            k_cache=state.k_cache.unsqueeze(1), v_cache=state.v_cache.unsqueeze(1),
+            conv=conv, recurrent=state.dn_state[0].unsqueeze(1).transpose(-1, -2),
+            k_cache=state.k_cache[0].unsqueeze(1), v_cache=state.v_cache[0].unsqueeze(1),
         )
 
     def _store_conv(self, state: MegakernelState, conv, seq_len):
         cols = self._conv_columns(seq_len)
-        state.conv_ring[:, cols, :] = conv[:, 0].permute(0, 2, 1).to(torch.bfloat16)
+        state.conv_ring[0][:, cols, :] = conv[:, 0].permute(0, 2, 1).to(torch.bfloat16)
 
-    # ---- prefill: fast (prefill.py), or the reference forward pass on this tier's state ----
+    # ---- prefill: fast (prefill.py), or the reference forward pass on this tier's state; a batch
+    # row by row (each row's prompt is its own graph replay on row_state views) ----
     @torch.inference_mode()
     def _prefill(self, input_ids, state, trace):
         if input_ids.shape[1] == 1:  # one token is one decode step: the single launch reads the weights once
             return self._decode(input_ids[:, 0], state, trace)
+        if state.batch_size == 1:
+            return self._prefill_one(input_ids, state, trace)
+        return forward_rows(self._prefill_one, input_ids, state, trace, view=self.row_state)
+
+    @torch.inference_mode()
+    def _prefill_row(self, input_ids, state, row, trace):
+        return self._prefill(input_ids, self.row_state(state, row), trace)
+
+    def _prefill_one(self, input_ids, state, trace):
+        """Prefill a batch-1 state (or row view) with input_ids [1, T]."""
         if self.fast_prefill is not None:
             return self.fast_prefill(input_ids, state, trace)
         ms = self.to_model_state(state)
         logits = self.model.forward(input_ids, ms, trace)
         self._store_conv(state, ms.conv, state.seq_len + input_ids.shape[1])
         return logits
+
+    @torch.inference_mode()
+    def _reset_row(self, state, row):
+        for name in ("dn_state", "conv_ring", "k_cache", "v_cache"):
+            getattr(state, name)[row].zero_()
 
     # ---- decode: one launch -------------------------------------------------------
     def poison(self, state=None):
@@ -342,14 +368,15 @@ class MegakernelTier(Tier):
         words are left alone: they carry the barrier count from launch to launch."""
         self.workspace.fill_(0xFF)
         if state is not None:
-            state.k_cache[:, :, state.seq_len:] = float("nan")
-            state.v_cache[:, :, state.seq_len:] = float("nan")
-            state.conv_ring[:, state.seq_len % self.k.CONV_K] = float("nan")
+            for r, pos in enumerate(state.positions):
+                state.k_cache[r, :, :, pos:] = float("nan")
+                state.v_cache[r, :, :, pos:] = float("nan")
+                state.conv_ring[r, :, pos % self.k.CONV_K] = float("nan")
 
-    def workspace_area(self, name: str) -> torch.Tensor:
-        """A typed view of one area of the decode workspace: "hidden", "zab", "obuf", "qkv", "attn",
-        "act", "apart", "amax_val", "amax_idx" (csrc/shapes.cuh WS_*)."""
-        return self.k.workspace_area(self.workspace, name)
+    def workspace_area(self, name: str, row: int = 0) -> torch.Tensor:
+        """A typed view of batch row `row`'s part of one area of the decode workspace: "hidden",
+        "zab", "obuf", "qkv", "attn", "act", "apart", "amax_val", "amax_idx" (csrc/shapes.cuh WS_*)."""
+        return self.k.workspace_area(self.workspace, name, row)
 
     def attention_output_in_workspace(self, pos: int) -> bool:
         """Whether a decode at `pos` writes the gated attention output to the workspace's "attn"
@@ -381,35 +408,40 @@ class MegakernelTier(Tier):
                 or self.positions_per_split < 1:
             raise TierInputError(f"positions_per_split={self.positions_per_split!r}; expected an int >= 1")
 
+    def ring_slots_for(self, batch_size: int) -> int:
+        """The ring's slots at this batch size: tier.ring_slots, or fewer where that many do not fit."""
+        return min(self.ring_slots, self.ring_slots_by_batch[batch_size - 1])
+
     def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1):
-        """One decode launch at position state.seq_len (the caller advances seq_len)."""
+        """One decode launch, row b at position state.positions[b] (the caller advances them)."""
         self._check_variant()
         if self.debug_poison:
             self.poison(state)
-        pos = state.seq_len
+        pos = state.positions
+        nsplit = [attention_splits(p, self.positions_per_split, self.k.ATT_MAX_SPLIT) for p in pos]
         none32, none64 = self._nothing[torch.float32], self._nothing[torch.int64]
         self._decode_op(
             self.layer_table, self.weights["model.embed_tokens.weight"], self.weights["model.norm.weight"],
             state.dn_state, state.conv_ring, state.k_cache, state.v_cache, state.rope, self.workspace, self.sync,
             token_ids.contiguous(), out_token, state.fault, none32 if logits is None else logits, none32 if trace is None else trace,
-            none64 if times is None else times, pos, attention_splits(pos, self.positions_per_split, self.k.ATT_MAX_SPLIT),
-            self.grid, SCHEDULES.index(self.schedule), self.ring_slots, stop_after)
+            none64 if times is None else times, pos, nsplit, self.grid, SCHEDULES.index(self.schedule),
+            self.ring_slots_for(state.batch_size), stop_after)
 
     def _decode(self, token_ids, state, trace):
-        k = self.k
-        logits = self._out(k.VOCAB)
-        buf = self._out(k.NLAYER + 2, k.D) if trace is not None else None
-        out = self._out(1, dtype=torch.int64)
+        k, B = self.k, state.batch_size
+        logits = self._out(B, k.VOCAB)
+        buf = self._out(B, k.NLAYER + 2, k.D) if trace is not None else None
+        out = self._out(B, dtype=torch.int64)
         self._launch(state, token_ids, out, logits=logits, trace=buf)
         if trace is not None:
-            record(trace, "embed", buf[0].view(1, 1, k.D))
+            record(trace, "embed", buf[:, 0].view(B, 1, k.D))
             for i in range(k.NLAYER):
-                record(trace, f"layers.{i}", buf[1 + i].view(1, 1, k.D))
-            record(trace, "norm", buf[-1].view(1, 1, k.D))
-        return logits.view(1, k.VOCAB)
+                record(trace, f"layers.{i}", buf[:, 1 + i].view(B, 1, k.D))
+            record(trace, "norm", buf[:, -1].view(B, 1, k.D))
+        return logits
 
     def _decode_argmax(self, token_ids, state):
-        out = self._out(1, dtype=torch.int64)
+        out = self._out(state.batch_size, dtype=torch.int64)
         self._launch(state, token_ids, out)
         return out
 
@@ -424,7 +456,7 @@ class MegakernelTier(Tier):
         `times`: a buffer from times_buffer() (else one is allocated: a memset kernel before the
         launch). → (next ids [1] on the device, the stamps; StepTimes.parse them after a sync)."""
         times = self.times_buffer() if times is None else times
-        out = self._out(1, dtype=torch.int64)
+        out = self._out(state.batch_size, dtype=torch.int64)
         self._launch(state, token_ids, out, times=times)
         return out, times
 

@@ -90,7 +90,7 @@ def test_prefill_then_128_decode_steps_follow_the_reference(mk, ref32):
     ms = mk.to_model_state(s_mk)
     assert rel(ms.recurrent, s_ref.recurrent) < 0.08
     assert rel(ms.conv, s_ref.conv) < 0.08
-    assert rel(ms.k_cache[:, :, :, :648], s_ref.k_cache[:, :, :, :648]) < 0.08
+    assert rel(ms.k_cache[..., :, :648, :], s_ref.k_cache[..., :, :648, :]) < 0.08
 
 
 @gpu
@@ -125,8 +125,8 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
         s = mk.new_state(max_seq_len=200)
         if start:
             mk.prefill(prompt[:, :start], s)
-        s.k_cache[:, :, s.seq_len:] = float("nan")
-        s.v_cache[:, :, s.seq_len:] = float("nan")
+        s.k_cache[..., s.seq_len:, :] = float("nan")
+        s.v_cache[..., s.seq_len:, :] = float("nan")
         mk.debug_poison = run is eager  # and NaN in every activation buffer of the eager run
         try:
             logits = run(prompt[:, start:].to("cuda"), s)
@@ -139,7 +139,7 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
     for logits, s in rest:
         assert torch.equal(logits, l0)
         assert torch.equal(s.dn_state, s0.dn_state) and torch.equal(s.conv_ring, s0.conv_ring)
-        assert torch.equal(s.k_cache[:, :, :s.seq_len], s0.k_cache[:, :, :s0.seq_len])
+        assert torch.equal(s.k_cache[..., :s.seq_len, :], s0.k_cache[..., :s0.seq_len, :])
 
 
 @gpu

@@ -55,9 +55,15 @@ py::dict configure_py(int64_t device) {
   py::dict d;
   d["blocks_per_sm"] = c.blocks_per_sm;
   d["num_sms"] = c.num_sms;
-  d["smem_bytes"] = c.smem_bytes;
-  d["ring_slots"] = c.ring_slots;
-  d["ring_smem_bytes"] = c.ring_smem_bytes;
+  py::list smem, slots, ring_smem;  // [batch - 1]
+  for (int i = 0; i < mk::MAX_BATCH; ++i) {
+    smem.append(c.smem_bytes[i]);
+    slots.append(c.ring_slots[i]);
+    ring_smem.append(c.ring_smem_bytes[i]);
+  }
+  d["smem_bytes"] = smem;
+  d["ring_slots"] = slots;
+  d["ring_smem_bytes"] = ring_smem;
   return d;
 }
 
@@ -65,28 +71,33 @@ py::dict configure_py(int64_t device) {
 void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_norm, const Tensor& dn_state,
             const Tensor& conv_ring, const Tensor& k_cache, const Tensor& v_cache, const Tensor& rope,
             const Tensor& workspace, const Tensor& sync, const Tensor& token, const Tensor& next_token,
-            const Tensor& fault, const Tensor& logits, const Tensor& trace, const Tensor& times, int64_t pos, int64_t nsplit, int64_t grid,
-            int64_t schedule, int64_t ring_slots, int64_t stop_after) {
+            const Tensor& fault, const Tensor& logits, const Tensor& trace, const Tensor& times, c10::IntArrayRef pos,
+            c10::IntArrayRef nsplit, int64_t grid, int64_t schedule, int64_t ring_slots, int64_t stop_after) {
   using namespace mk;
   const char* op = "qwen35_megakernel.decode";
   const auto bf = torch::kBFloat16, f32 = torch::kFloat32;
+  TORCH_CHECK(dn_state.dim() == 5, op, ": dn_state must be [B, ", NDN, ", ", DN_H, ", ", DN_DV, ", ", DN_DK, "]");
+  const int64_t B = dn_state.size(0);
+  TORCH_CHECK(B >= 1 && B <= MAX_BATCH, op, ": batch ", B, " outside [1, ", MAX_BATCH, "] (the rows one launch decodes)");
   check_tensor(layer_table, op, "layer_table", torch::kInt64, {NLAYER, NSLOT});
   check_tensor(embed, op, "embed", bf, {VOCAB, D});
   check_tensor(final_norm, op, "final_norm", bf, {D});
-  check_tensor(dn_state, op, "dn_state", f32, {NDN, DN_H, DN_DV, DN_DK});
-  check_tensor(conv_ring, op, "conv_ring", bf, {NDN, CONV_K, DN_CONV});
-  TORCH_CHECK(k_cache.dim() == 4, op, ": k_cache must be [", NFA, ", ", FA_HKV, ", max_seq, ", FA_HD, "]");
-  const int64_t max_seq = k_cache.size(2);
-  check_tensor(k_cache, op, "k_cache", bf, {NFA, FA_HKV, max_seq, FA_HD});
-  check_tensor(v_cache, op, "v_cache", bf, {NFA, FA_HKV, max_seq, FA_HD});
+  check_tensor(dn_state, op, "dn_state", f32, {B, NDN, DN_H, DN_DV, DN_DK});
+  check_tensor(conv_ring, op, "conv_ring", bf, {B, NDN, CONV_K, DN_CONV});
+  TORCH_CHECK(k_cache.dim() == 5, op, ": k_cache must be [B, ", NFA, ", ", FA_HKV, ", max_seq, ", FA_HD, "]");
+  const int64_t max_seq = k_cache.size(3);
+  check_tensor(k_cache, op, "k_cache", bf, {B, NFA, FA_HKV, max_seq, FA_HD});
+  check_tensor(v_cache, op, "v_cache", bf, {B, NFA, FA_HKV, max_seq, FA_HD});
   check_tensor(rope, op, "rope", bf, {max_seq, 2, FA_ROT / 2});
   check_tensor(workspace, op, "workspace", torch::kUInt8, {WS_BYTES});
   check_tensor(sync, op, "sync", torch::kInt32, {SYNC_WORDS});
-  check_tensor(token, op, "token", torch::kInt64, {1});
-  check_tensor(next_token, op, "next_token", torch::kInt64, {1});
+  check_tensor(token, op, "token", torch::kInt64, {B});
+  check_tensor(next_token, op, "next_token", torch::kInt64, {B});
   check_tensor(fault, op, "fault", torch::kInt64, {FAULT_WORDS});
-  if (logits.numel()) check_tensor(logits, op, "logits", f32, {VOCAB});
-  if (trace.numel()) check_tensor(trace, op, "trace", f32, {NLAYER + 2, D});
+  if (logits.numel()) check_tensor(logits, op, "logits", f32, {B, VOCAB});
+  if (trace.numel()) check_tensor(trace, op, "trace", f32, {B, NLAYER + 2, D});
+  TORCH_CHECK((int64_t)pos.size() == B && (int64_t)nsplit.size() == B, op, ": pos and nsplit need one entry per row (",
+              B, "); got ", pos.size(), " and ", nsplit.size());
   if (times.numel()) check_tensor(times, op, "times", torch::kInt64, {times_words(static_cast<int>(grid))});
   for (const Tensor* t : {&embed, &final_norm, &dn_state, &conv_ring, &k_cache, &v_cache, &rope, &workspace, &sync, &token,
                           &next_token, &fault})
@@ -97,12 +108,15 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   TORCH_CHECK(grid >= 1 && grid <= max_grid, op, ": grid ", grid, " outside [1, ", max_grid, "] (blocks resident at once)");
   TORCH_CHECK(schedule == SCHEDULE_RING || schedule == SCHEDULE_REGISTER || schedule == SCHEDULE_STREAM_ONLY, op,
               ": schedule ", schedule, " is not one of ring (0), register (1), stream-only (2)");
-  TORCH_CHECK(schedule == SCHEDULE_REGISTER || (ring_slots >= RING_MIN_SLOTS && ring_slots <= c.ring_slots), op,
-              ": the ring schedule needs ", RING_MIN_SLOTS, "..", c.ring_slots, " slots (configure() found room for ",
-              c.ring_slots, " on this GPU); got ring_slots ", ring_slots);
-  TORCH_CHECK(pos >= 0 && pos < max_seq, op, ": pos ", pos, " outside [0, max_seq=", max_seq, ")");
-  TORCH_CHECK(nsplit >= 1 && nsplit <= ATT_MAX_SPLIT && nsplit <= pos + 1, op, ": nsplit ", nsplit, " outside [1, min(",
-              ATT_MAX_SPLIT, ", pos + 1)]");
+  const int fit = c.ring_slots[B - 1];
+  TORCH_CHECK(schedule == SCHEDULE_REGISTER || (ring_slots >= RING_MIN_SLOTS && ring_slots <= fit), op,
+              ": the ring schedule at batch ", B, " needs ", RING_MIN_SLOTS, "..", fit, " slots (configure() found room for ",
+              fit, " on this GPU); got ring_slots ", ring_slots);
+  for (int64_t b = 0; b < B; ++b) {
+    TORCH_CHECK(pos[b] >= 0 && pos[b] < max_seq, op, ": pos[", b, "] = ", pos[b], " outside [0, max_seq=", max_seq, ")");
+    TORCH_CHECK(nsplit[b] >= 1 && nsplit[b] <= ATT_MAX_SPLIT && nsplit[b] <= pos[b] + 1, op, ": nsplit[", b, "] = ",
+                nsplit[b], " outside [1, min(", ATT_MAX_SPLIT, ", pos + 1)]");
+  }
   TORCH_CHECK(stop_after >= -1 && stop_after < NPHASES, op, ": stop_after ", stop_after, " outside [-1, ", NPHASES, ")");
   Args a{};
   a.layers = ptr<const uint64_t>(layer_table);
@@ -131,8 +145,11 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   a.logits = ptr<float>(logits);
   a.trace = ptr<float>(trace);
   a.times = ptr<unsigned long long>(times);
-  a.pos = static_cast<int>(pos);
-  a.nsplit = static_cast<int>(nsplit);
+  a.batch = static_cast<int>(B);
+  for (int64_t b = 0; b < B; ++b) {
+    a.pos[b] = static_cast<int>(pos[b]);
+    a.nsplit[b] = static_cast<int>(nsplit[b]);
+  }
   a.stop_after = static_cast<int>(stop_after);
   a.schedule = static_cast<int>(schedule);
   a.ring_slots = static_cast<int>(ring_slots);
@@ -296,7 +313,7 @@ py::dict constants() {
   MK_EXPORT(DN_WIN); MK_EXPORT(FA_GROUP); MK_EXPORT(FA_WIN_K); MK_EXPORT(FA_WIN_V); MK_EXPORT(FA_QKV); MK_EXPORT(FA_OIN);
   MK_EXPORT(THREADS); MK_EXPORT(NWARPS); MK_EXPORT(PHASES_PER_LAYER); MK_EXPORT(NPHASES); MK_EXPORT(NBARRIERS);
   MK_EXPORT(DN_VSLICES); MK_EXPORT(DN_UNITS); MK_EXPORT(ATT_MAX_SPLIT); MK_EXPORT(ATT_PART); MK_EXPORT(OUT_MERGE_MAX);
-  MK_EXPORT(MAX_GRID); MK_EXPORT(RING_SLOT); MK_EXPORT(RING_MIN_SLOTS); MK_EXPORT(RING_MAX_SLOTS);
+  MK_EXPORT(MAX_GRID); MK_EXPORT(MAX_BATCH); MK_EXPORT(ZAB_W); MK_EXPORT(APART_W); MK_EXPORT(RING_SLOT); MK_EXPORT(RING_MIN_SLOTS); MK_EXPORT(RING_MAX_SLOTS);
   MK_EXPORT(SCHEDULE_RING); MK_EXPORT(SCHEDULE_REGISTER); MK_EXPORT(SCHEDULE_STREAM_ONLY);
   MK_EXPORT(SL_IN_NORM); MK_EXPORT(SL_POST_NORM); MK_EXPORT(SL_WIN); MK_EXPORT(SL_CONV_W); MK_EXPORT(SL_A_LOG);
   MK_EXPORT(SL_DT_BIAS); MK_EXPORT(SL_GNORM); MK_EXPORT(SL_Q_NORM); MK_EXPORT(SL_K_NORM); MK_EXPORT(SL_OUT);
@@ -320,7 +337,7 @@ TORCH_LIBRARY(qwen35_megakernel, m) {
   m.def(
       "decode(Tensor layer_table, Tensor embed, Tensor final_norm, Tensor(a!) dn_state, Tensor(b!) conv_ring, "
       "Tensor(c!) k_cache, Tensor(d!) v_cache, Tensor rope, Tensor(e!) workspace, Tensor(f!) sync, Tensor token, "
-      "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, int pos, int nsplit, int grid, "
+      "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, int[] pos, int[] nsplit, int grid, "
       "int schedule, int ring_slots, int stop_after) -> ()");
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");

@@ -1,14 +1,16 @@
 // The Gated DeltaNet layer's three phases (reference: model.py's linear-attention branch;
 // reference/ops.py causal_conv1d_step, delta_rule_inputs, gated_rms_norm; delta_rule.py
 // gated_delta_rule_recurrent, whose one-token step the core phase is).
-//   in-proj   every block: xs = norm(hidden); its rows of the packed [qkv | z | b | a] projection:
-//             qkv into the conv ring's column pos % 4, z | b | a into the workspace (zab)
-//   core      gated_delta_rule_recurrent: unit u = (head h, v-slice j), units b, b+G, ... of block b.
+//   in-proj   every block: xs[b] = norm(hidden[b]) for each batch row b; its rows of the packed
+//             [qkv | z | b | a] projection: qkv into row b's conv ring column pos[b] % 4, z | b | a
+//             into the workspace (zab[b])
+//   core      gated_delta_rule_recurrent: unit u = (batch row u / DN_UNITS, head h, v-slice j),
+//             units b, b+G, ... of block b (the next unit's inputs loaded while one runs).
 //             Threads 0-271 own one conv channel each (q and k of head h, the unit's 16 v):
 //             conv + SiLU; then warp w owns state row v = 16 j + w (lane: k = 4 lane .. 4 lane + 3):
 //             S = alpha S + k beta (v - alpha S.k), o = S.q
-//   out-proj  every block: the gated RMSNorm of all 16 heads (warp = head, lane = 4 values), then its
-//             rows of out_proj with the residual add
+//   out-proj  every block: the gated RMSNorm of all 16 heads of every batch row (warp = head, lane =
+//             4 values), then its rows of out_proj with the residual add
 #pragma once
 #include "matvec.cuh"
 
@@ -19,30 +21,35 @@ static_assert(NWARPS == DN_H, "gated norm: one warp per DeltaNet head");
 static_assert(NWARPS == DN_DV / DN_VSLICES, "recurrence: one warp per v row of a unit");
 static_assert(DN_DK == 32 * 4, "recurrence: a lane owns 4 k of a state row");
 
-template <class Loader>
+template <int NB, class Loader>
 __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
-  if (l == 0) {  // the embedding row is the residual stream entering layer 0
-    const uint16_t* e = a.embed + (size_t)a.token[0] * D;
-    block_rmsnorm(e, true, params.x, xs, red);
+  if (l == 0) {  // the embedding rows are the residual streams entering layer 0
+    block_rmsnorm<NB>([&](int b) { return a.embed + (size_t)a.token[b] * D; }, true, params.x, xs, red);
     if (blockIdx.x == 0) {
       if (a.times && threadIdx.x == 0) a.times[NPHASES + 2] = globaltimer();
-      for (int i = threadIdx.x; i < D; i += THREADS) {
-        const uint16_t v = __ldg(e + i);
-        a.hidden[i] = v;
-        if (a.trace) a.trace[i] = f16b(v);
+#pragma unroll
+      for (int b = 0; b < NB; ++b) {
+        const uint16_t* e = a.embed + (size_t)a.token[b] * D;
+        for (int i = threadIdx.x; i < D; i += THREADS) {
+          const uint16_t v = __ldg(e + i);
+          a.hidden[b * D + i] = v;
+          if (a.trace) a.trace[(size_t)b * (NLAYER + 2) * D + i] = f16b(v);
+        }
       }
     }
   } else {
-    block_rmsnorm(a.hidden, false, params.x, xs, red);
+    block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, red);
   }
-  uint16_t* conv = a.conv_ring + (size_t)(dn_index(l) * CONV_K + (a.pos & 3)) * DN_CONV;
+  uint16_t* conv[NB];
+#pragma unroll
+  for (int b = 0; b < NB; ++b) conv[b] = a.conv_ring + (size_t)b * CONV_ROW + (size_t)(dn_index(l) * CONV_K + (a.pos[b] & 3)) * DN_CONV;
   const int r0 = part(DN_WIN, blockIdx.x, gridDim.x);
-  matvec_rows(ld, part(DN_WIN, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, float v) {
+  matvec_rows<NB>(ld, part(DN_WIN, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) {
     const int r = r0 + i;
-    if (r < DN_CONV) conv[r] = bits(v);
-    else a.zab[r - DN_CONV] = bits(v);
+    if (r < DN_CONV) conv[b][r] = bits(v);
+    else a.zab[b * ZAB_W + r - DN_CONV] = bits(v);
   });
 }
 
@@ -50,49 +57,69 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
 __device__ __forceinline__ int dn_channel(int t, int h, int j) {
   return t < DN_DK ? h * DN_DK + t : t < 2 * DN_DK ? DN_KEY + h * DN_DK + (t - DN_DK) : 2 * DN_KEY + h * DN_DV + j * 16 + (t - 2 * DN_DK);
 }
-__device__ __forceinline__ const float* dn_state_row(const Args& a, int l, int u) {  // this warp's row of unit u
-  return a.dn_state + ((size_t)(dn_index(l) * DN_H + u / DN_VSLICES) * DN_DV + (u % DN_VSLICES) * 16 + (threadIdx.x >> 5)) * DN_DK;
+// unit u of a launch: batch row u / DN_UNITS, head h, v-slice j
+struct DnUnit {
+  int b, h, j;
+};
+__device__ __forceinline__ DnUnit dn_unit(int u) {
+  const int b = u / DN_UNITS, hu = u - b * DN_UNITS;
+  return DnUnit{b, hu / DN_VSLICES, hu % DN_VSLICES};
+}
+__device__ __forceinline__ float* dn_state_row(const Args& a, int l, DnUnit n, int v) {  // row v of head h's state
+  return a.dn_state + (size_t)n.b * DN_ROW_FLOATS + ((size_t)(dn_index(l) * DN_H + n.h) * DN_DV + v) * DN_DK;
 }
 
 // The core's inputs that this launch's in-proj does not write, as float bits, so they can be loaded
-// before the barrier that precedes the core: in[0] = this warp's state row (lane: 4 k); in[1] =
-// dt_bias[h], A_log[h]; for a channel thread in[2] = its 4 conv taps, in[3] = its inputs at
-// positions pos-3 .. pos-1.
+// before the barrier that precedes the core (the first unit) or while the previous unit runs:
+// in[0] = this warp's state row (lane: 4 k); in[1] = dt_bias[h], A_log[h]; for a channel thread
+// in[2] = its 4 conv taps, in[3] = its inputs at positions pos-3 .. pos-1 of the unit's row.
 __device__ __forceinline__ void core_inputs(const Args& a, int l, int u, uint4 (&in)[4]) {
-  const int t = threadIdx.x, h = u / DN_VSLICES, j = u % DN_VSLICES;
-  in[0] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, u)) + (t & 31));
-  in[1] = make_uint4(__float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + h)), __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h)), 0, 0);
+  const int t = threadIdx.x;
+  const DnUnit n = dn_unit(u);
+  in[0] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, n, n.j * 16 + (t >> 5))) + (t & 31));
+  in[1] = make_uint4(__float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + n.h)), __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + n.h)), 0, 0);
   if (t < 2 * DN_DK + 16) {
-    const int c = dn_channel(t, h, j);
+    const int c = dn_channel(t, n.h, n.j), pos = a.pos[n.b];
     const uint2 w = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_CONV_W) + c * CONV_K));
     in[2] = make_uint4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u);
-    const uint16_t* ring = a.conv_ring + (size_t)dn_index(l) * CONV_K * DN_CONV + c;
-    in[3] = make_uint4(__float_as_uint(ld_x1(ring + (size_t)((a.pos - 3) & 3) * DN_CONV)),
-                       __float_as_uint(ld_x1(ring + (size_t)((a.pos - 2) & 3) * DN_CONV)),
-                       __float_as_uint(ld_x1(ring + (size_t)((a.pos - 1) & 3) * DN_CONV)), 0);
+    const uint16_t* ring = a.conv_ring + (size_t)n.b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV + c;
+    in[3] = make_uint4(__float_as_uint(ld_x1(ring + (size_t)((pos - 3) & 3) * DN_CONV)),
+                       __float_as_uint(ld_x1(ring + (size_t)((pos - 2) & 3) * DN_CONV)),
+                       __float_as_uint(ld_x1(ring + (size_t)((pos - 1) & 3) * DN_CONV)), 0);
   }
 }
 
-// in[] of the block's first unit arrive in wv[0..3], loaded before the barrier (core_inputs)
-__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
+// in[] of the block's first unit arrive in wv[0..3], loaded before the barrier (core_inputs); with
+// a batch (more units than blocks) each unit's successor's inputs are loaded into wv[0..3] as it starts
+template <int NB>
+__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);
   float* ks = reinterpret_cast<float*>(sm + SM_DN_K);
   float* vs = reinterpret_cast<float*>(sm + SM_DN_V);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-  const uint16_t* ring = a.conv_ring + (size_t)dn_index(l) * CONV_K * DN_CONV;
-  for (int u = blockIdx.x; u < DN_UNITS; u += gridDim.x) {
-    const int h = u / DN_VSLICES, j = u % DN_VSLICES;
-    const int v = j * 16 + warp;
+  for (int u = blockIdx.x; u < NB * DN_UNITS; u += gridDim.x) {
+    const DnUnit n = dn_unit(u);
+    const int h = n.h, j = n.j, v = j * 16 + warp, pos = a.pos[n.b];
+    const uint16_t* ring = a.conv_ring + (size_t)n.b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV;
+    const uint16_t* zab = a.zab + n.b * ZAB_W;
     uint4 in[4];
-    if (u == (int)blockIdx.x) {
+    if (u == (int)blockIdx.x || NB > 1) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) in[i] = wv[i];
     } else {
       core_inputs(a, l, u, in);
     }
+    if constexpr (NB > 1) {
+      if (u + (int)gridDim.x < NB * DN_UNITS) {
+        uint4 next[4];
+        core_inputs(a, l, u + gridDim.x, next);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) wv[i] = next[i];
+      }
+    }
     const float4 s = make_float4(__uint_as_float(in[0].x), __uint_as_float(in[0].y), __uint_as_float(in[0].z), __uint_as_float(in[0].w));
-    const float a_raw = ld_x1(a.zab + DN_VAL + DN_H + h), b_raw = ld_x1(a.zab + DN_VAL + h);
+    const float a_raw = ld_x1(zab + DN_VAL + DN_H + h), b_raw = ld_x1(zab + DN_VAL + h);
     const float dt = __uint_as_float(in[1].x), alog = __uint_as_float(in[1].y);
     float y = 0.f;
     if (t < 2 * DN_DK + 16) {  // conv (tap i multiplies position pos-3+i; tap 3 is this token) + SiLU
@@ -102,7 +129,7 @@ __device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l,
       float acc = 0.f;
 #pragma unroll
       for (int i = 0; i < 3; ++i) acc = fmaf(taps[i], past[i], acc);
-      acc = fmaf(taps[3], ld_x1(ring + (size_t)(a.pos & 3) * DN_CONV + c), acc);
+      acc = fmaf(taps[3], ld_x1(ring + (size_t)(pos & 3) * DN_CONV + c), acc);
       y = bfr(siluf_(bfr(acc)));
       if (t < DN_DK) qs[t] = y;
       else if (t < 2 * DN_DK) ks[t - DN_DK] = y;
@@ -127,31 +154,34 @@ __device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l,
     const float du = beta * (vs[warp] - sk);
     sd.x = fmaf(kx, du, sd.x); sd.y = fmaf(ky, du, sd.y); sd.z = fmaf(kz, du, sd.z); sd.w = fmaf(kw, du, sd.w);
     const float o = warp_sum(sd.x * qx + sd.y * qy + sd.z * qz + sd.w * qw);
-    __stcg(reinterpret_cast<float4*>(a.dn_state + ((size_t)(dn_index(l) * DN_H + h) * DN_DV + v) * DN_DK) + lane, sd);
-    if (lane == 0) a.obuf[h * DN_DV + v] = bits(o);
+    __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, n, v)) + lane, sd);
+    if (lane == 0) a.obuf[n.b * DN_VAL + h * DN_DV + v] = bits(o);
     sync_warps();  // shared memory reused by the next unit
   }
 }
 
-template <class Loader>
+template <int NB, class Loader>
 __device__ __forceinline__ void dn_out_proj(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int base = warp * DN_DV + lane * 4;
-  const uint2 ov = __ldcg(reinterpret_cast<const uint2*>(a.obuf + base));
-  const uint2 zv = __ldcg(reinterpret_cast<const uint2*>(a.zab + base));
-  const float o[4] = {lo(ov.x), hi(ov.x), lo(ov.y), hi(ov.y)};
-  const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
   const float w[4] = {lo(params.x), hi(params.x), lo(params.y), hi(params.y)};
-  const float ss = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
-  const float r = rsqrtf(ss / (float)DN_DV + RMS_EPS);
-  uint16_t y[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) y[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
-  *reinterpret_cast<uint2*>(xs + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
+  for (int b = 0; b < NB; ++b) {
+    const uint2 ov = __ldcg(reinterpret_cast<const uint2*>(a.obuf + b * DN_VAL + base));
+    const uint2 zv = __ldcg(reinterpret_cast<const uint2*>(a.zab + b * ZAB_W + base));
+    const float o[4] = {lo(ov.x), hi(ov.x), lo(ov.y), hi(ov.y)};
+    const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
+    const float ss = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
+    const float r = rsqrtf(ss / (float)DN_DV + RMS_EPS);
+    uint16_t y[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) y[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
+    *reinterpret_cast<uint2*>(xs + b * DN_VAL + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
+  }
   sync_warps();
-  matvec_half_rows<DN_VAL>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
-                           reinterpret_cast<float*>(sm + SM_RED), nullptr, wv);
+  matvec_half_rows<DN_VAL, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
+                               reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
 }
 
 }  // namespace

@@ -10,12 +10,15 @@ namespace mk {
 namespace {
 
 // ---- the block's shared memory (bytes) -------------------------------------------------------
-// The matrix phases' input vector (XS) and the mixer cores' areas (U) are never live in the same
-// phase, so they share bytes; every byte after them goes to the weight ring (weight_ring.cuh).
-constexpr int SM_RED = 0;                             // float [64] reductions
-constexpr int SM_MISC = SM_RED + 64 * 4;              // int [32]: warp results, flags
-constexpr int SM_EPOCH = SM_MISC + 128;               // uint32: the launch's epoch (grid_sync.cuh)
-constexpr int SM_XS = SM_EPOCH + 128;                 // bf16 [INTER] a matrix phase's input vector
+// The matrix phases' input vectors (XS, one per row of the batch) and the mixer cores' areas (U)
+// are never live in the same phase, so they share bytes; every byte after them goes to the
+// weight ring (weight_ring.cuh), so the ring has fewer slots at larger batches.
+constexpr int SM_RED = 0;                             // float [NWARPS * MAX_BATCH] reductions
+constexpr int SM_MISC = SM_RED + NWARPS * MAX_BATCH * 4;  // int [MISC_INTS]: warp results, flags
+constexpr int MISC_LAST = NWARPS * MAX_BATCH;         //   misc[MISC_LAST]: "this block is the last" (grid_sync.cuh)
+constexpr int MISC_INTS = MISC_LAST + 32;
+constexpr int SM_EPOCH = SM_MISC + MISC_INTS * 4;     // uint32: the launch's epoch (grid_sync.cuh)
+constexpr int SM_XS = SM_EPOCH + 128;                 // bf16 [B][K] a matrix phase's input vectors (K <= INTER)
 constexpr int SM_U = SM_XS;                           // a mixer core's area:
 constexpr int SM_DN_Q = SM_U;                         //   DeltaNet: float [DN_DK] q
 constexpr int SM_DN_K = SM_DN_Q + 4 * DN_DK;          //             float [DN_DK] k
@@ -28,10 +31,10 @@ constexpr int SM_AT_VB = SM_AT_KB + 2 * FA_HD;        //             bf16 [FA_HD
 constexpr int SM_AT_M = SM_AT_VB + 2 * FA_HD;         //             float [AT_ENTRIES][4] m
 constexpr int SM_AT_L = SM_AT_M + AT_ENTRIES * 16;    //             float [AT_ENTRIES][4] l
 constexpr int SM_AT_ACC = SM_AT_L + AT_ENTRIES * 16;  //             float [AT_ENTRIES][4][FA_HD] acc
-constexpr int SM_END_XS = SM_XS + 2 * INTER, SM_END_AT = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;
-constexpr int SM_END = SM_END_XS > SM_END_AT ? SM_END_XS : SM_END_AT;
-constexpr int SM_RING = (SM_END + 127) & ~127;        // the ring's slots, then their mbarriers
-static_assert(SM_DN_V + 64 <= SM_END, "smem");
+constexpr int SM_END_AT = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;
+constexpr int sm_end(int nb) { return SM_XS + 2 * INTER * nb > SM_END_AT ? SM_XS + 2 * INTER * nb : SM_END_AT; }
+constexpr int sm_ring(int nb) { return (sm_end(nb) + 127) & ~127; }  // the ring's slots, then their mbarriers
+static_assert(SM_DN_V + 64 <= sm_end(1), "smem");
 static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)");
 
 // ---- bf16 bits and small math ----------------------------------------------------------------
@@ -103,27 +106,41 @@ __device__ __forceinline__ const T* lw(const Args& a, int layer, int slot) {
 __device__ __forceinline__ uint32_t norm_pair(const uint16_t* w) { return __ldg(reinterpret_cast<const unsigned*>(w) + threadIdx.x); }
 static_assert(2 * THREADS == D, "block_rmsnorm: two elements per thread");
 
-// every block: xs = bf16(rmsnorm(src) * (1 + w)) over D (wp: this thread's pair of w, norm_pair)
-__device__ __forceinline__ void block_rmsnorm(const uint16_t* src, bool src_is_weight, uint32_t wp, uint16_t* xs, float* red) {
+// every block: xs[b] = bf16(rmsnorm(src(b)) * (1 + w)) over D for each row b (xs rows D apart;
+// wp: this thread's pair of w, norm_pair; src(b): row b's D values, the embedding's rows when
+// src_is_weight, else rows other blocks wrote)
+template <int NB, class Src>
+__device__ __forceinline__ void block_rmsnorm(Src src, bool src_is_weight, uint32_t wp, uint16_t* xs, float* red) {
   const int t = threadIdx.x;
-  const uint32_t pair = src_is_weight ? __ldg(reinterpret_cast<const unsigned*>(src) + t)
-                                      : __ldcg(reinterpret_cast<const unsigned*>(src) + t);
-  const float x0 = lo(pair), x1 = hi(pair);
-  const float ss = warp_sum(x0 * x0 + x1 * x1);
-  if ((t & 31) == 0) red[t >> 5] = ss;
-  sync_warps();
-  float tot = 0.f;
+  float x0[NB], x1[NB];
 #pragma unroll
-  for (int i = 0; i < NWARPS; ++i) tot += red[i];
-  const float r = rsqrtf(tot / (float)D + RMS_EPS);
-  const uint32_t y = (uint32_t)bits((x0 * r) * (1.f + lo(wp))) | ((uint32_t)bits((x1 * r) * (1.f + hi(wp))) << 16);
-  reinterpret_cast<uint32_t*>(xs)[t] = y;
+  for (int b = 0; b < NB; ++b) {
+    const unsigned* p = reinterpret_cast<const unsigned*>(src(b)) + t;
+    const uint32_t pair = src_is_weight ? __ldg(p) : __ldcg(p);
+    x0[b] = lo(pair), x1[b] = hi(pair);
+  }
+#pragma unroll
+  for (int b = 0; b < NB; ++b) {
+    const float ss = warp_sum(x0[b] * x0[b] + x1[b] * x1[b]);
+    if ((t & 31) == 0) red[b * NWARPS + (t >> 5)] = ss;
+  }
+  sync_warps();
+#pragma unroll
+  for (int b = 0; b < NB; ++b) {
+    float tot = 0.f;
+#pragma unroll
+    for (int i = 0; i < NWARPS; ++i) tot += red[b * NWARPS + i];
+    const float r = rsqrtf(tot / (float)D + RMS_EPS);
+    const uint32_t y = (uint32_t)bits((x0[b] * r) * (1.f + lo(wp))) | ((uint32_t)bits((x1[b] * r) * (1.f + hi(wp))) << 16);
+    reinterpret_cast<uint32_t*>(xs + b * D)[t] = y;
+  }
   sync_warps();
 }
 
-// a bf16 vector that other blocks wrote, into shared memory (n a multiple of 8)
+// NB bf16 vectors of n that other blocks wrote (rows n apart), into shared memory (n a multiple of 8)
+template <int NB>
 __device__ __forceinline__ void load_vec(const uint16_t* src, uint16_t* xs, int n) {
-  for (int i = threadIdx.x; i < n / 8; i += THREADS) reinterpret_cast<uint4*>(xs)[i] = ld_x16(src + 8 * i);
+  for (int i = threadIdx.x; i < NB * n / 8; i += THREADS) reinterpret_cast<uint4*>(xs)[i] = ld_x16(src + 8 * i);
   sync_warps();
 }
 

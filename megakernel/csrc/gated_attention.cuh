@@ -1,9 +1,10 @@
 // The gated full-attention layer's three phases (reference: model.py's full-attention branch;
 // reference/ops.py qk_norm_rope and gated_attention).
-//   in-proj   every block: xs = norm(hidden); its rows of the packed [q+gate (per head) | k | v]
-//             projection into the workspace (qkv)
-//   core      gated_attention: unit (kv head g, split s) covers positions [p0, p1) of 0..pos for q
-//             heads 4g .. 4g+3; units b, b+G, ... of block b. All threads: q/k RMSNorm and partial
+//   in-proj   every block: xs[b] = norm(hidden[b]) per batch row b; its rows of the packed
+//             [q+gate (per head) | k | v] projection into the workspace (qkv[b])
+//   core      gated_attention: unit (batch row b, kv head g, split s) covers positions [p0, p1) of
+//             0..pos[b] for q heads 4g .. 4g+3 (each row split by its own context length);
+//             units u, u+G, ... of block u. All threads: q/k RMSNorm and partial
 //             RoPE (thread t: q elements t and t + 512, k[t] for t < 256); the unit of the last split
 //             writes the new k, v to the cache at pos. Warp w: q heads 2(w/8), 2(w/8)+1 over positions
 //             p0 + (w % 8) + 8 i with an online softmax (lane: 8 dims); the 8 position slots of a head
@@ -24,13 +25,13 @@ namespace {
 static_assert(THREADS * 4 == FA_OIN, "the out-proj's merged load: four attention outputs per thread");
 static_assert(AT_ENTRIES == 4, "the attention warp merge: position slots 4-7 hand over to slots 0-3");
 
-template <class Loader>
+template <int NB, class Loader>
 __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
-  block_rmsnorm(a.hidden, false, params.x, xs, reinterpret_cast<float*>(sm + SM_RED));
+  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, reinterpret_cast<float*>(sm + SM_RED));
   const int r0 = part(FA_QKV, blockIdx.x, gridDim.x);
   uint16_t* out = a.qkv + r0;
-  matvec_rows(ld, part(FA_QKV, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, float v) { out[i] = bits(v); });
+  matvec_rows<NB>(ld, part(FA_QKV, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) { out[b * FA_QKV + i] = bits(v); });
 }
 
 // ---- the one merge of partial softmax results -----------------------------------------------
@@ -55,9 +56,9 @@ struct Merge {
 // the gate: bf16(bf16(o) * bf16(sigmoid(gate))), as bf16 bits
 __device__ __forceinline__ uint16_t gated(float o, float gate) { return bits(bfr(o) * bfr(sigmoidf_(gate))); }
 
-// partials in the workspace: [FA_HKV][ATT_MAX_SPLIT][FA_GROUP][ATT_PART] = (m, l, 2 pad, acc[FA_HD])
-__device__ __forceinline__ float* partial(const Args& a, int g, int s, int hh) {
-  return a.apart + ((size_t)(g * ATT_MAX_SPLIT + s) * FA_GROUP + hh) * ATT_PART;
+// partials in the workspace: batch row b's [FA_HKV][ATT_MAX_SPLIT][FA_GROUP][ATT_PART] = (m, l, 2 pad, acc[FA_HD])
+__device__ __forceinline__ float* partial(const Args& a, int b, int g, int s, int hh) {
+  return a.apart + (size_t)b * APART_W + ((size_t)(g * ATT_MAX_SPLIT + s) * FA_GROUP + hh) * ATT_PART;
 }
 constexpr int PARTIAL_STRIDE = FA_GROUP * ATT_PART;  // floats from split s to split s + 1
 
@@ -103,12 +104,12 @@ __device__ __forceinline__ Merge<NACC> merge_splits(const float* base, int ns, i
   return r;
 }
 
-// the out-proj's input with 2..OUT_MERGE_MAX splits: each attention output the gated merge of its
-// head's partials; thread t makes outputs 4t .. 4t+3 (q head t / 64)
-__device__ __forceinline__ void load_attn_merged(const Args& a, uint16_t* xs) {
+// the out-proj's input for batch row b with 2..OUT_MERGE_MAX splits: each attention output the gated
+// merge of its head's partials; thread t makes outputs 4t .. 4t+3 (q head t / 64) of xs (row b's)
+__device__ __forceinline__ void load_attn_merged(const Args& a, int b, uint16_t* xs) {
   const int t = threadIdx.x, h = t >> 6, d = (t & 63) * 4;
-  const uint2 gw = __ldcg(reinterpret_cast<const uint2*>(a.qkv + h * 2 * FA_HD + FA_HD + d));
-  const Merge<4> r = merge_splits<4, OUT_MERGE_MAX>(partial(a, h / FA_GROUP, 0, h % FA_GROUP), a.nsplit, d);
+  const uint2 gw = __ldcg(reinterpret_cast<const uint2*>(a.qkv + b * FA_QKV + h * 2 * FA_HD + FA_HD + d));
+  const Merge<4> r = merge_splits<4, OUT_MERGE_MAX>(partial(a, b, h / FA_GROUP, 0, h % FA_GROUP), a.nsplit[b], d);
   const float gate[4] = {lo(gw.x), hi(gw.x), lo(gw.y), hi(gw.y)};
   uint16_t o[4];
 #pragma unroll
@@ -131,6 +132,27 @@ __device__ __forceinline__ void att_put(float* wm, float* wl, float* wacc, int e
   }
 }
 
+// unit u of a launch: batch row b (rows in order, row b has FA_HKV * nsplit[b] units), kv head g, split s
+struct AttUnit {
+  int b, g, s;
+};
+template <int NB>
+__device__ __forceinline__ AttUnit att_unit(const Args& a, int u) {
+  int b = 0;
+#pragma unroll
+  for (int i = 0; i < NB - 1; ++i)
+    if (u >= FA_HKV * a.nsplit[b]) u -= FA_HKV * a.nsplit[b++];
+  return AttUnit{b, u / a.nsplit[b], u % a.nsplit[b]};
+}
+template <int NB>
+__device__ __forceinline__ int att_units(const Args& a) {
+  int n = 0;
+#pragma unroll
+  for (int b = 0; b < NB; ++b) n += FA_HKV * a.nsplit[b];
+  return n;
+}
+
+template <int NB>
 __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 params) {
   float* qf = reinterpret_cast<float*>(sm + SM_AT_Q);
   float* kf = reinterpret_cast<float*>(sm + SM_AT_K);
@@ -142,20 +164,30 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-  const int li = fa_index(l), ctx = a.pos + 1, ns = a.nsplit;
-  const bool counted = ns > OUT_MERGE_MAX;  // the last unit of a kv head merges the partials
-  for (int u = blockIdx.x; u < FA_HKV * ns; u += gridDim.x) {
-    const int g = u / ns, s = u % ns;
+  const int li = fa_index(l), units = att_units<NB>(a);
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const AttUnit un = att_unit<NB>(a, u);
+    const int b = un.b, g = un.g, s = un.s, pos = a.pos[b], ctx = pos + 1, ns = a.nsplit[b];
+    const bool counted = ns > OUT_MERGE_MAX;  // the last unit of a kv head merges the partials
+    const uint16_t* qkv = a.qkv + b * FA_QKV;
+    uint16_t* attn = a.attn + b * FA_OIN;
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
     const int d = t & (FA_HD - 1);
-    // params: q-norm, k-norm weight, RoPE cos, sin (dims < FA_ROT) of this thread
-    const float rc = __uint_as_float(params.z), rs = __uint_as_float(params.w);
-    const uint32_t gates = __ldcg(reinterpret_cast<const unsigned*>(a.qkv + (4 * g + (t >> 7)) * 2 * FA_HD + FA_HD + (t & 127) * 2));
+    // params: q-norm, k-norm weight, RoPE cos, sin (dims < FA_ROT) of this thread; with a batch the
+    // unit loads its row's cos, sin here (the rows sit at different positions)
+    float rc = __uint_as_float(params.z), rs = __uint_as_float(params.w);
+    if constexpr (NB > 1) {
+      const uint16_t* rope = a.rope + (size_t)pos * FA_ROT;
+      const int i = d & (FA_ROT / 2 - 1);
+      rc = d < FA_ROT ? ld_w1(rope + i) : 0.f;
+      rs = d < FA_ROT ? ld_w1(rope + FA_ROT / 2 + i) : 0.f;
+    }
+    const uint32_t gates = __ldcg(reinterpret_cast<const unsigned*>(qkv + (4 * g + (t >> 7)) * 2 * FA_HD + FA_HD + (t & 127) * 2));
     // -- q (4 heads) and k: zero-centred RMSNorm per head over 256 dims --
-    const float q0 = ld_x1(a.qkv + (4 * g + (t >> 8)) * 2 * FA_HD + d);
-    const float q1 = ld_x1(a.qkv + (4 * g + 2 + (t >> 8)) * 2 * FA_HD + d);
-    const float kr = t < FA_HD ? ld_x1(a.qkv + FA_WIN_K + g * FA_HD + t) : 0.f;
-    if (t >= FA_HD) vb[t - FA_HD] = bits(ld_x1(a.qkv + FA_WIN_V + g * FA_HD + (t - FA_HD)));
+    const float q0 = ld_x1(qkv + (4 * g + (t >> 8)) * 2 * FA_HD + d);
+    const float q1 = ld_x1(qkv + (4 * g + 2 + (t >> 8)) * 2 * FA_HD + d);
+    const float kr = t < FA_HD ? ld_x1(qkv + FA_WIN_K + g * FA_HD + t) : 0.f;
+    if (t >= FA_HD) vb[t - FA_HD] = bits(ld_x1(qkv + FA_WIN_V + g * FA_HD + (t - FA_HD)));
     const float s0 = warp_sum(q0 * q0), s1 = warp_sum(q1 * q1), s2 = warp_sum(kr * kr);
     if (lane == 0) { red[warp * 3] = s0; red[warp * 3 + 1] = s1; red[warp * 3 + 2] = s2; }
     sync_warps();
@@ -191,8 +223,9 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
     if (stamp) stamps[0] = globaltimer();  // q, k normed and rotated
     // the new k, v go to the cache at pos (one unit per kv head); nobody reads row pos from the
     // cache in this launch (the unit holding pos takes it from shared memory)
+    const size_t cache_row = (size_t)b * NFA * FA_HKV * a.max_seq * FA_HD;  // row b's caches
     if (s == ns - 1) {
-      const size_t off = ((size_t)(li * FA_HKV + g) * a.max_seq + a.pos) * FA_HD;
+      const size_t off = cache_row + ((size_t)(li * FA_HKV + g) * a.max_seq + pos) * FA_HD;
       if (t < FA_HD) a.k_cache[off + t] = kb[t];
       else a.v_cache[off + t - FA_HD] = vb[t - FA_HD];
     }
@@ -207,11 +240,11 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[hh][i] = 0.f;
     }
-    const uint16_t* kc = a.k_cache + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
-    const uint16_t* vc = a.v_cache + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
+    const uint16_t* kc = a.k_cache + cache_row + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
+    const uint16_t* vc = a.v_cache + cache_row + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
     for (int p = p0 + slot8; p < p1; p += 8) {
       uint4 kv, vv;
-      if (p == a.pos) {
+      if (p == pos) {
         kv = reinterpret_cast<const uint4*>(kb)[lane];
         vv = reinterpret_cast<const uint4*>(vb)[lane];
       } else {
@@ -287,10 +320,10 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
         r.add(wm[w * 4 + hh], wl[w * 4 + hh], pa);
       }
       if (ns == 1) {
-        a.attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, lo(gates));
-        a.attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, hi(gates));
+        attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, lo(gates));
+        attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, hi(gates));
       } else {
-        float* pp = partial(a, g, s, hh);
+        float* pp = partial(a, b, g, s, hh);
         if (dd == 0) { pp[0] = r.M; pp[1] = r.L; }
         pp[4 + dd] = r.A[0];
         pp[4 + dd + 1] = r.A[1];
@@ -301,11 +334,12 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
       // the count: a block barrier, then one release by the counting thread, whose acquire the
       // block barrier hands on to the merging threads
       sync_warps();
-      if (t == 0) misc[0] = atom_add_acq_rel(a.sync + SYNC_ATT + 32 * g, 1u) == (unsigned)(ns - 1);
+      unsigned* count = a.sync + SYNC_ATT + 32 * (b * FA_HKV + g);
+      if (t == 0) misc[0] = atom_add_acq_rel(count, 1u) == (unsigned)(ns - 1);
       sync_warps();
       if (misc[0]) {  // the last unit of kv head g: merge the ns partials in order
         const int hh = t >> 7, dd = (t & 127) * 2;
-        const float* base = partial(a, g, 0, hh);
+        const float* base = partial(a, b, g, 0, hh);
         float M = -INFINITY;
         for (int si = 0; si < ns; ++si) M = fmaxf(M, __ldcg(base + (size_t)si * PARTIAL_STRIDE));
         Merge<2> r(M);
@@ -315,9 +349,9 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
           load_acc(pp, dd, pa);
           r.add(__ldcg(pp), __ldcg(pp + 1), pa);
         }
-        a.attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, lo(gates));
-        a.attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, hi(gates));
-        if (t == 0) atomicExch(a.sync + SYNC_ATT + 32 * g, 0u);
+        attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, lo(gates));
+        attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, hi(gates));
+        if (t == 0) atomicExch(count, 0u);
       }
     }
     sync_warps();  // shared memory reused by the next unit
@@ -325,13 +359,16 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
   }
 }
 
-template <class Loader>
+template <int NB, class Loader>
 __device__ __forceinline__ void fa_out_proj(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
-  if (out_proj_merges(a.nsplit)) load_attn_merged(a, xs);
-  else load_vec(a.attn, xs, FA_OIN);
-  matvec_half_rows<FA_OIN>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
-                           reinterpret_cast<float*>(sm + SM_RED), nullptr, wv);
+#pragma unroll
+  for (int b = 0; b < NB; ++b) {
+    if (out_proj_merges(a.nsplit[b])) load_attn_merged(a, b, xs + b * FA_OIN);
+    else load_vec<1>(a.attn + b * FA_OIN, xs + b * FA_OIN, FA_OIN);
+  }
+  matvec_half_rows<FA_OIN, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
+                               reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
 }
 
 }  // namespace

@@ -73,10 +73,10 @@ __device__ __forceinline__ bool last_block_done(unsigned* sync, uint8_t* sm, int
       sync[SYNC_EPOCH] = epoch_of(sm) + (unsigned)barriers * gridDim.x;
       sync[SYNC_LAST] = 0u;
     }
-    misc[16] = last;
+    misc[MISC_LAST] = last;
   }
   sync_warps();
-  return misc[16];
+  return misc[MISC_LAST];
 }
 
 }  // namespace

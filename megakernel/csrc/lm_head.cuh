@@ -1,10 +1,10 @@
 // The last phase: final norm, the lm_head (the tied embedding's VOCAB rows) and the greedy argmax
 // (reference: ops.rms_norm, ops.lm_head, then torch.argmax: ties go to the lowest index).
-//   every block   xs = norm(hidden); its vocabulary rows (matvec_rows); the logits (bf16-rounded,
-//                 fp32 out) when asked; each warp's best (value, index), then the block's, in the
-//                 workspace's amax areas
-//   the last block to finish (grid_sync.cuh last_block_done): warp 0 reduces the G block results
-//                 and writes the next token
+//   every block   xs[b] = norm(hidden[b]) per batch row b; its vocabulary rows (matvec_rows); the
+//                 logits (bf16-rounded, fp32 out) when asked; each warp's best (value, index) per
+//                 row, then the block's (thread b: row b), in the workspace's amax areas
+//   the last block to finish (grid_sync.cuh last_block_done): warp b reduces row b's G block
+//                 results and writes row b's next token
 #pragma once
 #include "matvec.cuh"
 
@@ -13,43 +13,48 @@ namespace {
 
 __device__ __forceinline__ bool better(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
 
-template <class Loader>
+template <int NB, class Loader>
 __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-  const int G = gridDim.x, b = blockIdx.x;
-  block_rmsnorm(a.hidden, false, params.x, xs, red);
-  if (b == 0) {
+  const int G = gridDim.x, blk = blockIdx.x;
+  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, red);
+  if (blk == 0) {
     if (a.trace)
-      for (int i = t; i < D; i += THREADS) a.trace[(size_t)(NLAYER + 1) * D + i] = f16b(xs[i]);
+      for (int i = t; i < NB * D; i += THREADS) a.trace[(size_t)(i / D) * (NLAYER + 2) * D + (size_t)(NLAYER + 1) * D + i % D] = f16b(xs[i]);
     if (a.times && t == 0) a.times[NPHASES + 1] = globaltimer();
   }
-  const int r0 = part(VOCAB, b, G);
-  float best = -INFINITY;
-  int besti = 0x7fffffff;
-  matvec_rows(ld, part(VOCAB, b + 1, G) - r0, xs, wv, [&](int i, float dot) {
+  const int r0 = part(VOCAB, blk, G);
+  float best[NB];
+  int besti[NB];
+#pragma unroll
+  for (int b = 0; b < NB; ++b) { best[b] = -INFINITY; besti[b] = 0x7fffffff; }
+  matvec_rows<NB>(ld, part(VOCAB, blk + 1, G) - r0, xs, wv, [&](int i, int b, float dot) {
     const float v = bfr(dot);  // logits are bf16 in the model dtype
-    if (a.logits) a.logits[r0 + i] = v;
-    if (better(v, r0 + i, best, besti)) { best = v; besti = r0 + i; }
+    if (a.logits) a.logits[(size_t)b * VOCAB + r0 + i] = v;
+    if (better(v, r0 + i, best[b], besti[b])) { best[b] = v; besti[b] = r0 + i; }
   });
-  if (lane == 0) { red[warp] = best; misc[warp] = besti; }
+  if (lane == 0)
+#pragma unroll
+    for (int b = 0; b < NB; ++b) { red[b * NWARPS + warp] = best[b]; misc[b * NWARPS + warp] = besti[b]; }
   sync_warps();
-  if (t == 0) {
-    float bv = red[0];
-    int bi = misc[0];
+  if (t < NB) {  // thread b: batch row b's best of the block
+    float bv = red[t * NWARPS];
+    int bi = misc[t * NWARPS];
     for (int w = 1; w < NWARPS; ++w)
-      if (better(red[w], misc[w], bv, bi)) { bv = red[w]; bi = misc[w]; }
-    a.amax_val[b] = bv;
-    a.amax_idx[b] = bi;
+      if (better(red[t * NWARPS + w], misc[t * NWARPS + w], bv, bi)) { bv = red[t * NWARPS + w]; bi = misc[t * NWARPS + w]; }
+    a.amax_val[t * MAX_GRID + blk] = bv;
+    a.amax_idx[t * MAX_GRID + blk] = bi;
   }
-  if (last_block_done(a.sync, sm, NBARRIERS) && warp == 0) {  // the G block results
+  if (last_block_done(a.sync, sm, NBARRIERS) && warp < NB) {  // warp b: batch row b's G block results
+    const int b = warp;
     float bv = -INFINITY;
     int bi = 0x7fffffff;
     for (int i = lane; i < G; i += 32) {
-      const float v = __ldcg(a.amax_val + i);
-      const int ix = __ldcg(a.amax_idx + i);
+      const float v = __ldcg(a.amax_val + b * MAX_GRID + i);
+      const int ix = __ldcg(a.amax_idx + b * MAX_GRID + i);
       if (better(v, ix, bv, bi)) { bv = v; bi = ix; }
     }
 #pragma unroll
@@ -59,8 +64,8 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
       if (better(ov, oi, bv, bi)) { bv = ov; bi = oi; }
     }
     if (lane == 0) {
-      a.out_token[0] = (int64_t)bi;
-      if (a.times) a.times[NPHASES] = globaltimer();
+      a.out_token[b] = (int64_t)bi;
+      if (a.times && b == 0) a.times[NPHASES] = globaltimer();
     }
   }
 }

@@ -21,21 +21,29 @@
 namespace mk {
 namespace {
 
-// ---- the dot products: a warp's rows in wv[16] (NR rows x NCH 16-byte pieces per lane) ----
-template <int NCH, int NR>
-__device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const uint16_t* x, int lane, float (&acc)[NR]) {
+// ---- the dot products: a warp's rows in wv[16] (NR rows x NCH 16-byte pieces per lane) times the
+// batch's NB input vectors (x + b * xstride): acc[b][r] ----
+template <int NCH, int NR, int NB>
+__device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const uint16_t* x, int xstride, int lane, float (&acc)[NB][NR]) {
   static_assert(NCH * NR <= 16, "16 registers of weights per lane");
 #pragma unroll
-  for (int r = 0; r < NR; ++r) acc[r] = 0.f;
+  for (int b = 0; b < NB; ++b)
+#pragma unroll
+    for (int r = 0; r < NR; ++r) acc[b][r] = 0.f;
 #pragma unroll
   for (int c = 0; c < NCH; ++c) {
-    float xf[8];
-    unpack8(*reinterpret_cast<const uint4*>(x + (c * 32 + lane) * 8), xf);
 #pragma unroll
-    for (int r = 0; r < NR; ++r) acc[r] = dot8(wv[r * NCH + c], xf, acc[r]);
+    for (int b = 0; b < NB; ++b) {
+      float xf[8];
+      unpack8(*reinterpret_cast<const uint4*>(x + b * xstride + (c * 32 + lane) * 8), xf);
+#pragma unroll
+      for (int r = 0; r < NR; ++r) acc[b][r] = dot8(wv[r * NCH + c], xf, acc[b][r]);
+    }
   }
 #pragma unroll
-  for (int r = 0; r < NR; ++r) acc[r] = warp_sum(acc[r]);
+  for (int b = 0; b < NB; ++b)
+#pragma unroll
+    for (int r = 0; r < NR; ++r) acc[b][r] = warp_sum(acc[b][r]);
 }
 
 // ---- where the weights come from --------------------------------------------------------
@@ -118,70 +126,83 @@ struct RingLoader {
   __device__ __forceinline__ void sync_and_release(int chunks) { chunks_done(s, chunks); }
 };
 
-// ---- the three shapes of work ------------------------------------------------------------
+// ---- the three shapes of work (each for the batch's NB input vectors: every weight read once) ----
 // The K = 1024 shapes: items of NWARPS * PER_WARP outputs, PER_CHUNK of them per ring chunk; warp w
-// loads its 4 rows of outputs i .. i+PER_WARP-1 (load(i, wv)), takes their dots, and lane 0 hands the
-// 4 sums to epi(i, acc).
-template <int PER_WARP, int PER_CHUNK, class Loader, class Load, class Epi>
+// loads its 4 rows of outputs i .. i+PER_WARP-1 (load(i, wv)), takes their dots with each row b's
+// xs + b * D, and lane 0 hands the sums acc[b][0..3] to epi(i, acc).
+template <int PER_WARP, int PER_CHUNK, int NB, class Loader, class Load, class Epi>
 __device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const uint16_t* xs, uint4 (&wv)[16], Load load, Epi epi) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int i0 = 0; i0 < n; i0 += NWARPS * PER_WARP) {
     const int i = i0 + warp * PER_WARP;
     if (i < n) {
       load(i);
-      float acc[4];
-      dot_regs<D / 256, 4>(wv, xs, lane, acc);
+      float acc[NB][4];
+      dot_regs<D / 256, 4, NB>(wv, xs, D, lane, acc);
       if (lane == 0) epi(i, acc);
     }
     ld.release((min(NWARPS * PER_WARP, n - i0) + PER_CHUNK - 1) / PER_CHUNK);
   }
 }
 
-// rows [0, rows) of a K = 1024 slice; epi(i, dot) on lane 0 (i: the row within the slice)
-template <class Loader, class Epi>
+// rows [0, rows) of a K = 1024 slice; epi(i, b, dot) on lane 0 (i: the row within the slice, b: the batch row)
+template <int NB, class Loader, class Epi>
 __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const uint16_t* xs, uint4 (&wv)[16], Epi epi) {
-  matvec_k1024<4, 8>(ld, rows, xs, wv, [&](int i) { ld.rows4(i, wv); }, [&](int i, const float (&acc)[4]) {
+  matvec_k1024<4, 8, NB>(ld, rows, xs, wv, [&](int i) { ld.rows4(i, wv); }, [&](int i, const float (&acc)[NB][4]) {
 #pragma unroll
     for (int r = 0; r < 4; ++r)
-      if (i + r < rows) epi(i + r, acc[r]);
+      if (i + r < rows)
+#pragma unroll
+        for (int b = 0; b < NB; ++b) epi(i + r, b, acc[b][r]);
   });
 }
 
-// gate/up units [0, n) of the slice: act[u0 + i] = silu(gate) * up (bf16 where torch rounds)
-template <class Loader>
+// gate/up units [0, n) of the slice: act[b][u0 + i] = silu(gate) * up (bf16 where torch rounds; rows INTER apart)
+template <int NB, class Loader>
 __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const uint16_t* xs, uint16_t* act, uint4 (&wv)[16]) {
-  matvec_k1024<2, 4>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
-    act[u0 + i] = bits(bfr(siluf_(bfr(acc[0]))) * bfr(acc[1]));
-    if (i + 1 < n) act[u0 + i + 1] = bits(bfr(siluf_(bfr(acc[2]))) * bfr(acc[3]));
+  matvec_k1024<2, 4, NB>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[NB][4]) {
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      uint16_t* out = act + b * INTER + u0 + i;
+      out[0] = bits(bfr(siluf_(bfr(acc[b][0]))) * bfr(acc[b][1]));
+      if (i + 1 < n) out[1] = bits(bfr(siluf_(bfr(acc[b][2]))) * bfr(acc[b][3]));
+    }
   });
 }
 
-// rows [r0, r1) of a K = 2048 or 3584 matrix: hidden[row] += bf16(dot) (the residual add),
-// also into trace_row when it is set
-template <int K, class Loader>
+// rows [r0, r1) of a K = 2048 or 3584 matrix, for each batch row b (xs + b * K, hidden + b * D):
+// hidden[row] += bf16(dot) (the residual add), also into trace_row + b * trace_stride when set.
+// Threads j + 8 b (j < 8, b < NB) add row j of the item for batch row b.
+template <int K, int NB, class Loader>
 __device__ __forceinline__ void matvec_half_rows(Loader& ld, int r0, int r1, const uint16_t* xs, uint16_t* hidden, float* red,
-                                                 float* trace_row, uint4 (&wv)[16]) {
-  constexpr int NCH = K / 512, RPC = RING_SLOT / (2 * K);
+                                                 float* trace_row, int trace_stride, uint4 (&wv)[16]) {
+  constexpr int NCH = K / 512, RPC = RING_SLOT / (2 * K), ROWS = NWARPS / 2;
   static_assert(NCH * 512 == K && RPC >= 1, "K must be a multiple of 512 and a row must fit a slot");
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int base = r0; base < r1; base += NWARPS / 2) {
+  const int rj = threadIdx.x % ROWS, rb = threadIdx.x / ROWS;  // the residual thread's item row and batch row
+  const bool adds = threadIdx.x < ROWS * NB;
+  for (int base = r0; base < r1; base += ROWS) {
     const int j = warp >> 1, half = warp & 1;
     // the residual rows first: this block alone writes them, their latency hides behind the dots
-    const float h_old = threadIdx.x < NWARPS / 2 && base + threadIdx.x < r1 ? ld_x1(hidden + base + threadIdx.x) : 0.f;
-    float acc[1] = {0.f};
+    const float h_old = adds && base + rj < r1 ? ld_x1(hidden + rb * D + base + rj) : 0.f;
+    float acc[NB][1];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) acc[b][0] = 0.f;
     if (base + j < r1) {
       ld.template half_row<K>(base - r0 + j, half, wv);
-      dot_regs<NCH, 1>(wv, xs + half * (K / 2), lane, acc);
+      dot_regs<NCH, 1, NB>(wv, xs + half * (K / 2), K, lane, acc);
     }
-    if (lane == 0) red[warp] = acc[0];
-    ld.sync_and_release((min(NWARPS / 2, r1 - base) + RPC - 1) / RPC);
-    if (threadIdx.x < NWARPS / 2) {
-      const int r = base + threadIdx.x;
+    if (lane == 0)
+#pragma unroll
+      for (int b = 0; b < NB; ++b) red[b * NWARPS + warp] = acc[b][0];
+    ld.sync_and_release((min(ROWS, r1 - base) + RPC - 1) / RPC);
+    if (adds) {
+      const int r = base + rj;
       if (r < r1) {
-        const float o = bfr(red[2 * threadIdx.x] + red[2 * threadIdx.x + 1]);
+        const float o = bfr(red[rb * NWARPS + 2 * rj] + red[rb * NWARPS + 2 * rj + 1]);
         const float h = bfr(h_old + o);
-        hidden[r] = bits(h);
-        if (trace_row) trace_row[r] = h;
+        hidden[rb * D + r] = bits(h);
+        if (trace_row) trace_row[(size_t)rb * trace_stride + r] = h;
       }
     }
     sync_warps();

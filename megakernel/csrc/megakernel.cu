@@ -31,11 +31,11 @@ namespace {
 // inputs of the block's first DeltaNet unit when q is a DeltaNet core (the register schedule: its
 // state row alone, wv[0]); the ring schedule also wv[4] = phase_params(q); the register schedule
 // each warp's first item of q's weights.
-template <bool RING>
+template <bool RING, int NB>
 __device__ __forceinline__ void prepare_phase(const Args& a, int q, uint4 (&wv)[16]) {
   if (q >= NPHASES) return;
   const int kind = phase_kind(q), l = phase_layer(q);
-  const bool dn_core = !is_lm_head(q) && kind == PH_CORE && !is_full_attention(l) && (int)blockIdx.x < DN_UNITS;
+  const bool dn_core = !is_lm_head(q) && kind == PH_CORE && !is_full_attention(l) && (int)blockIdx.x < NB * DN_UNITS;
   if (dn_core) {
     uint4 in[4];
     core_inputs(a, l, blockIdx.x, in);
@@ -59,43 +59,45 @@ struct LoaderOf<false> {
 };
 
 // phase q of a layer
-template <bool RING>
+template <bool RING, int NB>
 __device__ __forceinline__ void run_phase(const Args& a, int q, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
   const int l = phase_layer(q);
   if (phase_kind(q) == PH_CORE) {
-    if (is_full_attention(l)) gated_attention(a, l, sm, params);
-    else gated_delta_rule_recurrent(a, l, sm, wv);
+    if (is_full_attention(l)) gated_attention<NB>(a, l, sm, params);
+    else gated_delta_rule_recurrent<NB>(a, l, sm, wv);
     return;
   }
   auto ld = LoaderOf<RING>::make(a, q, st);
   switch (phase_kind(q)) {
     case PH_IN_PROJ:
-      if (is_full_attention(l)) fa_in_proj(a, l, sm, wv, ld, params);
-      else dn_in_proj(a, l, sm, wv, ld, params);
+      if (is_full_attention(l)) fa_in_proj<NB>(a, l, sm, wv, ld, params);
+      else dn_in_proj<NB>(a, l, sm, wv, ld, params);
       break;
     case PH_OUT_PROJ:
-      if (is_full_attention(l)) fa_out_proj(a, sm, wv, ld);
-      else dn_out_proj(a, sm, wv, ld, params);
+      if (is_full_attention(l)) fa_out_proj<NB>(a, sm, wv, ld);
+      else dn_out_proj<NB>(a, sm, wv, ld, params);
       break;
-    case PH_GATE_UP: mlp_gate_up(a, sm, wv, ld, params); break;
-    default: mlp_down(a, l, sm, wv, ld); break;
+    case PH_GATE_UP: mlp_gate_up<NB>(a, sm, wv, ld, params); break;
+    default: mlp_down<NB>(a, l, sm, wv, ld); break;
   }
 }
 
 // RING: the ring schedule (THREADS + 32 threads: 16 compute warps and the producer), also the
-// stream-only measurement; else the register schedule (THREADS threads).
-template <bool RING>
-__global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_kernel(const Args a) {
+// stream-only measurement; else the register schedule (THREADS threads). NB: the batch's rows
+// (a.batch), one kernel per value: every weight read once per launch and applied to every row.
+// (__grid_constant__: the phases index a.pos / a.nsplit by row without a local copy of Args.)
+template <bool RING, int NB>
+__global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_kernel(const __grid_constant__ Args a) {
   extern __shared__ __align__(128) uint8_t sm[];
   const int t = threadIdx.x;
   const bool bar_warp = (t >> 5) == BAR_THREAD / 32;
-  const unsigned epoch = load_epoch(a.sync);  // (in flight while the block sets up)
-  const StepInputs in = step_inputs(a);       // (the same; checked before the step's first write)
+  const unsigned epoch = load_epoch(a.sync);     // (in flight while the block sets up)
+  const StepInputs<NB> in = step_inputs<NB>(a);  // (the same; checked before the step's first write)
   uint4 wv[16];  // this warp's weights of its first item (register schedule) or the next phase's inputs (ring)
   Stream st;
   if (a.times && blockIdx.x == 0 && t == 0) a.times[0] = globaltimer();
   if constexpr (RING) {
-    stream_start(a, st, sm);
+    stream_start(a, st, sm, sm_ring(NB));
     if (t >= THREADS) {
       if (a.times) produce<true>(a, st, in);
       else produce<false>(a, st, in);
@@ -108,7 +110,7 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
       return;
     }
   }
-  prepare_phase<RING>(a, 0, wv);
+  prepare_phase<RING, NB>(a, 0, wv);
   if (step_refused(a, in)) return record_refused_step(a, in);  // (the producer stops at its first wait)
   keep_epoch(epoch, sm);
   for (int q = 0; q < NPHASES; ++q) {
@@ -119,52 +121,72 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
     const uint4 params = RING ? wv[4] : phase_params(a, q);  // (the ring schedule loaded them before the barrier)
     if (is_lm_head(q)) {
       auto ld = LoaderOf<RING>::make(a, q, st);
-      lm_head(a, sm, wv, ld, params);
+      lm_head<NB>(a, sm, wv, ld, params);
       return;
     }
-    run_phase<RING>(a, q, sm, wv, st, params);
+    run_phase<RING, NB>(a, q, sm, wv, st, params);
     if (a.times && t == BAR_THREAD) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
     barrier_arrive(a.sync);
     // the next phase's loads stream while the block waits; the polling warp issues its own after
     // the wait, so its polls are not queued behind them
-    if (!bar_warp) prepare_phase<RING>(a, q + 1, wv);
+    if (!bar_warp) prepare_phase<RING, NB>(a, q + 1, wv);
     barrier_wait(a.sync, sm, q);
-    if (bar_warp) prepare_phase<RING>(a, q + 1, wv);
+    if (bar_warp) prepare_phase<RING, NB>(a, q + 1, wv);
     if (a.times && blockIdx.x == 0 && t == 0) a.times[q + 1] = globaltimer();
   }
 }
 
-const void* kernel_fn(bool ring) {
-  return ring ? reinterpret_cast<const void*>(mk_decode_kernel<true>) : reinterpret_cast<const void*>(mk_decode_kernel<false>);
+template <int NB>
+const void* kernel_of(bool ring) {
+  return ring ? reinterpret_cast<const void*>(mk_decode_kernel<true, NB>) : reinterpret_cast<const void*>(mk_decode_kernel<false, NB>);
+}
+static_assert(MAX_BATCH == 8, "kernel_fn: one kernel per batch size 1..8");
+const void* kernel_fn(bool ring, int batch) {
+  switch (batch) {
+    case 1: return kernel_of<1>(ring);
+    case 2: return kernel_of<2>(ring);
+    case 3: return kernel_of<3>(ring);
+    case 4: return kernel_of<4>(ring);
+    case 5: return kernel_of<5>(ring);
+    case 6: return kernel_of<6>(ring);
+    case 7: return kernel_of<7>(ring);
+    default: return kernel_of<8>(ring);
+  }
 }
 
 }  // namespace
 
-int smem_bytes() { return SM_END; }
-int ring_smem_bytes(int slots) { return SM_RING + slots * (RING_SLOT + 16); }
+int smem_bytes(int batch) { return sm_end(batch); }
+int ring_smem_bytes(int batch, int slots) { return sm_ring(batch) + slots * (RING_SLOT + 16); }
 
 cudaError_t configure(int device, Config* out) {
   Config c{};
-  cudaError_t e = cudaFuncSetAttribute(kernel_fn(false), cudaFuncAttributeMaxDynamicSharedMemorySize, SM_END);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&c.num_sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c.blocks_per_sm, kernel_fn(false), THREADS, SM_END);
-  if (e != cudaSuccess) return e;
-  c.smem_bytes = SM_END;
-  // the ring: as many slots as the block's shared-memory limit allows (at most RING_MAX_SLOTS)
+  c.blocks_per_sm = 1 << 30;
+  cudaError_t e = cudaDeviceGetAttribute(&c.num_sms, cudaDevAttrMultiProcessorCount, device);
   int optin = 0;
-  e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (e != cudaSuccess) return e;
-  int slots = (optin - SM_RING) / (RING_SLOT + 16);
-  slots = slots > RING_MAX_SLOTS ? RING_MAX_SLOTS : slots;
-  if (slots >= RING_MIN_SLOTS) {
-    e = cudaFuncSetAttribute(kernel_fn(true), cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem_bytes(slots));
+  for (int nb = 1; nb <= MAX_BATCH; ++nb) {
+    const int i = nb - 1;
     int n = 0;
-    if (e == cudaSuccess)
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(true), THREADS + 32, ring_smem_bytes(slots));
+    e = cudaFuncSetAttribute(kernel_fn(false, nb), cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(nb));
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(false, nb), THREADS, smem_bytes(nb));
     if (e != cudaSuccess) return e;
-    if (n >= 1) {
-      c.ring_slots = slots;
-      c.ring_smem_bytes = ring_smem_bytes(slots);
+    c.blocks_per_sm = n < c.blocks_per_sm ? n : c.blocks_per_sm;
+    c.smem_bytes[i] = smem_bytes(nb);
+    // the ring: as many slots as the block's shared-memory limit allows (at most RING_MAX_SLOTS)
+    int slots = (optin - sm_ring(nb)) / (RING_SLOT + 16);
+    slots = slots > RING_MAX_SLOTS ? RING_MAX_SLOTS : slots;
+    if (slots >= RING_MIN_SLOTS) {
+      e = cudaFuncSetAttribute(kernel_fn(true, nb), cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem_bytes(nb, slots));
+      n = 0;
+      if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(true, nb), THREADS + 32, ring_smem_bytes(nb, slots));
+      if (e != cudaSuccess) return e;
+      if (n >= 1) {
+        c.ring_slots[i] = slots;
+        c.ring_smem_bytes[i] = ring_smem_bytes(nb, slots);
+      }
     }
   }
   *out = c;
@@ -173,12 +195,12 @@ cudaError_t configure(int device, Config* out) {
 
 cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
   const bool ring = a.schedule != SCHEDULE_REGISTER;
-  if (grid < 1 || grid > MAX_GRID) return cudaErrorInvalidValue;
+  if (grid < 1 || grid > MAX_GRID || a.batch < 1 || a.batch > MAX_BATCH) return cudaErrorInvalidValue;
   if (ring && (a.ring_slots < RING_MIN_SLOTS || a.ring_slots > RING_MAX_SLOTS)) return cudaErrorInvalidValue;
   Args copy = a;
   void* params[] = {&copy};
-  return cudaLaunchCooperativeKernel(kernel_fn(ring), dim3(grid), dim3(ring ? THREADS + 32 : THREADS), params,
-                                     ring ? ring_smem_bytes(a.ring_slots) : SM_END, stream);
+  return cudaLaunchCooperativeKernel(kernel_fn(ring, a.batch), dim3(grid), dim3(ring ? THREADS + 32 : THREADS), params,
+                                     ring ? ring_smem_bytes(a.batch, a.ring_slots) : smem_bytes(a.batch), stream);
 }
 
 }  // namespace mk

@@ -15,7 +15,7 @@ struct Args {
   const uint64_t* layers;     // [NLAYER][NSLOT] device pointers (bf16 tensors; LayerSlot)
   const uint16_t* embed;      // [VOCAB][D] bf16 (also the lm_head)
   const uint16_t* final_norm; // [D]
-  // the sequence's state (shapes.cuh)
+  // the state of the batch's B sequences (shapes.cuh: [B][...], row b at b * the row's size)
   float* dn_state;
   uint16_t* conv_ring;
   uint16_t* k_cache;
@@ -33,31 +33,33 @@ struct Args {
   float* amax_val;
   int* amax_idx;
   unsigned* sync;
-  // this step
-  const int64_t* token;       // [1] input token id
-  int64_t* out_token;         // [1] greedy next id (a refused step: the input id)
+  // this step, for each of the batch's rows b < batch
+  const int64_t* token;       // [B] input token ids
+  int64_t* out_token;         // [B] greedy next ids (a refused step: the input ids)
   int64_t* fault;             // [FAULT_WORDS] the state's fault words (step_check.cuh)
-  float* logits;              // [VOCAB] fp32, or null
-  float* trace;               // [NLAYER + 2][D] fp32 (embed, layers.0..23, norm), or null
+  float* logits;              // [B][VOCAB] fp32, or null
+  float* trace;               // [B][NLAYER + 2][D] fp32 (embed, layers.0..23, norm), or null
   unsigned long long* times;  // times_words(grid) globaltimer stamps (shapes.cuh), or null
-  int pos;                    // position of this token (= tokens already in the cache)
-  int nsplit;                 // attention split-K units per kv head, 1..min(ATT_MAX_SPLIT, pos + 1)
+  int batch;                  // B: rows in the state, 1..MAX_BATCH (the kernel is compiled per B)
+  int pos[MAX_BATCH];         // row b's token position (= tokens already in its cache)
+  int nsplit[MAX_BATCH];      // row b's attention split-K units per kv head, 1..min(ATT_MAX_SPLIT, pos[b] + 1)
   int stop_after;             // debug: the last phase to run (-1: all)
   int schedule;               // Schedule
   int ring_slots;             // the ring's slots (RING_MIN_SLOTS..the most configure() found room for)
 };
 
-// What configure() found: blocks_per_sm is the fewest of the two kernels (each wants 1);
-// ring_slots 0 means the ring does not fit this GPU's shared memory (the register schedule runs).
+// What configure() found: blocks_per_sm is the fewest of the kernels (each wants 1); for batch
+// B = b + 1, ring_slots[b] (0: the ring does not fit this GPU's shared memory, the register
+// schedule runs) and the shared memory of each schedule (the matrix phases' input vectors grow with B).
 struct Config {
-  int blocks_per_sm, num_sms, smem_bytes, ring_slots, ring_smem_bytes;
+  int blocks_per_sm, num_sms, smem_bytes[MAX_BATCH], ring_slots[MAX_BATCH], ring_smem_bytes[MAX_BATCH];
 };
 
-int smem_bytes();                // the register schedule
-int ring_smem_bytes(int slots);  // the ring schedule with that many slots
-// Sets both kernels' shared-memory limits on `device` (once per process and device).
+int smem_bytes(int batch);                // the register schedule
+int ring_smem_bytes(int batch, int slots);  // the ring schedule with that many slots
+// Sets every kernel's shared-memory limits on `device` (once per process and device).
 cudaError_t configure(int device, Config* out);
-// One decode step: a cooperative launch of `grid` blocks (all resident; grid <= MAX_GRID).
+// One decode step of a.batch rows: a cooperative launch of `grid` blocks (all resident; grid <= MAX_GRID).
 cudaError_t launch(const Args& a, int grid, cudaStream_t stream);
 
 }  // namespace mk

@@ -1,7 +1,8 @@
 // The MLP phases of every layer (reference: ops.swiglu between two projections).
-//   gate/up  every block: xs = norm(hidden); its units u of act[u] = silu(gate[u]) * up[u]
-//   down     every block: xs = act (all of it); its rows of hidden += down act; the result is
-//            layer l's output (also into the trace when asked)
+//   gate/up  every block: xs[b] = norm(hidden[b]) per batch row b; its units u of
+//            act[b][u] = silu(gate[u]) * up[u]
+//   down     every block: xs = act (all of it, every row); its rows of hidden[b] += down act[b]; the
+//            result is layer l's output (also into the trace when asked)
 // Who owns what inside a block: matvec.cuh (matvec_gate_up, matvec_half_rows).
 #pragma once
 #include "matvec.cuh"
@@ -9,21 +10,21 @@
 namespace mk {
 namespace {
 
-template <class Loader>
+template <int NB, class Loader>
 __device__ __forceinline__ void mlp_gate_up(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
-  block_rmsnorm(a.hidden, false, params.x, xs, reinterpret_cast<float*>(sm + SM_RED));
+  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, reinterpret_cast<float*>(sm + SM_RED));
   const int u0 = part(INTER, blockIdx.x, gridDim.x), u1 = part(INTER, blockIdx.x + 1, gridDim.x);
-  matvec_gate_up(ld, u0, u1 - u0, xs, a.act, wv);
+  matvec_gate_up<NB>(ld, u0, u1 - u0, xs, a.act, wv);
 }
 
-template <class Loader>
+template <int NB, class Loader>
 __device__ __forceinline__ void mlp_down(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
-  load_vec(a.act, xs, INTER);
+  load_vec<NB>(a.act, xs, INTER);
   float* trace_row = a.trace ? a.trace + (size_t)(1 + l) * D : nullptr;
-  matvec_half_rows<INTER>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
-                          reinterpret_cast<float*>(sm + SM_RED), trace_row, wv);
+  matvec_half_rows<INTER, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
+                              reinterpret_cast<float*>(sm + SM_RED), trace_row, (NLAYER + 2) * D, wv);
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ __device__ __forceinline__ uint4 phase_params(const Args& a, int q) {
     case PH_CORE:
       if (is_full_attention(l)) {
         const int d = t & (FA_HD - 1), i = d & (FA_ROT / 2 - 1);
-        const uint16_t* rope = a.rope + (size_t)a.pos * FA_ROT;
+        const uint16_t* rope = a.rope + (size_t)a.pos[0] * FA_ROT;  // (batch row 0's; a batch loads each row's in the unit)
         return make_uint4(__float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_Q_NORM) + d)),
                           __float_as_uint(t < FA_HD ? ld_w1(lw<uint16_t>(a, l, SL_K_NORM) + t) : 0.f),
                           __float_as_uint(d < FA_ROT ? ld_w1(rope + i) : 0.f),

@@ -50,6 +50,8 @@ constexpr int DN_WIN_B = DN_WIN_Z + DN_VAL;
 constexpr int DN_WIN_A = DN_WIN_B + DN_H;
 constexpr int DN_WIN = DN_WIN_A + DN_H;              // 8224
 constexpr int DN_STATE_FLOATS = DN_H * DN_DV * DN_DK;  // one layer's recurrent state
+constexpr int DN_ROW_FLOATS = NDN * DN_STATE_FLOATS;   // one row's dn_state
+constexpr int CONV_ROW = NDN * CONV_K * DN_CONV;       // one row's conv_ring (elements)
 constexpr int FA_GROUP = FA_HQ / FA_HKV;             // q heads per kv head (4)
 constexpr int FA_WIN_K = 2 * FA_HQ * FA_HD;          // attention in-projection rows [q+gate (per head) | k | v]
 constexpr int FA_WIN_V = FA_WIN_K + FA_HKV * FA_HD;
@@ -57,10 +59,14 @@ constexpr int FA_QKV = FA_WIN_V + FA_HKV * FA_HD;    // 5120
 constexpr int FA_OIN = FA_HQ * FA_HD;                // 2048 attention outputs (the out-projection's input)
 
 // ---- the decode state (megakernel/tier.py allocates it; prefill reads and writes it in place) ----
-//   dn_state  fp32 [NDN][DN_H][DN_DV][DN_DK]   (k contiguous: S transposed against reference.ModelState)
-//   conv_ring bf16 [NDN][CONV_K][DN_CONV]      pre-conv inputs, column = position % CONV_K
-//   k_cache, v_cache bf16 [NFA][FA_HKV][max_seq][FA_HD]   (k after norm and RoPE)
-//   rope      bf16 [max_seq][2][FA_ROT / 2]    cos, sin of position * inv_freq (torch computes them)
+// A state holds B sequences (rows, 1 <= B <= MAX_BATCH), each at its own position; the row is
+// the outermost index, so row r of every tensor is one contiguous block (a prefill into row r
+// sees a batch-1 state there).
+//   dn_state  fp32 [B][NDN][DN_H][DN_DV][DN_DK]   (k contiguous: S transposed against reference.ModelState)
+//   conv_ring bf16 [B][NDN][CONV_K][DN_CONV]      pre-conv inputs, column = position % CONV_K
+//   k_cache, v_cache bf16 [B][NFA][FA_HKV][max_seq][FA_HD]   (k after norm and RoPE)
+//   rope      bf16 [max_seq][2][FA_ROT / 2]       cos, sin of position * inv_freq (torch computes them; shared by the rows)
+constexpr int MAX_BATCH = 8;                         // sequences one decode launch takes
 static_assert(CONV_K == 4, "the conv ring's column arithmetic (& 3) assumes 4 taps");
 
 // ---- launch geometry and the decode schedule ----------------------------------------------
@@ -97,26 +103,29 @@ enum LayerSlot : int {
   NSLOT = 10
 };
 
-// ---- the decode workspace: one byte buffer of these areas (bytes, 128-aligned) ---------------
+// ---- the decode workspace: one byte buffer of these areas (bytes, 128-aligned), each [MAX_BATCH]
+// rows of the width below (row b of an area at b * its width) ---------------------------------
 constexpr int align128(int n) { return (n + 127) & ~127; }
+constexpr int ZAB_W = DN_VAL + 2 * DN_H;                                  // z | b | a
+constexpr int APART_W = FA_HKV * ATT_MAX_SPLIT * FA_GROUP * ATT_PART;     // attention split partials
 constexpr int WS_HIDDEN = 0;                                              // bf16 [D] residual stream
-constexpr int WS_ZAB = WS_HIDDEN + align128(2 * D);                       // bf16 [DN_VAL + 2 DN_H]: z | b | a
-constexpr int WS_OBUF = WS_ZAB + align128(2 * (DN_VAL + 2 * DN_H));       // bf16 [DN_VAL] DeltaNet core output
-constexpr int WS_QKV = WS_OBUF + align128(2 * DN_VAL);                    // bf16 [FA_QKV] attention projections
-constexpr int WS_ATTN = WS_QKV + align128(2 * FA_QKV);                    // bf16 [FA_OIN] gated attention output
-constexpr int WS_ACT = WS_ATTN + align128(2 * FA_OIN);                    // bf16 [INTER] silu(gate) * up
-constexpr int WS_APART = WS_ACT + align128(2 * INTER);                    // fp32 [FA_HKV][ATT_MAX_SPLIT][FA_GROUP][ATT_PART]
-constexpr int WS_AMAX_VAL = WS_APART + align128(4 * FA_HKV * ATT_MAX_SPLIT * FA_GROUP * ATT_PART);  // fp32 [MAX_GRID]
-constexpr int WS_AMAX_IDX = WS_AMAX_VAL + align128(4 * MAX_GRID);         // int32 [MAX_GRID]
-constexpr int WS_BYTES = WS_AMAX_IDX + align128(4 * MAX_GRID);
+constexpr int WS_ZAB = WS_HIDDEN + align128(2 * D * MAX_BATCH);           // bf16 [ZAB_W]: z | b | a
+constexpr int WS_OBUF = WS_ZAB + align128(2 * ZAB_W * MAX_BATCH);         // bf16 [DN_VAL] DeltaNet core output
+constexpr int WS_QKV = WS_OBUF + align128(2 * DN_VAL * MAX_BATCH);        // bf16 [FA_QKV] attention projections
+constexpr int WS_ATTN = WS_QKV + align128(2 * FA_QKV * MAX_BATCH);        // bf16 [FA_OIN] gated attention output
+constexpr int WS_ACT = WS_ATTN + align128(2 * FA_OIN * MAX_BATCH);        // bf16 [INTER] silu(gate) * up
+constexpr int WS_APART = WS_ACT + align128(2 * INTER * MAX_BATCH);        // fp32 [APART_W] = [FA_HKV][ATT_MAX_SPLIT][FA_GROUP][ATT_PART]
+constexpr int WS_AMAX_VAL = WS_APART + align128(4 * APART_W * MAX_BATCH); // fp32 [MAX_GRID] each block's best logit
+constexpr int WS_AMAX_IDX = WS_AMAX_VAL + align128(4 * MAX_GRID * MAX_BATCH);  // int32 [MAX_GRID] its index
+constexpr int WS_BYTES = WS_AMAX_IDX + align128(4 * MAX_GRID * MAX_BATCH);
 
 // ---- sync words (uint32, zeroed once by the tier, never cleared per token), each on its own line ----
 enum SyncWord : int {
   SYNC_BAR = 0,     // grid barrier arrivals (only grows)
   SYNC_EPOCH = 32,  // the arrival count when the launch starts: the last block of a launch sets it
   SYNC_LAST = 64,   // blocks done with the launch (the last one reduces the argmax, sets the epoch, clears it)
-  SYNC_ATT = 96,    // [FA_HKV] attention split-K counters, one line each
-  SYNC_WORDS = SYNC_ATT + 32 * FA_HKV
+  SYNC_ATT = 96,    // [MAX_BATCH][FA_HKV] attention split-K counters, one line each
+  SYNC_WORDS = SYNC_ATT + 32 * FA_HKV * MAX_BATCH
 };
 
 // ---- the state's fault words (int64 [FAULT_WORDS], reference/interface.py FAULT_*): what the first
@@ -130,7 +139,7 @@ enum FaultKind : int { FAULT_NONE = 0, FAULT_TOKEN = 1, FAULT_POSITION = 2 };
 //   [NPHASES]              the argmax is written
 //   [NPHASES + 1]          the final norm is done (lm_head starts)
 //   [NPHASES + 2]          the embedding row is normed (layer 0's in-proj starts)
-//   [NPHASES + 3 + UNIT_STAMPS * i + k]   attention layer i, block 0's first unit, step k
+//   [NPHASES + 3 + UNIT_STAMPS * i + k]   attention layer i, block 0's first unit (row 0), step k
 //   then [grid][NBARRIERS] every block's arrival at every barrier, then [grid] ns each block's
 //   producer waited for a free ring slot in the layers
 constexpr int UNIT_STAMPS = 4;

@@ -1,5 +1,5 @@
-// The device-side input check of a decode step: the token id (fed back from the previous step's
-// argmax, never seen by the host) and the position, checked before the step writes anything.
+// The device-side input check of a decode step: the batch's token ids (fed back from the previous
+// step's argmax, never seen by the host) and positions, checked before the step writes anything.
 //
 // Who owns what: every thread of every block loads the id and the state's fault word at the
 // launch's start (step_inputs) and decides alone, with no barrier, whether the step runs: all
@@ -16,27 +16,60 @@
 namespace mk {
 namespace {
 
+// the batch's NB input ids and the fault word
+template <int NB>
 struct StepInputs {
-  int64_t token, fault;
+  int64_t token[NB], fault;
 };
 
 // issued at the launch's start; the values are used once the first loads of the step are in flight
-__device__ __forceinline__ StepInputs step_inputs(const Args& a) { return StepInputs{*a.token, __ldcg(a.fault)}; }
-
-__device__ __forceinline__ bool step_refused(const Args& a, const StepInputs& in) {
-  return in.fault != FAULT_NONE || in.token < 0 || in.token >= VOCAB || a.pos < 0 || a.pos >= a.max_seq;
+template <int NB>
+__device__ __forceinline__ StepInputs<NB> step_inputs(const Args& a) {
+  StepInputs<NB> in;
+#pragma unroll
+  for (int b = 0; b < NB; ++b) in.token[b] = a.token[b];
+  in.fault = __ldcg(a.fault);
+  return in;
 }
 
-// a refused step's only writes (block 0, thread 0)
-__device__ __forceinline__ void record_refused_step(const Args& a, const StepInputs& in) {
+__device__ __forceinline__ bool bad_token(int64_t token) { return token < 0 || token >= VOCAB; }
+__device__ __forceinline__ bool bad_position(const Args& a, int b) { return a.pos[b] < 0 || a.pos[b] >= a.max_seq; }
+
+template <int NB>
+__device__ __forceinline__ bool step_refused(const Args& a, const StepInputs<NB>& in) {
+  bool bad = in.fault != FAULT_NONE;
+#pragma unroll
+  for (int b = 0; b < NB; ++b) bad |= bad_token(in.token[b]) || bad_position(a, b);
+  return bad;
+}
+
+// a refused step's only writes (block 0, thread 0): every row's output is its input id; the fault
+// words name the first row (lowest b) found bad, a bad id before a bad position
+template <int NB>
+__device__ __forceinline__ void record_refused_step(const Args& a, const StepInputs<NB>& in) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  a.out_token[0] = in.token;
+#pragma unroll
+  for (int b = 0; b < NB; ++b) a.out_token[b] = in.token[b];
   if (in.fault != FAULT_NONE) return;  // an earlier step's fault stays the one reported
-  const bool bad_token = in.token < 0 || in.token >= VOCAB;
-  a.fault[1] = bad_token ? in.token : a.pos;
-  a.fault[2] = a.pos;
-  a.fault[3] = 0;
-  a.fault[0] = bad_token ? FAULT_TOKEN : FAULT_POSITION;
+  int row = -1;
+  bool token_fault = false;
+#pragma unroll
+  for (int b = NB - 1; b >= 0; --b) {
+    if (bad_token(in.token[b])) { row = b; token_fault = true; }
+  }
+  if (row < 0)
+#pragma unroll
+    for (int b = NB - 1; b >= 0; --b)
+      if (bad_position(a, b)) row = b;
+  int64_t token = 0;
+#pragma unroll
+  for (int b = 0; b < NB; ++b)
+    if (b == row) token = in.token[b];
+  const int pos = a.pos[row];
+  a.fault[1] = token_fault ? token : pos;
+  a.fault[2] = pos;
+  a.fault[3] = row;
+  a.fault[0] = token_fault ? FAULT_TOKEN : FAULT_POSITION;
 }
 
 }  // namespace

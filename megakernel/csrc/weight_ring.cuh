@@ -118,10 +118,10 @@ struct Stream {
                                 // the next one's slot is cons mod S, the parity of its fill cons >= S
 };
 
-// every thread of the block (compute and producer warps), once
-__device__ void stream_start(const Args& a, Stream& s, uint8_t* sm) {
+// every thread of the block (compute and producer warps), once (ring_at: sm_ring(batch))
+__device__ void stream_start(const Args& a, Stream& s, uint8_t* sm, int ring_at) {
   s.S = a.ring_slots;
-  s.slots = ring::smem_addr(sm + SM_RING);
+  s.slots = ring::smem_addr(sm + ring_at);
   s.full = s.slots + s.S * RING_SLOT;
   s.empty = s.full + 8 * s.S;
   s.cons = 0;
@@ -143,8 +143,8 @@ __device__ __forceinline__ int next_slot(int slot, int S, unsigned& fill) {
 // The producer warp's whole launch. TIMED (timing mode): how long the layers' chunks waited for a
 // free slot, stored per block. A step the compute warps refuse (step_check.cuh) releases no slot:
 // the producer checks the same inputs before its first wait and stops there.
-template <bool TIMED>
-__device__ void produce(const Args& a, const Stream& s, const StepInputs& in) {
+template <bool TIMED, int NB>
+__device__ void produce(const Args& a, const Stream& s, const StepInputs<NB>& in) {
   const int lane = threadIdx.x & 31, S = s.S;
   const uint64_t pol = ring::evict_first_policy();
   unsigned long long full_ns = 0;
@@ -208,7 +208,7 @@ __device__ __forceinline__ void chunks_done(Stream& s, int n) {
 
 // SCHEDULE_STREAM_ONLY (measurement), the compute warps' whole launch: take every phase's chunks
 // as soon as they land and release them (8 at a time); arrive at every grid barrier without
-// waiting; hand the input id back as the output. -> the grid barriers the launch counted.
+// waiting; hand the input ids back as the output. -> the grid barriers the launch counted.
 __device__ int consume_stream_only(const Args& a, Stream& s) {
   const int warp = threadIdx.x >> 5;
   int barriers = 0;
@@ -225,7 +225,7 @@ __device__ int consume_stream_only(const Args& a, Stream& s) {
       ++barriers;
     }
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) a.out_token[0] = a.token[0];
+  if (blockIdx.x == 0 && (int)threadIdx.x < a.batch) a.out_token[threadIdx.x] = a.token[threadIdx.x];
   return barriers;
 }
 
