@@ -37,11 +37,16 @@ CU_SOURCES = ("megakernel.cu", "prefill.cu")
 CPP_SOURCES = ("binding.cpp",)
 HEADERS = tuple(sorted(f for f in os.listdir(CSRC) if f.endswith(".cuh")))
 SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
-# The ring kernel (the default) spills nothing. The register kernel (the fallback where the ring
-# does not fit) is at its 128-register cap (512 threads, one block per SM): ptxas keeps a few
-# thread-invariant offsets (the attention merge's, the first DeltaNet unit's) in local memory,
-# 44-48 B stored once per launch and reloaded ~24 times per token (nvcc 13.0, 2026-11-23).
+# The batch-1 kernels: the ring kernel (the default) spills at most a few bytes; the register
+# kernel (the fallback where the ring does not fit) is at its 128-register cap (512 threads, one
+# block per SM): ptxas keeps a few thread-invariant offsets (the attention merge's, the first
+# DeltaNet unit's) in local memory, 44-48 B stored once per launch and reloaded ~24 times per
+# token (nvcc 13.0, 2026-11-23). The batched ring kernels (B = 2..8, issue 19) hold B x 4 sums
+# beside the warp's 16 pieces of weights under the 17-warp block's 96-register cap and spill up to
+# ~600 B at B = 8 (nvcc 13.0, 2026-11-25; measured in NOTES v14: what a tensor-core matvec removes).
 MAX_SPILL_BYTES = 64
+MAX_SPILL_BYTES_BATCHED = 1024
+_KERNEL_BATCH = re.compile(r"mk_decode_kernelILb[01]ELi(\d+)E")
 MARKER = "complete.json"  # written into a build folder only once its build succeeded
 NVCC_FLAGS = ["-O3", "-std=c++17", "-lineinfo", "-Xptxas=--warn-on-spills"]
 # what torch.utils.cpp_extension adds to every nvcc call: the compile check uses the same
@@ -287,6 +292,20 @@ def load(device=None, verbose: bool = False):
     return _loaded[tuple(archs)]
 
 
+def _spills_by_kernel(ptxas_report: str) -> list[tuple[int, int, int]]:
+    """(batch the kernel is compiled for (1 for every function but a batched decode kernel),
+    spill store bytes, spill load bytes) for each function of a ptxas -v report, in order."""
+    out, batch = [], 1
+    for line in ptxas_report.splitlines():
+        if "Compiling entry function" in line or "Function properties for" in line:
+            m = _KERNEL_BATCH.search(line)
+            batch = int(m.group(1)) if m else 1
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and "Registers are spilled" not in line:  # (the warnings repeat the info lines' numbers)
+            out.append((batch, int(m.group(1)), int(m.group(2))))
+    return out
+
+
 def compile_check(arch: str, out_dir: str | None = None, verbose: bool = False) -> str:
     """nvcc -c every .cu for `arch` with the real flags (no GPU needed). Returns ptxas'
     resource report; raises BuildError on a compile error, a warning, a spill or a stack frame."""
@@ -307,11 +326,13 @@ def compile_check(arch: str, out_dir: str | None = None, verbose: bool = False) 
         text = proc.stdout + proc.stderr
         if proc.returncode != 0:
             raise BuildError(f"nvcc failed for {src} ({arch}):\n{text}")
-        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
+        spills = _spills_by_kernel(text)
         problems = [line for line in text.splitlines()
                     if re.search(r"warning", line, re.I) and "Registers are spilled" not in line]
-        if any(int(st) > MAX_SPILL_BYTES or int(ld) > MAX_SPILL_BYTES for st, ld in spills):
-            problems.append("register spills: " + str(spills))
+        over = [(batch, st, ld) for batch, st, ld in spills
+                if max(st, ld) > (MAX_SPILL_BYTES if batch == 1 else MAX_SPILL_BYTES_BATCHED)]
+        if over:
+            problems.append("register spills over the bound (batch, stores, loads): " + str(over))
         if problems:
             raise BuildError(f"{src} ({arch}) compiled with warnings:\n" + "\n".join(problems) + "\n\n" + text)
         reports.append(f"{src} [{arch}]\n" + "\n".join(line for line in text.splitlines() if "ptxas info" in line or "bytes stack" in line))

@@ -196,13 +196,15 @@ class MegakernelTier(Tier):
         if fit["blocks_per_sm"] < 1:
             raise TierUnavailable(f"the megakernel's block ({self.k.THREADS} threads, {max(fit['smem_bytes'])} B of "
                                   "shared memory) does not fit on an SM of this GPU")
-        self.max_batch = self.k.MAX_BATCH
         # per batch size B (index B - 1): shared memory of each schedule and the ring slots that fit
         # (the matrix phases' input vectors take more at larger B; 0: the ring does not fit)
         self.smem_bytes, self.ring_smem_bytes = fit["smem_bytes"], fit["ring_smem_bytes"]
         self.ring_slots_by_batch = fit["ring_slots"]
         self.max_ring_slots = self.ring_slots_by_batch[0]
         self.ring_slots = self.max_ring_slots  # batch 1's; a larger batch uses at most what fits it
+        # the most rows a state may have: the largest batch whose ring fits (the register schedule: 1)
+        self.max_batch = max([b + 1 for b, n in enumerate(self.ring_slots_by_batch) if n >= self.k.RING_MIN_SLOTS],
+                             default=1)
         self.schedule = "ring" if self.max_ring_slots else "register"
         # one block per SM: the persistent grid must be resident at once (the launch is cooperative)
         self.max_grid = min(fit["num_sms"], self.k.MAX_GRID)
@@ -415,6 +417,9 @@ class MegakernelTier(Tier):
     def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1):
         """One decode launch, row b at position state.positions[b] (the caller advances them)."""
         self._check_variant()
+        if state.batch_size > 1 and self.schedule == "register":
+            raise TierInputError(f"schedule='register' decodes batch 1 only (its warps hold their weights in registers); "
+                                 f"this state has {state.batch_size} rows: use schedule='ring' (batch 1..{self.max_batch})")
         if self.debug_poison:
             self.poison(state)
         pos = state.positions

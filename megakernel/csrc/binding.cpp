@@ -108,6 +108,8 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   TORCH_CHECK(grid >= 1 && grid <= max_grid, op, ": grid ", grid, " outside [1, ", max_grid, "] (blocks resident at once)");
   TORCH_CHECK(schedule == SCHEDULE_RING || schedule == SCHEDULE_REGISTER || schedule == SCHEDULE_STREAM_ONLY, op,
               ": schedule ", schedule, " is not one of ring (0), register (1), stream-only (2)");
+  TORCH_CHECK(schedule != SCHEDULE_REGISTER || B == 1, op, ": the register schedule decodes batch 1 only; got batch ", B,
+              " (the ring schedule takes 1..", MAX_BATCH, ")");
   const int fit = c.ring_slots[B - 1];
   TORCH_CHECK(schedule == SCHEDULE_REGISTER || (ring_slots >= RING_MIN_SLOTS && ring_slots <= fit), op,
               ": the ring schedule at batch ", B, " needs ", RING_MIN_SLOTS, "..", fit, " slots (configure() found room for ",

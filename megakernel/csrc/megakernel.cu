@@ -136,21 +136,20 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
   }
 }
 
-template <int NB>
-const void* kernel_of(bool ring) {
-  return ring ? reinterpret_cast<const void*>(mk_decode_kernel<true, NB>) : reinterpret_cast<const void*>(mk_decode_kernel<false, NB>);
-}
-static_assert(MAX_BATCH == 8, "kernel_fn: one kernel per batch size 1..8");
+// The register schedule decodes batch 1 only (its warps hold 16 pieces of weights in registers: with
+// a batch's sums beside them it would spill); the ring schedule any batch 1..MAX_BATCH.
+static_assert(MAX_BATCH == 8, "kernel_fn: one ring kernel per batch size 1..8");
 const void* kernel_fn(bool ring, int batch) {
+  if (!ring) return reinterpret_cast<const void*>(mk_decode_kernel<false, 1>);
   switch (batch) {
-    case 1: return kernel_of<1>(ring);
-    case 2: return kernel_of<2>(ring);
-    case 3: return kernel_of<3>(ring);
-    case 4: return kernel_of<4>(ring);
-    case 5: return kernel_of<5>(ring);
-    case 6: return kernel_of<6>(ring);
-    case 7: return kernel_of<7>(ring);
-    default: return kernel_of<8>(ring);
+    case 1: return reinterpret_cast<const void*>(mk_decode_kernel<true, 1>);
+    case 2: return reinterpret_cast<const void*>(mk_decode_kernel<true, 2>);
+    case 3: return reinterpret_cast<const void*>(mk_decode_kernel<true, 3>);
+    case 4: return reinterpret_cast<const void*>(mk_decode_kernel<true, 4>);
+    case 5: return reinterpret_cast<const void*>(mk_decode_kernel<true, 5>);
+    case 6: return reinterpret_cast<const void*>(mk_decode_kernel<true, 6>);
+    case 7: return reinterpret_cast<const void*>(mk_decode_kernel<true, 7>);
+    default: return reinterpret_cast<const void*>(mk_decode_kernel<true, 8>);
   }
 }
 
@@ -161,7 +160,6 @@ int ring_smem_bytes(int batch, int slots) { return sm_ring(batch) + slots * (RIN
 
 cudaError_t configure(int device, Config* out) {
   Config c{};
-  c.blocks_per_sm = 1 << 30;
   cudaError_t e = cudaDeviceGetAttribute(&c.num_sms, cudaDevAttrMultiProcessorCount, device);
   int optin = 0;
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
@@ -169,11 +167,13 @@ cudaError_t configure(int device, Config* out) {
   for (int nb = 1; nb <= MAX_BATCH; ++nb) {
     const int i = nb - 1;
     int n = 0;
-    e = cudaFuncSetAttribute(kernel_fn(false, nb), cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(nb));
-    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(false, nb), THREADS, smem_bytes(nb));
-    if (e != cudaSuccess) return e;
-    c.blocks_per_sm = n < c.blocks_per_sm ? n : c.blocks_per_sm;
-    c.smem_bytes[i] = smem_bytes(nb);
+    if (nb == 1) {  // the register schedule: batch 1 only
+      e = cudaFuncSetAttribute(kernel_fn(false, nb), cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(nb));
+      if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(false, nb), THREADS, smem_bytes(nb));
+      if (e != cudaSuccess) return e;
+      c.blocks_per_sm = n;
+      c.smem_bytes[i] = smem_bytes(nb);
+    }
     // the ring: as many slots as the block's shared-memory limit allows (at most RING_MAX_SLOTS)
     int slots = (optin - sm_ring(nb)) / (RING_SLOT + 16);
     slots = slots > RING_MAX_SLOTS ? RING_MAX_SLOTS : slots;
@@ -195,7 +195,7 @@ cudaError_t configure(int device, Config* out) {
 
 cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
   const bool ring = a.schedule != SCHEDULE_REGISTER;
-  if (grid < 1 || grid > MAX_GRID || a.batch < 1 || a.batch > MAX_BATCH) return cudaErrorInvalidValue;
+  if (grid < 1 || grid > MAX_GRID || a.batch < 1 || a.batch > (ring ? MAX_BATCH : 1)) return cudaErrorInvalidValue;
   if (ring && (a.ring_slots < RING_MIN_SLOTS || a.ring_slots > RING_MAX_SLOTS)) return cudaErrorInvalidValue;
   Args copy = a;
   void* params[] = {&copy};

@@ -48,9 +48,10 @@ struct Args {
   int ring_slots;             // the ring's slots (RING_MIN_SLOTS..the most configure() found room for)
 };
 
-// What configure() found: blocks_per_sm is the fewest of the kernels (each wants 1); for batch
-// B = b + 1, ring_slots[b] (0: the ring does not fit this GPU's shared memory, the register
-// schedule runs) and the shared memory of each schedule (the matrix phases' input vectors grow with B).
+// What configure() found: blocks_per_sm of the register kernel (each kernel wants 1); for batch
+// B = b + 1, ring_slots[b] (0: the ring does not fit this GPU's shared memory at that batch) and
+// the shared memory of each schedule (the matrix phases' input vectors grow with B; the register
+// schedule decodes batch 1 only: smem_bytes[0]).
 struct Config {
   int blocks_per_sm, num_sms, smem_bytes[MAX_BATCH], ring_slots[MAX_BATCH], ring_smem_bytes[MAX_BATCH];
 };
