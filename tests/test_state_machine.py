@@ -6,10 +6,16 @@ megakernel and triton tiers at the 0.8B shapes on a GPU.
 The machine holds up to `max_seqs` sequences, each (the tier's state, the fp32 oracle's state,
 the token ids both accepted); a new or cloned one beyond that takes a drawn one's place. Rules:
   start            a first sequence, prefilled
-  new_state        batch 1 or 2 (a batch the tier cannot take must be refused), a small max_seq_len
+  new_state        batch 1 to 3 (within the tier's max_batch; one above it must be refused), a small
+                   max_seq_len
   prefill          1, chunk-1, chunk, chunk+1 (fla's chunk is 64), a random length, or to the end;
-                   ids contiguous or a strided view, on the CPU or (GPU) on the device
-  decode           a random id, or the greedy id of the last call fed back
+                   ids contiguous or a strided view, on the CPU or (GPU) on the device; every row
+                   (a state whose rows are at one position)
+  prefill_row      (issue 19) one row of a batch state, from its own position: the rows then sit at
+                   different positions; a tier without per_row_positions must refuse it
+  reset_row        (issue 19) one row empty again, the others untouched (refused likewise)
+  decode           a random id, or the greedy id of the last call fed back; every row at its own
+                   position, each checked against the oracle (whose rows run as if alone)
   decode_argmax    1-3 steps queued without a host sync, each fed the previous step's ids, then
                    read back against the oracle and (or not) checked
   clone            tier.clone_state: bit-identical to the original; the copy may be stepped at
@@ -21,14 +27,17 @@ the token ids both accepted); a new or cloned one beyond that takes a drawn one'
                    decode; a batch mismatch; decode on an empty state; past max_seq_len; a state
                    of another tier or config or no state at all given to the tier, or this
                    tier's state given to another tier or config; bad new_state arguments
+  bad_row_call     (issue 19) a bad row index to prefill / reset_row, [2, T] ids to a row prefill, a
+                   row prefill past max_seq_len, a batch prefill of rows at different positions, a
+                   decode with an empty row
 Invariants: every accepted call's logits are fp32 [B, V], finite and within the tier's bound
 (reference/tolerances.py) of the oracle's, row by row; decode_argmax's ids are int64 [B] on the
 tier's device, in the vocabulary and greedy within that bound; a refused call raises
 TierInputError naming the problem (anything else fails with its type and message), leaves the
-device without an error and the state bit-identical (every tensor byte, seq_len, and `fault`
-back at zeros; `unchecked` 0 or as it was); after every rule each sequence's seq_len equals the
-oracle's and the accepted ids' count, no refusal is pending in `fault`, and a device position
-(`pos`) equals seq_len.
+device without an error and the state bit-identical (every tensor byte, every row's position, and
+`fault` back at zeros; `unchecked` 0 or as it was); after every rule each sequence's row positions
+equal the oracle's and each row's accepted ids' count, no refusal is pending in `fault`, and a
+device position (`pos`: one, or one per row) equals the rows' positions.
 
 Two bugs this machine found are fixed and pinned by the regression tests at the end: ids on
 another device (meta) raised RuntimeError, and the triton tier read a strided [B] ids view as if
@@ -85,8 +94,8 @@ class Stats:
 class Profile:
     """How one tier's machine runs: what it may ask for, and how long."""
 
-    batches: tuple = (1, 2)  # batch sizes new_state accepts
-    refused_batches: tuple = ()  # batch sizes new_state must refuse (the megakernel: 2)
+    batches: tuple = (1, 2, 3)  # batch sizes new_state accepts
+    refused_batches: tuple = ()  # batch sizes new_state must refuse (above the tier's max_batch)
     max_seq_len: st.SearchStrategy = st.integers(8, 48)
     lengths: tuple = (1, CHUNK - 1, CHUNK, CHUNK + 1)  # prefill lengths offered wherever they fit
     random_len: int = 16  # and a random length 1..random_len
@@ -159,11 +168,25 @@ def snapshot_diff(before: dict, after: dict) -> list[str]:
     return sorted(problems)
 
 
+def row_snapshot(state, row) -> dict:
+    """Row `row` of every tensor field of a batch state and its position. The batch axis: dim 1 where
+    it has the batch's size (the layer-major layout of reference.ModelState), else dim 0 (a [B]
+    device position); a tensor with neither is no row's."""
+    B, out = state.batch_size, {"position": state.positions[row]}
+    for f in dataclasses.fields(state):
+        x = getattr(state, f.name)
+        if isinstance(x, torch.Tensor):
+            axes = [a for a in (1, 0) if a < x.dim() and x.shape[a] == B]
+            if axes:
+                out[f.name] = x.select(axes[0], row)
+    return snapshot(out)
+
+
 # ---- one sequence: the tier's state and the oracle's, on the same accepted calls ----------------
 class Seq:
     def __init__(self, label, state, ref):
         self.label, self.state, self.ref = label, state, ref
-        self.tokens = []  # accepted ids, one [B] list per position
+        self.tokens = [[] for _ in range(state.batch_size)]  # accepted ids, per row
         self.feed = None  # the greedy ids of the last call, on the tier's device, to feed back
 
     def __repr__(self):
@@ -174,12 +197,29 @@ class Seq:
         return self.state.batch_size
 
     @property
+    def positions(self):
+        return self.state.positions
+
+    @property
     def space(self):
-        return self.state.max_seq_len - self.state.seq_len
+        """Room for one more token in every row (a step, or a prefill of every row)."""
+        return self.state.max_seq_len - max(self.state.positions)
+
+    def row_space(self, r):
+        return self.state.max_seq_len - self.state.positions[r]
+
+    @property
+    def started(self):
+        return max(self.state.positions) > 0
 
     @property
     def can_step(self):
-        return self.state.seq_len > 0 and self.space > 0
+        return min(self.state.positions) > 0 and self.space > 0
+
+    @property
+    def can_fill(self):
+        """A prefill of every row: they must sit at one position."""
+        return self.state.uniform and self.space > 0
 
 
 def _call(tier, entry, ids, state):
@@ -279,8 +319,9 @@ class TierMachine(RuleBasedStateMachine):
         problems = snapshot_diff(before, snapshot(state))
         assert not problems, f"{what} changed the state: " + "; ".join(problems[:8])
 
-    def compare(self, got, want, seq, what):
-        B = seq.batch
+    def compare(self, got, want, seq, what, rows=None):
+        """`got` [B, V] (or [len(rows), V] for those rows of the sequence) against the oracle's."""
+        B = seq.batch if rows is None else len(rows)
         assert isinstance(got, torch.Tensor), f"{what}: logits are a {type(got).__name__}"
         assert got.dtype == torch.float32 and tuple(got.shape) == (B, self.V), \
             f"{what}: logits {got.dtype} {tuple(got.shape)}; expected torch.float32 {(B, self.V)}"
@@ -288,7 +329,7 @@ class TierMachine(RuleBasedStateMachine):
         for r in range(B):
             err = rel_err(got[r], want[r])
             assert math.isfinite(err) and err <= self.profile.tolerance, (
-                f"{what} (sequence {seq.label} at {seq.state.seq_len}, row {r}): logits relative error {err:.3g} > "
+                f"{what} (sequence {seq.label} at {seq.state.positions}, row {r}): logits relative error {err:.3g} > "
                 f"{self.profile.tolerance:g}" + ("" if math.isfinite(err) else " (NaN or inf)"))
             self.stats.worst = max(self.stats.worst, err)
         self.stats.compared += 1
@@ -314,16 +355,18 @@ class TierMachine(RuleBasedStateMachine):
                                   f"oracle's max (id {int(row.argmax())}); allowed {slack:.3g}")
         self.stats.compared += 1
 
-    def record_tokens(self, seq, ids):
-        rows = ids.detach().cpu().reshape(seq.batch, -1).t().tolist()
-        seq.tokens.extend(rows)
-        self.stats.longest = max(self.stats.longest, len(seq.tokens))
+    def record_tokens(self, seq, ids, row=None):
+        """ids [B] or [B, T] of every row, or with `row` [1, T] of that row."""
+        rows = range(seq.batch) if row is None else [row]
+        for r, got in zip(rows, ids.detach().cpu().reshape(len(rows), -1).tolist()):
+            seq.tokens[r].extend(got)
+            self.stats.longest = max(self.stats.longest, len(seq.tokens[r]))
 
     def new_seq(self, data, batch):
         n = data.draw(self.profile.max_seq_len, label="max_seq_len")
         state = self.accepted(f"new_state({batch}, {n})", lambda: self.tier.new_state(batch, n))
         assert isinstance(state, TierState) and state.tier == self.tier.name and state.config == self.tier.config
-        assert (state.batch_size, state.max_seq_len, state.seq_len, state.unchecked) == (batch, n, 0, 0)
+        assert (state.batch_size, state.max_seq_len, state.positions, state.unchecked) == (batch, n, [0] * batch, 0)
         if self.tier.device_checks:
             assert state.fault is not None and not state.fault.any(), "a new state's fault words are not zero"
         return self.add(data, Seq(f"s{self.made}", state, self.oracle.new_state(batch, n)))
@@ -375,13 +418,16 @@ class TierMachine(RuleBasedStateMachine):
             self.new_seq(data, batch)
             return
         n = data.draw(self.profile.max_seq_len, label="max_seq_len")
-        self.refused("new_state batch", lambda: self.tier.new_state(batch, n), rf"batch 1 only; got batch_size={batch}")
+        mb = self.tier.max_batch
+        self.refused("new_state batch", lambda: self.tier.new_state(batch, n),
+                     rf"batch_size={batch}: tier '{self.tier.name}' decodes 1 to {mb} sequences per state "
+                     rf"\(expected 1 <= batch_size <= {mb}\)")
 
-    @precondition(lambda self: any(s.space for s in self.seqs))
+    @precondition(lambda self: any(s.can_fill for s in self.seqs))
     @rule(data=st.data())
     def prefill(self, data):
         self.count("prefill")
-        self.fill(self.pick(data, lambda s: s.space > 0), data)
+        self.fill(self.pick(data, lambda s: s.can_fill), data)
 
     def fill(self, seq, data):
         T = self.prompt_length(data, seq.space)
@@ -391,6 +437,55 @@ class TierMachine(RuleBasedStateMachine):
         self.compare(got, want, seq, f"prefill T={T} at {seq.ref.seq_len - T}")
         self.record_tokens(seq, ids)
         seq.feed = got.argmax(-1)
+
+    # ---- rules: rows of a batch state (issue 19) ----------------------------------------------------
+    def row_refused(self, what, call, state):
+        """A tier without per-row positions refuses a row call; the state as it was."""
+        before = snapshot(state)
+        self.refused(what, call, rf"tier '{self.tier.name}' keeps one position for the whole batch: .* of one row is "
+                                 r"not supported \(per_row_positions is False\)")
+        self.unchanged(what, state, before)
+
+    @precondition(lambda self: any(s.row_space(r) for s in self.seqs for r in range(s.batch)))
+    @rule(data=st.data())
+    def prefill_row(self, data):
+        """Row r alone, from its own position, a length as `prefill` draws them (the others untouched)."""
+        self.count("prefill_row")
+        seq = self.pick(data, lambda s: any(s.row_space(r) for r in range(s.batch)))
+        r = data.draw(st.sampled_from([r for r in range(seq.batch) if seq.row_space(r)]), label="row")
+        T = self.prompt_length(data, seq.row_space(r))
+        ids = self.make_ids(data, (1, T))
+        if not self.tier.per_row_positions:
+            return self.row_refused(f"prefill row {r}", lambda: self.tier.prefill(ids, seq.state, row=r), seq.state)
+        at, others = seq.positions[r], {i: p for i, p in enumerate(seq.positions) if i != r}
+        got = self.accepted(f"prefill row {r} T={T} on {seq.label}", lambda: self.tier.prefill(ids, seq.state, row=r))
+        want = self.oracle.prefill(ids, seq.ref, row=r)
+        self.compare(got, want, seq, f"prefill of row {r} T={T} at {at}", rows=[r])
+        assert {i: p for i, p in enumerate(seq.positions) if i != r} == others, "a row prefill moved other rows"
+        self.record_tokens(seq, ids, row=r)
+        if seq.feed is not None:  # that row's greedy id, the others' as they were
+            seq.feed = seq.feed.clone()
+            seq.feed[r] = got[0].argmax().to(seq.feed.device)
+
+    @precondition(lambda self: self.seqs)
+    @rule(data=st.data())
+    def reset_row(self, data):
+        """Row r empty again (position 0), the others' bytes untouched."""
+        self.count("reset_row")
+        seq = self.pick(data)
+        r = data.draw(st.integers(0, seq.batch - 1), label="row")
+        if not self.tier.per_row_positions:
+            return self.row_refused(f"reset_row {r}", lambda: self.tier.reset_row(seq.state, r), seq.state)
+        others = [i for i in range(seq.batch) if i != r]
+        before = {i: row_snapshot(seq.state, i) for i in others}
+        self.accepted(f"reset_row {r} of {seq.label}", lambda: self.tier.reset_row(seq.state, r))
+        self.oracle.reset_row(seq.ref, r)
+        seq.tokens[r] = []
+        assert seq.positions[r] == 0
+        for i in others:
+            problems = snapshot_diff(before[i], row_snapshot(seq.state, i))
+            problems = [p.replace("state", f"row {i}", 1) for p in problems]
+            assert not problems, f"reset_row {r} changed row {i}: " + "; ".join(problems[:8])
 
     @precondition(lambda self: any(s.can_step for s in self.seqs))
     @rule(data=st.data())
@@ -425,16 +520,17 @@ class TierMachine(RuleBasedStateMachine):
             self.accepted("check", lambda: self.tier.check(seq.state))
             assert seq.state.unchecked == 0
 
-    @precondition(lambda self: any(s.state.seq_len for s in self.seqs))
+    @precondition(lambda self: any(s.started for s in self.seqs))
     @rule(data=st.data())
     def clone(self, data):
         self.count("clone")
-        seq = self.pick(data, lambda s: s.state.seq_len > 0)
+        seq = self.pick(data, lambda s: s.started)
         state = self.accepted(f"clone_state of {seq.label}", lambda: self.tier.clone_state(seq.state))
         problems = snapshot_diff(snapshot(seq.state), snapshot(state))
         assert not problems, f"the clone of {seq.label} differs from it: " + "; ".join(problems[:8])
         copy = Seq(f"s{self.made}", state, self.oracle.clone_state(seq.ref))
-        copy.tokens = list(seq.tokens)
+        copy.tokens = [list(t) for t in seq.tokens]
+        assert state.positions == seq.positions and state.positions is not seq.state.positions
         copy.feed = None if seq.feed is None else seq.feed.clone()
         self.add(data, copy)
         if copy.can_step and data.draw(st.booleans(), label="step the copy"):
@@ -451,7 +547,7 @@ class TierMachine(RuleBasedStateMachine):
         where the entry cannot take a step on any sequence)."""
         self.count("bad_id")
         bad = {"vocab": self.V, "vocab+5000000": self.V + 5_000_000, "-1": -1}[which]
-        if entry.startswith("decode_argmax,") and any(s.state.seq_len and s.space >= 2 for s in self.seqs):
+        if entry.startswith("decode_argmax,") and any(s.can_step and s.space >= 2 for s in self.seqs):
             return self.bad_then_queued(data, bad)
         entry = entry.split(",")[0] if any(s.can_step for s in self.seqs) else "prefill"
         seq = self.pick(data, (lambda s: s.space > 0) if entry == "prefill" else (lambda s: s.can_step))
@@ -463,7 +559,7 @@ class TierMachine(RuleBasedStateMachine):
             ids = self.make_ids(data, (seq.batch,))
             at = (data.draw(st.integers(0, seq.batch - 1), label="row"),)
         ids[at] = bad
-        pos, before = seq.state.seq_len, snapshot(seq.state)
+        pos, before = seq.positions[at[0]], snapshot(seq.state)
         message = self.refused(f"{entry} bad id", lambda: _call(self.tier, entry, ids, seq.state),
                                rf"token id {bad}\b.*outside the vocabulary \[0, {self.V}\)")
         if "fed to decode_argmax" in message:  # refused on the device, raised by check
@@ -474,13 +570,14 @@ class TierMachine(RuleBasedStateMachine):
         """A bad decode_argmax, then 1-3 steps queued after it before the check: all refused (on a
         tier with device checks) and the state back at the bad step's position; a tier without
         refuses the first at once."""
-        seq = self.pick(data, lambda s: s.state.seq_len and s.space >= 2)
+        seq = self.pick(data, lambda s: s.can_step and s.space >= 2)
         n = data.draw(st.integers(1, min(3, seq.space - 1)), label="queued after")
         feed_back = data.draw(st.booleans(), label="queue the refused step's output")
         ids = self.make_ids(data, (seq.batch,))
-        ids[data.draw(st.integers(0, seq.batch - 1), label="row")] = bad
+        row = data.draw(st.integers(0, seq.batch - 1), label="row")
+        ids[row] = bad
         good = [self.make_ids(data, (seq.batch,), f"queued {i}") for i in range(n)]
-        pos, before = seq.state.seq_len, snapshot(seq.state)
+        pos, positions, before = seq.positions[row], list(seq.positions), snapshot(seq.state)
 
         def call():
             out = self.tier.decode_argmax(ids, seq.state)
@@ -491,8 +588,9 @@ class TierMachine(RuleBasedStateMachine):
         message = self.refused("decode_argmax bad id then queued", call,
                                rf"token id {bad}\b.*outside the vocabulary \[0, {self.V}\)")
         if self.tier.device_checks:
-            assert f"at position {pos}" in message and f"the {n} step(s) queued after it" in message \
-                and f"back at position {pos}" in message, message
+            back = f"back at position {pos}" if seq.state.uniform else f"back at positions {positions}"
+            assert f"(batch row {row}) fed to decode_argmax at position {pos}" in message \
+                and f"the {n} step(s) queued after it" in message and back in message, message
         self.unchanged(f"decode_argmax with id {bad} and {n} queued step(s)", seq.state, before)
 
     FORMS = ("empty prompt", "float32 ids", "int32 ids", "list ids", "wrong rank", "batch mismatch",
@@ -517,7 +615,7 @@ class TierMachine(RuleBasedStateMachine):
         if form == "empty prompt":
             entries, match = ("prefill",), "empty prompt"
         elif form == "empty state":
-            if state.seq_len:  # a fresh state of the same shape, never prefilled
+            if seq.started:  # a fresh state of the same shape, never prefilled
                 state = self.accepted("new_state", lambda: self.tier.new_state(B, seq.state.max_seq_len))
             entries, match = ("decode", "decode_argmax"), "decode on an empty state"
         elif form == "past max_seq_len":
@@ -538,7 +636,7 @@ class TierMachine(RuleBasedStateMachine):
         T = {"prefill": 1 + data.draw(st.integers(0, 3), label="T - 1")}.get(entry)
         shape = (B, T) if entry == "prefill" else (B,)
         if form == "past max_seq_len" and entry == "prefill":
-            shape = (B, state.max_seq_len - state.seq_len + data.draw(st.integers(1, 3), label="over"))
+            shape = (B, seq.space + data.draw(st.integers(1, 3), label="over"))
         if form == "empty prompt":
             ids = torch.zeros(B, 0, dtype=torch.int64)
         elif form == "wrong rank":
@@ -597,14 +695,17 @@ class TierMachine(RuleBasedStateMachine):
     def sequences_agree(self):
         for seq in self.seqs:
             s = seq.state
-            assert s.seq_len == seq.ref.seq_len == len(seq.tokens), \
-                f"{seq.label}: seq_len {s.seq_len}, oracle {seq.ref.seq_len}, {len(seq.tokens)} accepted ids"
+            counts = [len(t) for t in seq.tokens]
+            assert s.positions == seq.ref.positions == counts, \
+                f"{seq.label}: positions {s.positions}, oracle {seq.ref.positions}, accepted ids per row {counts}"
             assert s.tier == self.tier.name and s.config == self.tier.config
             if self.tier.device_checks:
                 assert s.fault is not None and not s.fault.any(), f"{seq.label}: a refusal is pending: {s.fault.tolist()}"
             pos = getattr(s, "pos", None)
-            if isinstance(pos, torch.Tensor):
-                assert int(pos.reshape(-1)[0]) == s.seq_len, f"{seq.label}: device position {pos.tolist()} != {s.seq_len}"
+            if isinstance(pos, torch.Tensor):  # one per row, or one for a batch at one position
+                device = pos.reshape(-1).tolist()
+                assert device == s.positions or (len(device) == 1 and s.uniform and device[0] == s.positions[0]), \
+                    f"{seq.label}: device position(s) {device} != positions {s.positions}"
 
 
 def machine_class(tier, oracle, profile, foreign, donees, stats):
@@ -726,7 +827,7 @@ def test_snapshot_sees_every_byte_and_hf_cache():
     flat[5] = torch.nextafter(flat[5], torch.tensor(float("inf")))  # one value, by one ulp
     state.seq_len += 1
     assert any("k_cache" in p for p in snapshot_diff(before, snapshot(state)))
-    assert any("seq_len" in p for p in snapshot_diff(before, snapshot(state)))
+    assert any("positions" in p for p in snapshot_diff(before, snapshot(state)))
     if unavailable_reason("hf", "cpu") is None:
         hf = cpu_tier("hf")
         hs = hf.new_state(1, 8)
