@@ -26,8 +26,8 @@ OTHER_NAME = "qwen3.5-0.8b-other"  # a config that differs from the model's in i
 
 def gpu_profile(name):
     return Profile(
-        batches=(1,) if name == "megakernel" else (1, 2),
-        refused_batches=(2,) if name == "megakernel" else (),
+        batches=(1, 2, 3),
+        refused_batches=(9,) if name == "megakernel" else (),  # the megakernel: 1..8 rows per launch
         max_seq_len=st.sampled_from([12, 72, 160]),  # a few shapes: the triton tier captures graphs per shape
         lengths=(1, CHUNK - 1, CHUNK, CHUNK + 1), random_len=16, fill_up_to=160, max_seqs=3,
         id_devices=("cuda", "cpu"), layouts=("contiguous", "strided"),
