@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     s.add_argument("--steps", type=int, default=2)
     s.add_argument("--schedule", choices=["ring", "register"], default=None, help="default: the tier's")
     s.add_argument("--grid", type=int, default=None, help="blocks per launch (default: one per SM)")
+    s.add_argument("--batch", type=int, default=1, help="rows of the decoded state (the ring schedule: 1..8)")
     s.add_argument("--prefill", type=int, default=0, metavar="N",
                    help="run the fast prefill of N + N tokens and one decode step instead")
     args = parser.parse_args(argv)
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
 
         if args.prefill:
             return sanitize_prefill(args.prefill)
-        return sanitize_run(steps=args.steps, schedule=args.schedule, grid=args.grid)
+        return sanitize_run(steps=args.steps, schedule=args.schedule, grid=args.grid, batch=args.batch)
     return 2
 
 

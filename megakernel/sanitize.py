@@ -1,14 +1,15 @@
 """A short GPU run of the megakernel for compute-sanitizer (memcheck / synccheck / racecheck):
 
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck --kernel-name kns=mk_decode \
-        python -m megakernel sanitize-run --steps 2 [--schedule ring|register] [--grid G]
+        python -m megakernel sanitize-run --steps 2 [--schedule ring|register] [--grid G] [--batch B]
 
 Weights are drawn on the GPU (seeded, std 0.02, norms off their init values), the state
 is filled with a random 5-token context (no prefill: see `random_context`), then `steps`
 decode launches run (logits, trace and argmax paths,
 and one with a split attention), then a step the kernel refuses (an id outside the vocabulary:
 the device-side check's path). Prints one line per step and exits non-zero on NaN or when the
-refused step is not reported.
+refused step is not reported. `--batch B` (the ring schedule): a state of B rows at different
+positions (5, 6, ...; the split-K steps mix rows at 40 and 300 tokens), the refused id in the last row.
 
 `--prefill N` instead runs the fast prefill (eagerly, no graph) of N tokens on a fresh
 state, then of N more after them (the continuing path: cache prefix copy, masked
@@ -38,7 +39,7 @@ def gpu_random_weights(config, seed=0, device="cuda"):
     return w
 
 
-def random_context(state, n: int, seed: int):
+def random_context(state, n, seed: int):
     """Fill `state` as if n tokens had been prefilled, with random values, on the GPU: the
     decode kernel reads the same memory as after a real prefill, but the instrumented
     process runs no cuBLAS (compute-sanitizer racecheck fails inside Hopper cuBLAS GEMMs
@@ -46,10 +47,10 @@ def random_context(state, n: int, seed: int):
     gen = torch.Generator(device=state.dn_state.device).manual_seed(seed)
     for t, scale in ((state.dn_state, 0.05), (state.conv_ring, 1.0), (state.k_cache, 1.0), (state.v_cache, 1.0)):
         t.copy_(torch.randn(t.shape, generator=gen, device=t.device) * scale)
-    state.seq_len = n
+    state.positions = list(n) if isinstance(n, (list, tuple)) else [n] * state.batch_size
 
 
-def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None = None) -> int:
+def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None = None, batch: int = 1) -> int:
     """`schedule`: "ring" or "register" (None: the tier's). Even steps write the logits and the
     trace, odd ones take the fused argmax; then a step at a 40-token context (split-K with the
     out-proj's merge) and one at a 300-token context (split-K merged by the last unit). `grid`:
@@ -65,12 +66,14 @@ def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None =
         tier.schedule = schedule
     if grid is not None:
         tier.grid = grid
-    print(f"schedule {tier.schedule}, grid {tier.grid}; a random context of 5 tokens", flush=True)
-    state = tier.new_state(max_seq_len=64)
+    B = batch
+    print(f"schedule {tier.schedule}, grid {tier.grid}, batch {B}; a random context of 5 tokens (row b: 5 + b)",
+          flush=True)
+    state = tier.new_state(batch_size=B, max_seq_len=64)
     gen = torch.Generator().manual_seed(0)
-    random_context(state, 5, seed=1)
+    random_context(state, [5 + b for b in range(B)], seed=1)
     torch.cuda.synchronize()
-    ids = torch.randint(0, config.vocab_size, (1,), generator=gen)
+    ids = torch.randint(0, config.vocab_size, (B,), generator=gen)
     bad = 0
     for step in range(steps):  # even steps: logits + trace; odd: fused argmax
         print(f"step {step}: launching", flush=True)
@@ -83,10 +86,12 @@ def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None =
         torch.cuda.synchronize()
         ok = bool(torch.isfinite(logits).all())
         bad += not ok
-        print(f"step {step}: pos {state.seq_len}, next {int(nxt)}, finite {ok}", flush=True)
-        ids = nxt.view(1)
+        print(f"step {step}: positions {state.positions}, next {nxt.tolist()}, finite {ok}", flush=True)
+        ids = nxt.view(B)
     print("refused step: launching (an id outside the vocabulary)", flush=True)
-    tier.decode_argmax(torch.tensor([config.vocab_size + 7], device=tier.device), state)
+    bad_ids = ids.clone().to(tier.device)
+    bad_ids[-1] = config.vocab_size + 7
+    tier.decode_argmax(bad_ids, state)
     try:
         tier.check(state)
         print("refused step: NOT reported", flush=True)
@@ -96,16 +101,18 @@ def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None =
     # longer contexts: the attention's split-K partials merged by the out-proj (40 tokens: 2
     # splits) and by the last unit of a kv head (300 tokens: 10 splits)
     for n, seed in ((40, 2), (300, 3)):
-        print(f"split-K: a random context of {n} tokens", flush=True)
-        state2 = tier.new_state(max_seq_len=n + 8)
-        random_context(state2, n, seed=seed)
+        other = 340 - n  # with a batch, the odd rows take the other context: both merges in one launch
+        ctx = [n if b % 2 == 0 else other for b in range(B)]
+        print(f"split-K: a random context of {ctx} tokens", flush=True)
+        state2 = tier.new_state(batch_size=B, max_seq_len=max(ctx) + 8)
+        random_context(state2, ctx, seed=seed)
         torch.cuda.synchronize()
-        print(f"split-K: launching (token {int(ids)})", flush=True)
+        print(f"split-K: launching (tokens {ids.tolist()})", flush=True)
         logits = tier.decode(ids, state2)
         torch.cuda.synchronize()
         ok = bool(torch.isfinite(logits).all())
         bad += not ok
-        print(f"split-K step: pos {state2.seq_len}, finite {ok}", flush=True)
+        print(f"split-K step: positions {state2.positions}, finite {ok}", flush=True)
     return 1 if bad else 0
 
 

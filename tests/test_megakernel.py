@@ -589,10 +589,12 @@ def test_torch_compile_fullgraph_around_the_decode_op(mk):
 # schedule, whose shared memory is ordered by bar.sync alone.
 # Every run includes a step the device-side check refuses (sanitize.py). initcheck: no read of memory
 # that nothing wrote (the workspace, the state, the fault words, the outputs).
-@pytest.mark.parametrize("tool,schedule", [("memcheck", "ring"), ("synccheck", "ring"), ("initcheck", "ring"),
-                                           ("memcheck", "register"), ("synccheck", "register"),
-                                           ("initcheck", "register"), ("racecheck", "register")])
-def test_compute_sanitizer_clean(tool, schedule, tmp_path):
+# A batch of 8 rows at different positions (the ring schedule; issue 19) gets memcheck and initcheck.
+@pytest.mark.parametrize("tool,schedule,batch", [("memcheck", "ring", 1), ("synccheck", "ring", 1), ("initcheck", "ring", 1),
+                                                 ("memcheck", "register", 1), ("synccheck", "register", 1),
+                                                 ("initcheck", "register", 1), ("racecheck", "register", 1),
+                                                 ("memcheck", "ring", 8), ("initcheck", "ring", 8)])
+def test_compute_sanitizer_clean(tool, schedule, batch, tmp_path):
     exe = shutil.which("compute-sanitizer") or (
         os.path.join(os.path.dirname(nvcc_path()), "compute-sanitizer") if nvcc_path() else None)
     if not exe or not os.path.exists(exe):
@@ -606,7 +608,7 @@ def test_compute_sanitizer_clean(tool, schedule, tmp_path):
     # go untracked and every read of them is reported (run 3 of docs/results/2026-11-24-h100-device-checks)
     only = [] if tool == "initcheck" else ["--kernel-name", "kns=mk_decode_kernel"]
     cmd = [exe, "--tool", tool, *track, *only, "--error-exitcode", "3",
-           sys.executable, "-m", "megakernel", "sanitize-run", "--steps", "2", "--schedule", schedule]
+           sys.executable, "-m", "megakernel", "sanitize-run", "--steps", "2", "--schedule", schedule, "--batch", str(batch)]
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=150)
         out, status = proc.stdout + proc.stderr, proc.returncode
@@ -616,7 +618,7 @@ def test_compute_sanitizer_clean(tool, schedule, tmp_path):
     # every run's whole report, appended to one file ($OUT when set)
     log_dir = os.environ.get("OUT") or str(tmp_path)
     with open(os.path.join(log_dir, "sanitizers.log"), "a") as f:
-        f.write(f"\n##### {tool} / {schedule} schedule: exit status {status}\n{' '.join(cmd)}\n{out}")
+        f.write(f"\n##### {tool} / {schedule} schedule / batch {batch}: exit status {status}\n{' '.join(cmd)}\n{out}")
     # the sanitizer's own report lines ("=========") first: the hazard or bad access is described there
     report = [line for line in out.splitlines() if line.startswith("=========")]
     # memcheck and synccheck end with "ERROR SUMMARY: 0 errors", racecheck with "RACECHECK SUMMARY: n hazards displayed
