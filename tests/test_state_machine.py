@@ -80,13 +80,15 @@ class Stats:
     compared: int = 0  # accepted calls whose logits / ids were checked against the oracle
     worst: float = 0.0  # the largest relative logits error seen
     longest: int = 0  # the longest sequence reached
+    apart: int = 0  # accepted decode steps of a batch whose rows were at different positions
 
     def summary(self, name, profile, seconds) -> str:
         rules = ", ".join(f"{k} {v}" for k, v in sorted(self.rules.items()))
         return (f"state machine [{name}]: {self.examples} examples, {self.steps} steps (settings: max_examples="
                 f"{profile.max_examples} x stateful_step_count={profile.steps}) in {seconds:.1f} s; "
                 f"{self.compared} accepted calls compared (worst logits error {self.worst:.2e}, bound "
-                f"{profile.tolerance:.0e}), {sum(self.refused.values())} refused calls; longest sequence "
+                f"{profile.tolerance:.0e}; {self.apart} steps of rows at different positions), "
+                f"{sum(self.refused.values())} refused calls; longest sequence "
                 f"{self.longest}; rules: {rules}")
 
 
@@ -397,6 +399,7 @@ class TierMachine(RuleBasedStateMachine):
             ids = seq.feed
         else:
             ids = self.make_ids(data, (seq.batch,))
+        self.stats.apart += not seq.state.uniform
         got = self.accepted(f"{what} on {seq.label}", lambda: self.tier.decode(ids, seq.state))
         want = self.oracle.decode(ids, seq.ref)
         self.compare(got, want, seq, what)
@@ -408,7 +411,12 @@ class TierMachine(RuleBasedStateMachine):
     def start(self, data):
         """A first sequence, prefilled."""
         self.count("start")
-        self.fill(self.new_seq(data, data.draw(st.sampled_from(self.profile.batches), label="batch")), data)
+        seq = self.new_seq(data, data.draw(st.sampled_from(self.profile.batches), label="batch"))
+        if seq.batch > 1 and self.tier.per_row_positions and data.draw(st.booleans(), label="row by row"):
+            for r in data.draw(st.permutations(range(seq.batch)), label="row order"):  # each its own prompt
+                self.fill_row(seq, r, data)
+        else:
+            self.fill(seq, data)
 
     @rule(data=st.data())
     def new_state(self, data):
@@ -452,16 +460,25 @@ class TierMachine(RuleBasedStateMachine):
         """Row r alone, from its own position, a length as `prefill` draws them (the others untouched)."""
         self.count("prefill_row")
         seq = self.pick(data, lambda s: any(s.row_space(r) for r in range(s.batch)))
-        r = data.draw(st.sampled_from([r for r in range(seq.batch) if seq.row_space(r)]), label="row")
+        rows = [r for r in range(seq.batch) if seq.row_space(r)]
+        empty = [r for r in rows if seq.positions[r] == 0]
+        if empty and data.draw(st.booleans(), label="an empty row"):  # (a decode needs every row started)
+            rows = empty
+        self.fill_row(seq, data.draw(st.sampled_from(rows), label="row"), data)
+
+    def fill_row(self, seq, r, data):
         T = self.prompt_length(data, seq.row_space(r))
         ids = self.make_ids(data, (1, T))
         if not self.tier.per_row_positions:
             return self.row_refused(f"prefill row {r}", lambda: self.tier.prefill(ids, seq.state, row=r), seq.state)
-        at, others = seq.positions[r], {i: p for i, p in enumerate(seq.positions) if i != r}
+        at = seq.positions[r]
+        others = {i: row_snapshot(seq.state, i) for i in range(seq.batch) if i != r}
         got = self.accepted(f"prefill row {r} T={T} on {seq.label}", lambda: self.tier.prefill(ids, seq.state, row=r))
         want = self.oracle.prefill(ids, seq.ref, row=r)
         self.compare(got, want, seq, f"prefill of row {r} T={T} at {at}", rows=[r])
-        assert {i: p for i, p in enumerate(seq.positions) if i != r} == others, "a row prefill moved other rows"
+        for i, before in others.items():  # the other rows: every byte and position as they were
+            problems = [p.replace("state", f"row {i}", 1) for p in snapshot_diff(before, row_snapshot(seq.state, i))]
+            assert not problems, f"a prefill of row {r} changed row {i}: " + "; ".join(problems[:8])
         self.record_tokens(seq, ids, row=r)
         if seq.feed is not None:  # that row's greedy id, the others' as they were
             seq.feed = seq.feed.clone()
@@ -486,12 +503,20 @@ class TierMachine(RuleBasedStateMachine):
             problems = snapshot_diff(before[i], row_snapshot(seq.state, i))
             problems = [p.replace("state", f"row {i}", 1) for p in problems]
             assert not problems, f"reset_row {r} changed row {i}: " + "; ".join(problems[:8])
+        if data.draw(st.booleans(), label="refill it now"):
+            self.fill_row(seq, r, data)
 
     @precondition(lambda self: any(s.can_step for s in self.seqs))
     @rule(data=st.data())
     def decode(self, data):
         self.count("decode")
-        self.step(self.pick(data, lambda s: s.can_step), data, "decode")
+        self.step(self.pick_step(data), data, "decode")
+
+    def pick_step(self, data):
+        """A sequence that can take a step: half the time one whose rows are apart, where there is one."""
+        if any(s.can_step and not s.state.uniform for s in self.seqs) and data.draw(st.booleans(), label="rows apart"):
+            return self.pick(data, lambda s: s.can_step and not s.state.uniform)
+        return self.pick(data, lambda s: s.can_step)
 
     @precondition(lambda self: any(s.can_step for s in self.seqs))
     @rule(data=st.data())
@@ -499,13 +524,14 @@ class TierMachine(RuleBasedStateMachine):
         """1-3 greedy steps queued without a sync, each fed the previous one's ids; then read back
         and compared with the oracle run on the same ids; then checked, or left for the next call."""
         self.count("decode_argmax")
-        seq = self.pick(data, lambda s: s.can_step)
+        seq = self.pick_step(data)
         n = data.draw(st.integers(1, min(3, seq.space)), label="queued steps")
         if seq.feed is not None and data.draw(st.booleans(), label="feed back"):
             ids = seq.feed
         else:
             ids = self.make_ids(data, (seq.batch,))
         inputs = []
+        self.stats.apart += n * (not seq.state.uniform)
         for i in range(n):
             inputs.append(ids)
             ids = self.accepted(f"decode_argmax step {i + 1}/{n} on {seq.label}",
@@ -674,6 +700,60 @@ class TierMachine(RuleBasedStateMachine):
         before = snapshot(state)
         self.refused(f"{entry} {label}", lambda: _call(tier, entry, ids, state), match)
         assert not snapshot_diff(before, snapshot(state)), f"{entry} with {label} changed the state"
+
+    ROW_FORMS = ("bad row", "two rows to a row prefill", "row prefill past max_seq_len", "batch prefill of rows apart",
+                 "decode with an empty row")
+
+    @precondition(lambda self: self.seqs)
+    @rule(data=st.data(), form=st.sampled_from(ROW_FORMS))
+    def bad_row_call(self, data, form):
+        """(issue 19) A row call the state cannot take: refused, every row as it was. A tier without
+        per-row positions refuses every row call for that reason first."""
+        self.count("bad_row_call")
+        if form == "batch prefill of rows apart" and not any(not s.state.uniform and s.space for s in self.seqs):
+            form = "bad row"
+        if form == "decode with an empty row" and not any(min(s.positions) == 0 for s in self.seqs):
+            form = "row prefill past max_seq_len"
+        seq = self.pick(data, {"batch prefill of rows apart": lambda s: not s.state.uniform and s.space > 0,
+                               "decode with an empty row": lambda s: min(s.positions) == 0}.get(form, lambda s: True))
+        state, B, V = seq.state, seq.batch, self.V
+        r = data.draw(st.integers(0, B - 1), label="row")
+        per_row = self.tier.per_row_positions
+        not_per_row = rf"tier '{self.tier.name}' keeps one position for the whole batch"
+        if form == "bad row":
+            row = data.draw(st.sampled_from([-1, B, B + 3, True, 1.0, "0"]), label="bad row")
+            entry = data.draw(st.sampled_from(["prefill", "reset_row"]), label="entry")
+            ids = self.make_ids(data, (1, 1))
+            call = (lambda: self.tier.prefill(ids, state, row=row)) if entry == "prefill" else \
+                (lambda: self.tier.reset_row(state, row))
+            what = f"{entry} of row {row!r}"
+            match = rf"row {re.escape(repr(row))} is not a row of this state; expected an int in \[0, {B}\)"
+        elif form == "two rows to a row prefill":
+            ids = self.make_ids(data, (2, 1))
+            call, what = lambda: self.tier.prefill(ids, state, row=r), "[2, T] ids to a row prefill"
+            match = r"a row prefill takes one row: expected \[1, T\]"
+        elif form == "row prefill past max_seq_len":
+            over = seq.row_space(r) + data.draw(st.integers(1, 3), label="over")
+            ids = self.make_ids(data, (1, over))
+            call, what = lambda: self.tier.prefill(ids, state, row=r), f"a row prefill of {over} past max_seq_len"
+            match = rf"{over} more token\(s\) after {seq.positions[r]} in row {r} exceed the state's " \
+                    rf"max_seq_len={state.max_seq_len}"
+        elif form == "batch prefill of rows apart":
+            ids = self.make_ids(data, (B, 1))
+            call, what = lambda: self.tier.prefill(ids, state), "a prefill of every row at different positions"
+            match = re.escape(f"the rows of this state are at different positions {seq.positions}")
+            per_row = True  # (a state whose rows differ: not made by a tier without per-row positions)
+        else:
+            entry = data.draw(st.sampled_from(["decode", "decode_argmax"]), label="entry")
+            ids = self.make_ids(data, (B,))
+            empty = [i for i, p in enumerate(seq.positions) if p == 0]
+            call = lambda: _call(self.tier, entry, ids, state)  # noqa: E731
+            what = f"{entry} with empty row(s) {empty}"
+            match = re.escape("decode on " + ("an empty state" if len(empty) == B else f"empty row(s) {empty}"))
+            per_row = True
+        before = snapshot(state)
+        self.refused(what, call, match if per_row else not_per_row)
+        self.unchanged(what, state, before)
 
     NEW_STATE_ARGUMENTS = ("batch 0", "batch -1", "batch True", "batch 1.0", "max_seq_len 0", "max_seq_len '8'",
                            "max_seq_len past max_position_embeddings")
