@@ -61,6 +61,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from compare import load_tier, unavailable_reason
 from reference import ModelConfig, ReferenceTier, TierInputError, TierState, perturb_norms, random_weights
+from reference.model import ROW_TENSORS, ModelState
 from reference.tolerances import bound, rel_err
 
 CHUNK = 64  # fla's chunked delta rule (triton_kernels/delta_rule.py, the megakernel's fast prefill)
@@ -171,16 +172,19 @@ def snapshot_diff(before: dict, after: dict) -> list[str]:
 
 
 def row_snapshot(state, row) -> dict:
-    """Row `row` of every tensor field of a batch state and its position. The batch axis: dim 1 where
-    it has the batch's size (the layer-major layout of reference.ModelState), else dim 0 (a [B]
-    device position); a tensor with neither is no row's."""
+    """Row `row` of every tensor field of a batch state, and its position. The batch axis: dim 1 of
+    reference.ModelState's layer-major tensors (the reference's, triton's), else dim 0 where it has
+    the batch's size (the megakernel's row-outermost tensors, a [B] device position); a tensor
+    without one (the megakernel's rope table, the fault words) is no row's."""
     B, out = state.batch_size, {"position": state.positions[row]}
     for f in dataclasses.fields(state):
         x = getattr(state, f.name)
-        if isinstance(x, torch.Tensor):
-            axes = [a for a in (1, 0) if a < x.dim() and x.shape[a] == B]
-            if axes:
-                out[f.name] = x.select(axes[0], row)
+        if not isinstance(x, torch.Tensor):
+            continue
+        if isinstance(state, ModelState) and f.name in ROW_TENSORS:
+            out[f.name] = x[:, row]
+        elif x.dim() and x.shape[0] == B:
+            out[f.name] = x[row]
     return snapshot(out)
 
 
@@ -712,10 +716,11 @@ class TierMachine(RuleBasedStateMachine):
         self.count("bad_row_call")
         if form == "batch prefill of rows apart" and not any(not s.state.uniform and s.space for s in self.seqs):
             form = "bad row"
-        if form == "decode with an empty row" and not any(min(s.positions) == 0 for s in self.seqs):
-            form = "row prefill past max_seq_len"
+        if form == "decode with an empty row" and not any(min(s.positions) == 0 and s.space for s in self.seqs):
+            form = "row prefill past max_seq_len"  # (a full row is refused first for that)
         seq = self.pick(data, {"batch prefill of rows apart": lambda s: not s.state.uniform and s.space > 0,
-                               "decode with an empty row": lambda s: min(s.positions) == 0}.get(form, lambda s: True))
+                               "decode with an empty row": lambda s: min(s.positions) == 0 and s.space > 0,
+                               }.get(form, lambda s: True))
         state, B, V = seq.state, seq.batch, self.V
         r = data.draw(st.integers(0, B - 1), label="row")
         per_row = self.tier.per_row_positions
