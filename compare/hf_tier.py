@@ -109,14 +109,6 @@ class HFTier(Tier):
         state.cache = out.past_key_values
         return out.logits[:, -1].float()
 
-    def _check_state(self, state, batch_size, n_new):
-        """transformers' cache keeps one length for the whole batch: rows at different positions
-        (a state set by hand: no call of this tier makes one) are refused, not run at one position."""
-        super()._check_state(state, batch_size, n_new)
-        if not state.uniform:
-            raise TierInputError(f"the rows of this state are at different positions {state.positions}; tier "
-                                 f"{self.name!r} keeps one position for the whole batch (per_row_positions is False)")
-
     def _prefill(self, input_ids, state, trace):
         return self._run(input_ids, state, trace)
 

@@ -351,6 +351,9 @@ class Tier(abc.ABC):
         self._check_state_kind(state)
         if batch_size != state.batch_size:
             raise TierInputError(f"batch size {batch_size} of the ids does not match the state's batch size {state.batch_size}")
+        if not self.per_row_positions and not state.uniform:  # (a state set by hand: no call of this tier makes one)
+            raise TierInputError(f"the rows of this state are at different positions {state.positions}; tier "
+                                 f"{self.name!r} keeps one position for the whole batch (per_row_positions is False)")
         longest = max(state.positions)
         if longest + n_new > state.max_seq_len:
             row = state.positions.index(longest)
