@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Everything the GPU machine runs, by stage, one device call per stage or two (each stage has its
 # own time limits so the earlier results always come back). From the repo root on the GPU machine:
-#     WORKBENCH_COMMIT=<sha> bash tests/gpu/run_all.sh [report] [tests] [sanitize] [long] [ab]
+#     WORKBENCH_COMMIT=<sha> bash tests/gpu/run_all.sh [report] [tests] [sanitize] [long] [ab] [batch]
 # (default: report tests long). Results go to $OUT (default ./gpu-results); copy them into
 # docs/results/<date>-h100-<commit>/ with a README (docs/results/README.md says how).
-#   report    compare bench --layers and compare diff on the built-in 0.8B model, every tier
+#   report    compare bench --layers and compare diff on the built-in 0.8B model, every tier; then
+#             compare bench --batch 1,2,4,8 and compare diff --batch 8 of the triton and megakernel tiers
+#   batch     tests/gpu/batch_check.py: a batch against its rows alone (bitwise), the megakernel's
+#             per-phase µs at B = 1, 2, 4, 8 and tg128 per B for the megakernel and triton; batch.json
 #   tests     every GPU test but the sanitizers (TEST_K selects: pytest -k)
 #   sanitize  the compute-sanitizer tests (memcheck, synccheck, initcheck, racecheck) of decode (both
 #             schedules, with a step the device-side check refuses) and of the fast prefill
@@ -36,6 +39,15 @@ timeout ${BENCH_LIMIT:-240} python3 -m compare bench --layers --repeats 3 --laye
 echo "bench: exit $?"; cat "$OUT/bench.md"
 timeout ${DIFF_LIMIT:-90} python3 -m compare diff --json "$OUT/diff.json" --png "$OUT/diff.png" > "$OUT/diff.txt" 2>&1
 echo "diff: exit $?"; cat "$OUT/diff.txt"
+timeout ${BATCH_BENCH_LIMIT:-240} python3 -m compare bench --tiers triton,megakernel --batch 1,2,4,8 --pp 0 --depth 0 \
+    --repeats 3 --no-progress --json "$OUT/bench_batch.json" > "$OUT/bench_batch.md" 2>&1
+echo "batch bench: exit $?"; cat "$OUT/bench_batch.md"
+timeout ${BATCH_DIFF_LIMIT:-150} python3 -m compare diff --batch 8 --json "$OUT/diff_batch.json" > "$OUT/diff_batch.txt" 2>&1
+echo "batch diff: exit $?"; tail -30 "$OUT/diff_batch.txt"
+fi
+if [[ $stages == *" batch "* ]]; then
+timeout ${BATCH_LIMIT:-300} python3 tests/gpu/batch_check.py --json "$OUT/batch.json" > "$OUT/batch.log" 2>&1
+echo "batch check: exit $?"; tail -16 "$OUT/batch.log"
 fi
 if [[ $stages == *" tests "* ]]; then
 timeout ${TEST_LIMIT:-330} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests -k "not sanitizer and (${TEST_K:-not nothing})" \
