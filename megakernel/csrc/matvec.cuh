@@ -1,5 +1,6 @@
-// The matrix-vector phases: y = W x for the block's slice of W's rows (schedule.cuh phase_slice),
-// x a bf16 vector in shared memory, fp32 accumulation. One template per shape of work, and two
+// The matrix-vector phases: y_b = W x_b for the block's slice of W's rows (schedule.cuh phase_slice)
+// and each of the batch's NB rows b, x_b a bf16 vector in shared memory (rows K apart), fp32
+// accumulation: every piece of W read once and multiplied with all NB vectors (acc[b][r]). One template per shape of work, and two
 // loaders that say where a warp's weights come from:
 //   RegisterLoader  (the register schedule) straight from global memory into registers; the
 //                   warp's first item was issued before the barrier that precedes the phase
@@ -14,7 +15,8 @@
 //   matvec_gate_up  an item is 32 units (8 chunks); warp w takes units 2w, 2w+1 (4 rows: gate, up,
 //                 gate, up), act = silu(gate) * up.
 //   matvec_half_rows  K = 2048 or 3584 (out-projections, down): an item is 8 rows; warps 2j, 2j+1
-//                 take the two halves of row j, threads 0-7 add the row's dot to the residual.
+//                 take the two halves of row j, thread j + 8b adds row j's dot of batch row b to
+//                 that row's residual.
 #pragma once
 #include "weight_ring.cuh"
 

@@ -1,6 +1,7 @@
-// Qwen3.5-0.8B decode megakernel: one persistent launch per token runs the embedding row, the 18
-// Gated DeltaNet and 6 gated attention layers, the final norm, the lm_head and the greedy argmax
-// (and writes the logits, the per-layer hidden states and globaltimer stamps when asked).
+// Qwen3.5-0.8B decode megakernel: one persistent launch per token (of each of the batch's 1..8
+// rows, every weight read once for all of them) runs the embedding rows, the 18 Gated DeltaNet and
+// 6 gated attention layers, the final norm, the lm_head and the greedy argmax (and writes the
+// logits, the per-layer hidden states and globaltimer stamps when asked).
 // This file holds the phase loop, configure() and launch(); the design in two pages:
 // megakernel/DESIGN.md; the measurements that chose it: megakernel/NOTES.md.
 //
