@@ -145,6 +145,9 @@ class MegakernelState(TierState):
     rope: torch.Tensor = None  # [max_seq, 2, 32] bf16 cos | sin per position (torch computes them)
 
 
+ROW_TENSORS = ("dn_state", "conv_ring", "k_cache", "v_cache")  # MegakernelState's per-row tensors (row: dim 0)
+
+
 class MegakernelTier(Tier):
     name = "megakernel"
     state_class = MegakernelState
@@ -301,7 +304,7 @@ class MegakernelTier(Tier):
     def row_state(state: MegakernelState, row: int) -> MegakernelState:
         """Row `row` as a batch-1 state whose tensors are views into the batch's (contiguous: the
         row is the outermost index), at that row's position: writing it writes the row."""
-        views = {n: getattr(state, n)[row:row + 1] for n in ("dn_state", "conv_ring", "k_cache", "v_cache")}
+        views = {n: getattr(state, n)[row:row + 1] for n in ROW_TENSORS}
         return dataclasses.replace(state, batch_size=1, positions=[state.positions[row]], unchecked=0, **views)
 
     def _rope_table(self, max_seq_len):
@@ -360,7 +363,7 @@ class MegakernelTier(Tier):
 
     @torch.inference_mode()
     def _reset_row(self, state, row):
-        for name in ("dn_state", "conv_ring", "k_cache", "v_cache"):
+        for name in ROW_TENSORS:
             getattr(state, name)[row].zero_()
 
     # ---- decode: one launch -------------------------------------------------------

@@ -84,7 +84,7 @@ class HybridModel:
         "norm", "lm_head"): the per-layer timers of `compare bench --layers` hang there."""
         c, ops, w = self.config, self.ops, self.w
         hook = layer_hook or (lambda name: None)
-        decode = ids.shape[1] == 1 and state.seq_len > 0
+        decode = ids.shape[1] == 1 and min(state.positions) > 0
         x = ops.embedding(ids=ids, weight=w["model.embed_tokens.weight"])          # [B, T, D]
         record(trace, "embed", x)
         hook("embed")

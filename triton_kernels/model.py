@@ -17,7 +17,6 @@ The trace keys and the layer hooks are the reference's (the forward loop is inhe
 
 from __future__ import annotations
 
-import dataclasses
 import types
 from dataclasses import dataclass
 
@@ -35,14 +34,6 @@ from .gemv import BACKENDS, linear, swiglu_linear
 @dataclass(eq=False)
 class TritonState(ModelState):
     pos: torch.Tensor = None  # int64 [B] on the device: row b's next position (= positions[b])
-
-
-def decode_view(state: TritonState) -> TritonState:
-    """`state` as the forward pass of a decode step takes it: the same tensors, with one host
-    position for every row. The step's kernels read each row's position from `state.pos`
-    (the device); `HybridModel.forward` reads the host position only to take its decode
-    path (seq_len > 0), and the rows' host positions may differ."""
-    return dataclasses.replace(state, positions=[1] * state.batch_size)
 
 
 def fuse_weights(config, weights: dict) -> dict:
@@ -134,8 +125,8 @@ class FusedModel(HybridModel):
         q, gate = qg[..., :d], qg[..., d:]
         k = proj[..., 2 * Hq * d:(2 * Hq + Hkv) * d].unflatten(-1, (Hkv, d))
         v = proj[..., (2 * Hq + Hkv) * d:].unflatten(-1, (Hkv, d))
-        decode = T == 1 and state.seq_len > 0
-        start = state.seq_len
+        decode = T == 1 and min(state.positions) > 0  # (rows may sit apart: each reads its own from state.pos)
+        start = None if decode else state.seq_len            # a prompt: every row at one position
         positions = state.pos[:, None] if decode else torch.arange(start, start + T, device=h.device)
         k_cache, v_cache = state.k_cache[slot], state.v_cache[slot]
         q = qk_norm_rope.launch(q=q, k=k, v=v, positions=positions, q_weight=w[p + "q_norm.weight"],

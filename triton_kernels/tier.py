@@ -108,14 +108,13 @@ class TritonTier(Tier):
         The ids are checked on the device first (step_check.py): a refused step writes nothing
         but state.fault, and its "next ids" are its input ids."""
         from .lm_head import argmax
-        from .model import decode_view
         from .step_check import step_check
 
         ids, valid = step_check(ids=token_ids, fault=state.fault, pos=state.pos, vocab_size=self.config.vocab_size,
                                 max_seq_len=state.max_seq_len)
         self.model.step_valid = valid
         try:
-            logits = self.model.forward(ids[:, None], decode_view(state), trace, layer_hook=layer_hook)
+            logits = self.model.forward(ids[:, None], state, trace, layer_hook=layer_hook)
         finally:
             self.model.step_valid = None
         state.pos += valid
