@@ -10,7 +10,8 @@ holds the same properties on the CPU (reference, triton interpreter).
 - one step's trace, per row, every layer within the bf16 bounds of the fp32 reference against
   the bf16 baseline (transformers where it has Qwen3.5, else the bf16 reference), as
   tests/test_megakernel.py checks batch 1;
-- repeated runs bitwise equal (logits, ids, state);
+- repeated runs bitwise equal (logits, ids, state); the megakernel: a row's bits do not depend on the
+  other rows (reversed order, a batch of 2);
 - NaN in one row's recurrent state, conv inputs or K cache: that row's logits NaN, every other
   row's bitwise equal to the same batch without the NaN;
 - an id outside the vocabulary in one row of decode_argmax (2 steps queued after it): check()
@@ -208,6 +209,29 @@ def test_rows_repeatable(gpu_tier, name, B):
     ta, tb = state_tensors(a), state_tensors(b)
     for k in ta:
         assert torch.equal(ta[k], tb[k]), f"state tensor {k} differs between two identical runs"
+
+
+@pytest.mark.parametrize("B", [b for b in BATCHES if b > 1])
+def test_megakernel_row_bits_do_not_depend_on_other_rows(gpu_tier, B):
+    """The megakernel's batch kernels (B >= 2: every matrix phase on the tensor cores, each row's
+    sums in a fixed order of its own) give a row the same bits whoever its neighbours are and
+    wherever it sits: the rows in the reverse order, and row 0 beside one other row (B = 2)."""
+    tier = rows_tier(gpu_tier, "megakernel", B)
+    state, first = prefilled(tier, B)
+    rev, pair = tier.new_state(B, MAX_SEQ), tier.new_state(2, MAX_SEQ)
+    for r, p in enumerate(prompts(B)):
+        tier.prefill(p, rev, row=B - 1 - r)
+    tier.prefill(prompts(B)[0], pair, row=0)
+    tier.prefill(random_ids(9, seed=3), pair, row=1)
+    ids = first.argmax(-1)
+    for step in range(8):
+        lb = tier.decode(ids, state)
+        lr = tier.decode(ids.flip(0), rev).flip(0)
+        lp = tier.decode(torch.stack([ids[0], ids[-1]]), pair)
+        for r in range(B):
+            assert torch.equal(lb[r], lr[r]), f"step {step}: row {r} differs where the rows are reversed"
+        assert torch.equal(lb[0], lp[0]), f"step {step}: row 0 of B={B} differs from the same row in a batch of 2"
+        ids = lb.argmax(-1)
 
 
 @pytest.mark.parametrize("where", ("recurrent", "conv", "k_cache"))

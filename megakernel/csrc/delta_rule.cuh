@@ -42,13 +42,10 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
   } else {
     block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, red);
   }
-  uint16_t* conv[NB];
-#pragma unroll
-  for (int b = 0; b < NB; ++b) conv[b] = a.conv_ring + (size_t)b * CONV_ROW + (size_t)(dn_index(l) * CONV_K + (a.pos[b] & 3)) * DN_CONV;
   const int r0 = part(DN_WIN, blockIdx.x, gridDim.x);
   matvec_rows<NB>(ld, part(DN_WIN, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) {
     const int r = r0 + i;
-    if (r < DN_CONV) conv[b][r] = bits(v);
+    if (r < DN_CONV) a.conv_ring[(size_t)b * CONV_ROW + (size_t)(dn_index(l) * CONV_K + (a.pos[b] & 3)) * DN_CONV + r] = bits(v);
     else a.zab[b * ZAB_W + r - DN_CONV] = bits(v);
   });
 }

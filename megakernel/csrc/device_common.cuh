@@ -10,8 +10,8 @@ namespace mk {
 namespace {
 
 // ---- the block's shared memory (bytes) -------------------------------------------------------
-// The matrix phases' input vectors (XS, one per row of the batch) and the mixer cores' areas (U)
-// are never live in the same phase, so they share bytes; every byte after them goes to the
+// The matrix phases' input vectors (XS, one per row of the batch; a batch's partial tiles after
+// them) and the mixer cores' areas (U) are never live in the same phase, so they share bytes; every byte after them goes to the
 // weight ring (weight_ring.cuh), so the ring has fewer slots at larger batches.
 constexpr int SM_RED = 0;                             // float [NWARPS * MAX_BATCH] reductions
 constexpr int SM_MISC = SM_RED + NWARPS * MAX_BATCH * 4;  // int [MISC_INTS]: warp results, flags
@@ -32,7 +32,12 @@ constexpr int SM_AT_M = SM_AT_VB + 2 * FA_HD;         //             float [AT_E
 constexpr int SM_AT_L = SM_AT_M + AT_ENTRIES * 16;    //             float [AT_ENTRIES][4] l
 constexpr int SM_AT_ACC = SM_AT_L + AT_ENTRIES * 16;  //             float [AT_ENTRIES][4][FA_HD] acc
 constexpr int SM_END_AT = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;
-constexpr int sm_end(int nb) { return SM_XS + 2 * INTER * nb > SM_END_AT ? SM_XS + 2 * INTER * nb : SM_END_AT; }
+// a batch's matrix phases (nb >= 2, matvec_mma.cuh): each warp's partial tile, [NWARPS][8 batch
+// rows][16 tile rows] floats, right after the nb input vectors
+constexpr int PART_TILE = 8 * 16;
+constexpr int sm_part(int nb) { return SM_XS + 2 * INTER * nb; }
+constexpr int sm_xs_end(int nb) { return nb > 1 ? sm_part(nb) + 4 * NWARPS * PART_TILE : sm_part(nb); }
+constexpr int sm_end(int nb) { return sm_xs_end(nb) > SM_END_AT ? sm_xs_end(nb) : SM_END_AT; }
 constexpr int sm_ring(int nb) { return (sm_end(nb) + 127) & ~127; }  // the ring's slots, then their mbarriers
 static_assert(SM_DN_V + 64 <= sm_end(1), "smem");
 static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)");

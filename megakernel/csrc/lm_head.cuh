@@ -1,8 +1,9 @@
 // The last phase: final norm, the lm_head (the tied embedding's VOCAB rows) and the greedy argmax
 // (reference: ops.rms_norm, ops.lm_head, then torch.argmax: ties go to the lowest index).
 //   every block   xs[b] = norm(hidden[b]) per batch row b; its vocabulary rows (matvec_rows); the
-//                 logits (bf16-rounded, fp32 out) when asked; each warp's best (value, index) per
-//                 row, then the block's (thread b: row b), in the workspace's amax areas
+//                 logits (bf16-rounded, fp32 out) when asked; each warp's best (value, index) (at
+//                 batch 1 of its rows; with a batch, warps 2b and 2b+1 see all of row b's), then the
+//                 block's (thread b: row b), in the workspace's amax areas
 //   the last block to finish (grid_sync.cuh last_block_done): warp b reduces row b's G block
 //                 results and writes row b's next token
 #pragma once
@@ -26,24 +27,35 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
       for (int i = t; i < NB * D; i += THREADS) a.trace[(size_t)(i / D) * (NLAYER + 2) * D + (size_t)(NLAYER + 1) * D + i % D] = f16b(xs[i]);
     if (a.times && t == 0) a.times[NPHASES + 1] = globaltimer();
   }
-  const int r0 = part(VOCAB, blk, G);
-  float best[NB];
-  int besti[NB];
-#pragma unroll
-  for (int b = 0; b < NB; ++b) { best[b] = -INFINITY; besti[b] = 0x7fffffff; }
-  matvec_rows<NB>(ld, part(VOCAB, blk + 1, G) - r0, xs, wv, [&](int i, int b, float dot) {
+  const int r0 = part(VOCAB, blk, G), n = part(VOCAB, blk + 1, G) - r0;
+  // this thread's best of the rows it sees: at batch 1 lane 0 of each warp sees the warp's rows; with
+  // a batch thread b * 64 + k sees rows k, k + 64, ... of batch row b, warps 2b, 2b+1 all of them
+  float best = -INFINITY;
+  int besti = 0x7fffffff;
+  matvec_rows<NB>(ld, n, xs, wv, [&](int i, int b, float dot) {
     const float v = bfr(dot);  // logits are bf16 in the model dtype
     if (a.logits) a.logits[(size_t)b * VOCAB + r0 + i] = v;
-    if (better(v, r0 + i, best[b], besti[b])) { best[b] = v; besti[b] = r0 + i; }
+    if (better(v, r0 + i, best, besti)) { best = v; besti = r0 + i; }
   });
-  if (lane == 0)
+  if constexpr (NB > 1) {
 #pragma unroll
-    for (int b = 0; b < NB; ++b) { red[b * NWARPS + warp] = best[b]; misc[b * NWARPS + warp] = besti[b]; }
+    for (int o = 16; o; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, besti, o);
+      if (better(ov, oi, best, besti)) { best = ov; besti = oi; }
+    }
+  }
+  constexpr int PARTS = NB == 1 ? NWARPS : 2;  // the warp results of a batch row
+  if (lane == 0) {
+    const int i = NB == 1 ? warp : (warp >> 1) * NWARPS + (warp & 1);
+    red[i] = best;
+    misc[i] = besti;
+  }
   sync_warps();
   if (t < NB) {  // thread b: batch row b's best of the block
     float bv = red[t * NWARPS];
     int bi = misc[t * NWARPS];
-    for (int w = 1; w < NWARPS; ++w)
+    for (int w = 1; w < PARTS; ++w)
       if (better(red[t * NWARPS + w], misc[t * NWARPS + w], bv, bi)) { bv = red[t * NWARPS + w]; bi = misc[t * NWARPS + w]; }
     a.amax_val[t * MAX_GRID + blk] = bv;
     a.amax_idx[t * MAX_GRID + blk] = bi;

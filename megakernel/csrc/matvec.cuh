@@ -1,51 +1,51 @@
 // The matrix-vector phases: y_b = W x_b for the block's slice of W's rows (schedule.cuh phase_slice)
 // and each of the batch's NB rows b, x_b a bf16 vector in shared memory (rows K apart), fp32
-// accumulation: every piece of W read once and multiplied with all NB vectors (acc[b][r]). One template per shape of work, and two
-// loaders that say where a warp's weights come from:
-//   RegisterLoader  (the register schedule) straight from global memory into registers; the
-//                   warp's first item was issued before the barrier that precedes the phase
+// accumulation, every piece of W read once. A batch (NB >= 2) runs on the tensor cores
+// (matvec_mma.cuh); batch 1 on FMA dots, here. One template per shape of work, and two loaders that
+// say where a warp's weights come from:
+//   RegisterLoader  (the register schedule, batch 1) straight from global memory into registers;
+//                   the warp's first item was issued before the barrier that precedes the phase
 //                   (prepare_phase in megakernel.cu), so it streams during the wait;
 //   RingLoader      (the ring schedule) from the shared-memory slots the producer filled
 //                   (weight_ring.cuh); the item's chunks are released after it.
 // Both hand the warp the same 16 x 16 bytes per lane in the same order, so both compute the same bits.
 //
-// Who owns what (an "item" is what the 16 warps compute between two releases of ring chunks)
+// Who owns what at batch 1 (an "item" is what the 16 warps compute between two releases of ring chunks)
 //   matvec_rows   K = 1024 (in-projections, lm_head): an item is 64 rows (8 chunks); warp w takes
 //                 rows 4w .. 4w+3 of it, lane l the 16-byte pieces l, l+32, l+64, l+96 of each row.
 //   matvec_gate_up  an item is 32 units (8 chunks); warp w takes units 2w, 2w+1 (4 rows: gate, up,
 //                 gate, up), act = silu(gate) * up.
 //   matvec_half_rows  K = 2048 or 3584 (out-projections, down): an item is 8 rows; warps 2j, 2j+1
-//                 take the two halves of row j, thread j + 8b adds row j's dot of batch row b to
-//                 that row's residual.
+//                 take the two halves of row j, thread j adds row j's dot to that row's residual.
 #pragma once
-#include "weight_ring.cuh"
+#include "matvec_mma.cuh"
 
 namespace mk {
 namespace {
 
 // ---- the dot products: a warp's rows in wv[16] (NR rows x NCH 16-byte pieces per lane) times the
-// batch's NB input vectors (x + b * xstride): acc[b][r] ----
-template <int NCH, int NR, int NB>
-__device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const uint16_t* x, int xstride, int lane, float (&acc)[NB][NR]) {
+// input vector x: acc[r] ----
+template <int NCH, int NR>
+__device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const uint16_t* x, int lane, float (&acc)[NR]) {
   static_assert(NCH * NR <= 16, "16 registers of weights per lane");
 #pragma unroll
-  for (int b = 0; b < NB; ++b)
-#pragma unroll
-    for (int r = 0; r < NR; ++r) acc[b][r] = 0.f;
+  for (int r = 0; r < NR; ++r) acc[r] = 0.f;
 #pragma unroll
   for (int c = 0; c < NCH; ++c) {
+    float xf[8];
+    unpack8(*reinterpret_cast<const uint4*>(x + (c * 32 + lane) * 8), xf);
 #pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      float xf[8];
-      unpack8(*reinterpret_cast<const uint4*>(x + b * xstride + (c * 32 + lane) * 8), xf);
-#pragma unroll
-      for (int r = 0; r < NR; ++r) acc[b][r] = dot8(wv[r * NCH + c], xf, acc[b][r]);
-    }
+    for (int r = 0; r < NR; ++r) acc[r] = dot8(wv[r * NCH + c], xf, acc[r]);
   }
 #pragma unroll
-  for (int b = 0; b < NB; ++b)
-#pragma unroll
-    for (int r = 0; r < NR; ++r) acc[b][r] = warp_sum(acc[b][r]);
+  for (int r = 0; r < NR; ++r) acc[r] = warp_sum(acc[r]);
+}
+
+// a batch's partial tiles (matvec_mma.cuh): SM_PART, right after its NB input vectors (device_common.cuh)
+template <int NB>
+__device__ __forceinline__ float* batch_partials(const uint16_t* xs) {
+  static_assert(sm_part(NB) == SM_XS + 2 * INTER * NB, "SM_PART follows the input vectors");
+  return reinterpret_cast<float*>(const_cast<uint16_t*>(xs) + NB * INTER);
 }
 
 // ---- where the weights come from --------------------------------------------------------
@@ -128,86 +128,85 @@ struct RingLoader {
   __device__ __forceinline__ void sync_and_release(int chunks) { chunks_done(s, chunks); }
 };
 
-// ---- the three shapes of work (each for the batch's NB input vectors: every weight read once) ----
-// The K = 1024 shapes: items of NWARPS * PER_WARP outputs, PER_CHUNK of them per ring chunk; warp w
-// loads its 4 rows of outputs i .. i+PER_WARP-1 (load(i, wv)), takes their dots with each row b's
-// xs + b * D, and lane 0 hands the sums acc[b][0..3] to epi(i, acc).
-template <int PER_WARP, int PER_CHUNK, int NB, class Loader, class Load, class Epi>
+// ---- the three shapes of work (a batch: matvec_mma.cuh, each weight read once for every row) ----
+// The K = 1024 shapes at batch 1: items of NWARPS * PER_WARP outputs, PER_CHUNK of them per ring
+// chunk; warp w loads its 4 rows of outputs i .. i+PER_WARP-1 (load(i)), takes their dots with xs,
+// and lane 0 hands the sums acc[0..3] to epi(i, acc).
+template <int PER_WARP, int PER_CHUNK, class Loader, class Load, class Epi>
 __device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const uint16_t* xs, uint4 (&wv)[16], Load load, Epi epi) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int i0 = 0; i0 < n; i0 += NWARPS * PER_WARP) {
     const int i = i0 + warp * PER_WARP;
     if (i < n) {
       load(i);
-      float acc[NB][4];
-      dot_regs<D / 256, 4, NB>(wv, xs, D, lane, acc);
+      float acc[4];
+      dot_regs<D / 256, 4>(wv, xs, lane, acc);
       if (lane == 0) epi(i, acc);
     }
     ld.release((min(NWARPS * PER_WARP, n - i0) + PER_CHUNK - 1) / PER_CHUNK);
   }
 }
 
-// rows [0, rows) of a K = 1024 slice; epi(i, b, dot) on lane 0 (i: the row within the slice, b: the batch row)
+// rows [0, rows) of a K = 1024 slice; epi(i, b, dot) (i: the row within the slice, b: the batch
+// row): at batch 1 on lane 0 of the row's warp, with a batch by thread b * 64 + i % 64
 template <int NB, class Loader, class Epi>
 __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const uint16_t* xs, uint4 (&wv)[16], Epi epi) {
-  matvec_k1024<4, 8, NB>(ld, rows, xs, wv, [&](int i) { ld.rows4(i, wv); }, [&](int i, const float (&acc)[NB][4]) {
+  if constexpr (NB > 1) {
+    mma_rows<NB>(ld.s, rows, xs, batch_partials<NB>(xs), epi);
+  } else {
+    matvec_k1024<4, 8>(ld, rows, xs, wv, [&](int i) { ld.rows4(i, wv); }, [&](int i, const float (&acc)[4]) {
 #pragma unroll
-    for (int r = 0; r < 4; ++r)
-      if (i + r < rows)
-#pragma unroll
-        for (int b = 0; b < NB; ++b) epi(i + r, b, acc[b][r]);
-  });
+      for (int r = 0; r < 4; ++r)
+        if (i + r < rows) epi(i + r, 0, acc[r]);
+    });
+  }
 }
 
 // gate/up units [0, n) of the slice: act[b][u0 + i] = silu(gate) * up (bf16 where torch rounds; rows INTER apart)
 template <int NB, class Loader>
 __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const uint16_t* xs, uint16_t* act, uint4 (&wv)[16]) {
-  matvec_k1024<2, 4, NB>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[NB][4]) {
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      uint16_t* out = act + b * INTER + u0 + i;
-      out[0] = bits(bfr(siluf_(bfr(acc[b][0]))) * bfr(acc[b][1]));
-      if (i + 1 < n) out[1] = bits(bfr(siluf_(bfr(acc[b][2]))) * bfr(acc[b][3]));
-    }
-  });
+  if constexpr (NB > 1) {
+    mma_gate_up<NB>(ld.s, u0, n, xs, act, batch_partials<NB>(xs));
+  } else {
+    matvec_k1024<2, 4>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
+      uint16_t* out = act + u0 + i;
+      out[0] = bits(bfr(siluf_(bfr(acc[0]))) * bfr(acc[1]));
+      if (i + 1 < n) out[1] = bits(bfr(siluf_(bfr(acc[2]))) * bfr(acc[3]));
+    });
+  }
 }
 
 // rows [r0, r1) of a K = 2048 or 3584 matrix, for each batch row b (xs + b * K, hidden + b * D):
 // hidden[row] += bf16(dot) (the residual add), also into trace_row + b * trace_stride when set.
-// Threads j + 8 b (j < 8, b < NB) add row j of the item for batch row b.
+// At batch 1 thread j (< 8) adds row j of the item.
 template <int K, int NB, class Loader>
 __device__ __forceinline__ void matvec_half_rows(Loader& ld, int r0, int r1, const uint16_t* xs, uint16_t* hidden, float* red,
                                                  float* trace_row, int trace_stride, uint4 (&wv)[16]) {
-  constexpr int NCH = K / 512, RPC = RING_SLOT / (2 * K), ROWS = NWARPS / 2;
-  static_assert(NCH * 512 == K && RPC >= 1, "K must be a multiple of 512 and a row must fit a slot");
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int rj = threadIdx.x % ROWS, rb = threadIdx.x / ROWS;  // the residual thread's item row and batch row
-  const bool adds = threadIdx.x < ROWS * NB;
-  for (int base = r0; base < r1; base += ROWS) {
-    const int j = warp >> 1, half = warp & 1;
-    // the residual rows first: this block alone writes them, their latency hides behind the dots
-    const float h_old = adds && base + rj < r1 ? ld_x1(hidden + rb * D + base + rj) : 0.f;
-    float acc[NB][1];
-#pragma unroll
-    for (int b = 0; b < NB; ++b) acc[b][0] = 0.f;
-    if (base + j < r1) {
-      ld.template half_row<K>(base - r0 + j, half, wv);
-      dot_regs<NCH, 1, NB>(wv, xs + half * (K / 2), K, lane, acc);
-    }
-    if (lane == 0)
-#pragma unroll
-      for (int b = 0; b < NB; ++b) red[b * NWARPS + warp] = acc[b][0];
-    ld.sync_and_release((min(ROWS, r1 - base) + RPC - 1) / RPC);
-    if (adds) {
-      const int r = base + rj;
-      if (r < r1) {
-        const float o = bfr(red[rb * NWARPS + 2 * rj] + red[rb * NWARPS + 2 * rj + 1]);
-        const float h = bfr(h_old + o);
-        hidden[rb * D + r] = bits(h);
-        if (trace_row) trace_row[(size_t)rb * trace_stride + r] = h;
+  if constexpr (NB > 1) {
+    mma_half_rows<K, NB>(ld.s, r0, r1, xs, hidden, batch_partials<NB>(xs), trace_row, trace_stride);
+  } else {
+    constexpr int NCH = K / 512, RPC = RING_SLOT / (2 * K), ROWS = NWARPS / 2;
+    static_assert(NCH * 512 == K && RPC >= 1, "K must be a multiple of 512 and a row must fit a slot");
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, rj = threadIdx.x;  // (the residual thread's item row)
+    for (int base = r0; base < r1; base += ROWS) {
+      const int j = warp >> 1, half = warp & 1;
+      // the residual rows first: this block alone writes them, their latency hides behind the dots
+      const float h_old = rj < ROWS && base + rj < r1 ? ld_x1(hidden + base + rj) : 0.f;
+      float acc[1] = {0.f};
+      if (base + j < r1) {
+        ld.template half_row<K>(base - r0 + j, half, wv);
+        dot_regs<NCH, 1>(wv, xs + half * (K / 2), lane, acc);
       }
+      if (lane == 0) red[warp] = acc[0];
+      ld.sync_and_release((min(ROWS, r1 - base) + RPC - 1) / RPC);
+      if (rj < ROWS && base + rj < r1) {
+        const float o = bfr(red[2 * rj] + red[2 * rj + 1]);
+        const float h = bfr(h_old + o);
+        hidden[base + rj] = bits(h);
+        if (trace_row) trace_row[base + rj] = h;
+      }
+      sync_warps();
     }
-    sync_warps();
   }
 }
 
