@@ -5,8 +5,8 @@ at a time in a shuffled order, so each row decodes at its own position. tests/te
 holds the same properties on the CPU (reference, triton interpreter).
 
 - the batch against each row alone (a batch-1 state of the same tier, fed the batch's ids):
-  64 greedy steps, the same ids (a different one only where the alone run's top two logits are
-  closer than the two runs differ), logits within the bf16 bound of reference/tolerances.py;
+  64 greedy steps, logits within the bf16 bound of reference/tolerances.py, the same ids but at
+  near ties, no more often than twice (+4) the alone run differs from the fp32 reference;
 - one step's trace, per row, every layer within the bf16 bounds of the fp32 reference against
   the bf16 baseline (transformers where it has Qwen3.5, else the bf16 reference), as
   tests/test_megakernel.py checks batch 1;
@@ -139,11 +139,19 @@ def test_batch_above_max_batch_is_refused(gpu_tier, name):
 # ---- the batch equals its rows alone --------------------------------------------------------------
 @pytest.mark.parametrize("B", BATCHES)
 @pytest.mark.parametrize("name", TIERS)
-def test_rows_decode_as_alone(gpu_tier, name, B):
+def test_rows_decode_as_alone(gpu_tier, name, B, ref32):
+    """64 steps, the batch's greedy ids fed to every run: each row's logits within the bf16 bound of
+    the same row alone (a batch-1 state); its greedy id the alone run's but at near ties, and no
+    more often other than bf16 arithmetic itself makes it: at most twice (plus 4) as often as the
+    alone run's id differs from the fp32 reference's on the same ids (random weights have many
+    near ties: two correct bf16 paths disagree on a few percent of them)."""
     tier = rows_tier(gpu_tier, name, B)
     state, first = prefilled(tier, B)
     alone = alone_states(tier, B)
-    worst, flips = 0.0, 0
+    exact = ref32.new_state(B, MAX_SEQ)
+    for r, p in enumerate(prompts(B)):
+        ref32.prefill(p.to(ref32.device), exact, row=r)
+    worst, flips, bf16_flips = 0.0, 0, 0
     for r, (_, la) in enumerate(alone):
         worst = max(worst, rel_err(first[r], la[0]))
         assert rel_err(first[r], la[0]) <= BF16, f"row {r}'s prefill: {rel_err(first[r], la[0]):.3g} from alone"
@@ -153,15 +161,18 @@ def test_rows_decode_as_alone(gpu_tier, name, B):
         logits = tier.decode(ids, state)
         assert logits.shape == (B, tier.config.vocab_size) and torch.isfinite(logits).all(), f"step {step}"
         nxt = logits.argmax(-1)
+        want = ref32.decode(ids.to(ref32.device), exact).argmax(-1).cpu()
         for r, (s, _) in enumerate(alone):
             la = tier.decode(ids[r:r + 1], s)[0]  # fed the batch's id: a near-tie flip cannot carry on
             err = rel_err(logits[r], la)
             worst = max(worst, err)
             assert err <= BF16, f"step {step}, row {r} at {at[r]}: logits {err:.3g} from alone > {BF16:g}"
             flips += assert_same_tokens(nxt[r], la, float((logits[r] - la).abs().max()), f"step {step}, row {r}")
+            bf16_flips += int(la.argmax()) != int(want[r])
         ids = nxt
     assert state.positions == [p.shape[1] + STEPS for p in prompts(B)]
-    assert flips <= max(1, B * STEPS // 64), f"{flips} near-tie greedy flips in {B * STEPS} row steps (worst {worst:.3g})"
+    assert flips <= 2 * bf16_flips + 4, (f"{flips} near-tie greedy flips against alone in {B * STEPS} row steps, but "
+                                         f"alone differs from fp32 in only {bf16_flips} (worst logits {worst:.3g})")
 
 
 @pytest.mark.parametrize("B", BATCHES)

@@ -163,12 +163,16 @@ __device__ __forceinline__ void dn_out_proj(const Args& a, uint8_t* sm, uint4 (&
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int base = warp * DN_DV + lane * 4;
   const float w[4] = {lo(params.x), hi(params.x), lo(params.y), hi(params.y)};
+  uint2 ov[NB], zv[NB];  // every row's loads in flight together
 #pragma unroll
   for (int b = 0; b < NB; ++b) {
-    const uint2 ov = __ldcg(reinterpret_cast<const uint2*>(a.obuf + b * DN_VAL + base));
-    const uint2 zv = __ldcg(reinterpret_cast<const uint2*>(a.zab + b * ZAB_W + base));
-    const float o[4] = {lo(ov.x), hi(ov.x), lo(ov.y), hi(ov.y)};
-    const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
+    ov[b] = __ldcg(reinterpret_cast<const uint2*>(a.obuf + b * DN_VAL + base));
+    zv[b] = __ldcg(reinterpret_cast<const uint2*>(a.zab + b * ZAB_W + base));
+  }
+#pragma unroll
+  for (int b = 0; b < NB; ++b) {
+    const float o[4] = {lo(ov[b].x), hi(ov[b].x), lo(ov[b].y), hi(ov[b].y)};
+    const float z[4] = {lo(zv[b].x), hi(zv[b].x), lo(zv[b].y), hi(zv[b].y)};
     const float ss = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
     const float r = rsqrtf(ss / (float)DN_DV + RMS_EPS);
     uint16_t y[4];
