@@ -4,8 +4,8 @@
 //   in-proj   every block: xs[b] = norm(hidden[b]) for each batch row b; its rows of the packed
 //             [qkv | z | b | a] projection: qkv into row b's conv ring column pos[b] % 4, z | b | a
 //             into the workspace (zab[b])
-//   core      gated_delta_rule_recurrent: unit u = (batch row u / DN_UNITS, head h, v-slice j),
-//             units b, b+G, ... of block b (the next unit's inputs loaded while one runs).
+//   core      gated_delta_rule_recurrent: unit u = (head h, v-slice j), units b, b+G, ... of block b;
+//             with a batch the unit covers every row (dn_core_rows: their loads in flight together).
 //             Threads 0-271 own one conv channel each (q and k of head h, the unit's 16 v):
 //             conv + SiLU; then warp w owns state row v = 16 j + w (lane: k = 4 lane .. 4 lane + 3):
 //             S = alpha S + k beta (v - alpha S.k), o = S.q
@@ -42,10 +42,13 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
   } else {
     block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, red);
   }
+  // row b's conv ring column pos[b] % 4 of this layer (batch 1: computed once, before the rows)
+  const auto conv_col = [&](int b) { return a.conv_ring + (size_t)b * CONV_ROW + (size_t)(dn_index(l) * CONV_K + (a.pos[b] & 3)) * DN_CONV; };
+  uint16_t* const conv0 = conv_col(0);
   const int r0 = part(DN_WIN, blockIdx.x, gridDim.x);
   matvec_rows<NB>(ld, part(DN_WIN, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) {
     const int r = r0 + i;
-    if (r < DN_CONV) a.conv_ring[(size_t)b * CONV_ROW + (size_t)(dn_index(l) * CONV_K + (a.pos[b] & 3)) * DN_CONV + r] = bits(v);
+    if (r < DN_CONV) (NB == 1 ? conv0 : conv_col(b))[r] = bits(v);
     else a.zab[b * ZAB_W + r - DN_CONV] = bits(v);
   });
 }
@@ -86,34 +89,25 @@ __device__ __forceinline__ void core_inputs(const Args& a, int l, int u, uint4 (
   }
 }
 
-// in[] of the block's first unit arrive in wv[0..3], loaded before the barrier (core_inputs); with
-// a batch (more units than blocks) each unit's successor's inputs are loaded into wv[0..3] as it starts
-template <int NB>
-__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
+// Batch 1: unit u = (head h, v-slice j); in[] of the block's first unit arrive in wv[0..3], loaded
+// before the barrier (core_inputs)
+__device__ __forceinline__ void dn_core_one(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);
   float* ks = reinterpret_cast<float*>(sm + SM_DN_K);
   float* vs = reinterpret_cast<float*>(sm + SM_DN_V);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-  for (int u = blockIdx.x; u < NB * DN_UNITS; u += gridDim.x) {
+  for (int u = blockIdx.x; u < DN_UNITS; u += gridDim.x) {
     const DnUnit n = dn_unit(u);
     const int h = n.h, j = n.j, v = j * 16 + warp, pos = a.pos[n.b];
     const uint16_t* ring = a.conv_ring + (size_t)n.b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV;
     const uint16_t* zab = a.zab + n.b * ZAB_W;
     uint4 in[4];
-    if (u == (int)blockIdx.x || NB > 1) {
+    if (u == (int)blockIdx.x) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) in[i] = wv[i];
     } else {
       core_inputs(a, l, u, in);
-    }
-    if constexpr (NB > 1) {
-      if (u + (int)gridDim.x < NB * DN_UNITS) {
-        uint4 next[4];
-        core_inputs(a, l, u + gridDim.x, next);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) wv[i] = next[i];
-      }
     }
     const float4 s = make_float4(__uint_as_float(in[0].x), __uint_as_float(in[0].y), __uint_as_float(in[0].z), __uint_as_float(in[0].w));
     const float a_raw = ld_x1(zab + DN_VAL + DN_H + h), b_raw = ld_x1(zab + DN_VAL + h);
@@ -155,6 +149,105 @@ __device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l,
     if (lane == 0) a.obuf[n.b * DN_VAL + h * DN_DV + v] = bits(o);
     sync_warps();  // shared memory reused by the next unit
   }
+}
+
+
+// A batch: unit u = (head h, v-slice j) of every row at once, so the rows' loads are in flight
+// together and one block barrier serves them all. Each row's arithmetic is dn_core_one's, in the
+// same order (a row gives the same bits as alone). Shared memory: row b's q, k, v at
+// SM_U + b * DN_ROW_BYTES; red[b * 8 + w]: row b's sums of squares (warps 0-3: q, 4-7: k). The
+// first unit's state rows of every row arrive in wv[5 + b], loaded before the barrier.
+constexpr int DN_ROW_BYTES = 4 * (2 * DN_DK + 16);
+static_assert(SM_U + MAX_BATCH * DN_ROW_BYTES <= sm_end(2), "the batched core's rows fit the matrix phases' vectors");
+template <int NB>
+__device__ __forceinline__ void dn_core_rows(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
+  float* red = reinterpret_cast<float*>(sm + SM_RED);
+  const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
+  for (int u = blockIdx.x; u < DN_UNITS; u += gridDim.x) {
+    const int h = u / DN_VSLICES, j = u % DN_VSLICES, v = j * 16 + warp;
+    float4 s[NB];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      const uint4 r = u == (int)blockIdx.x ? wv[5 + b]
+                                           : __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, j}, v)) + lane);
+      s[b] = make_float4(__uint_as_float(r.x), __uint_as_float(r.y), __uint_as_float(r.z), __uint_as_float(r.w));
+    }
+    const float dt = ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + h), alog = ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h);
+    const bool channel = t < 2 * DN_DK + 16;
+    const int c = dn_channel(channel ? t : 0, h, j);
+    float taps[4] = {0.f, 0.f, 0.f, 0.f};
+    if (channel) {
+      const uint2 w = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_CONV_W) + c * CONV_K));
+      taps[0] = lo(w.x), taps[1] = hi(w.x), taps[2] = lo(w.y), taps[3] = hi(w.y);
+    }
+    // every row's loads first (the gate inputs and the conv column of positions pos-3 .. pos), so
+    // their L2 round trips overlap instead of one per row
+    // (the conv inputs as bf16 bits, two to a register)
+    float a_raw[NB], b_raw[NB];
+    uint32_t cin[NB][2];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      a_raw[b] = ld_x1(a.zab + b * ZAB_W + DN_VAL + DN_H + h);
+      b_raw[b] = ld_x1(a.zab + b * ZAB_W + DN_VAL + h);
+      if (channel) {
+        const int pos = a.pos[b];
+        const unsigned short* ring = reinterpret_cast<const unsigned short*>(a.conv_ring) + (size_t)b * CONV_ROW +
+                                     (size_t)dn_index(l) * CONV_K * DN_CONV + c;
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          cin[b][i] = (uint32_t)__ldcg(ring + (size_t)((pos - 3 + 2 * i) & 3) * DN_CONV) |
+                      ((uint32_t)__ldcg(ring + (size_t)((pos - 2 + 2 * i) & 3) * DN_CONV) << 16);
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {  // conv (tap i multiplies position pos-3+i; tap 3 is this token) + SiLU
+      float* row = reinterpret_cast<float*>(sm + SM_U + b * DN_ROW_BYTES);
+      float y = 0.f;
+      if (channel) {
+        float acc = 0.f;
+        const float x[4] = {lo(cin[b][0]), hi(cin[b][0]), lo(cin[b][1]), hi(cin[b][1])};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc = fmaf(taps[i], x[i], acc);
+        y = bfr(siluf_(bfr(acc)));
+        row[t] = y;  // q | k | the unit's 16 v
+      }
+      const float ss = warp_sum(y * y);
+      if (lane == 0 && warp < 8) red[b * 8 + warp] = ss;
+    }
+    sync_warps();
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      const float* qs = reinterpret_cast<const float*>(sm + SM_U + b * DN_ROW_BYTES);
+      const float* ks = qs + DN_DK;
+      const float* vs = qs + 2 * DN_DK;
+      const float* rb = red + b * 8;
+      const float rq = rsqrtf(rb[0] + rb[1] + rb[2] + rb[3] + RMS_EPS) * rsqrtf((float)DN_DK);
+      const float rk = rsqrtf(rb[4] + rb[5] + rb[6] + rb[7] + RMS_EPS);
+      // gates (fp32): g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b) rounded to bf16
+      const float av = a_raw[b] + dt;
+      const float sp = av > 20.f ? av : log1pf(expf(av));
+      const float alpha = expf(-expf(alog) * sp);
+      const float beta = bfr(sigmoidf_(b_raw[b]));
+      const float4 q4 = reinterpret_cast<const float4*>(qs)[lane];
+      const float4 k4 = reinterpret_cast<const float4*>(ks)[lane];
+      const float kx = k4.x * rk, ky = k4.y * rk, kz = k4.z * rk, kw = k4.w * rk;
+      const float qx = q4.x * rq, qy = q4.y * rq, qz = q4.z * rq, qw = q4.w * rq;
+      float4 sd = make_float4(alpha * s[b].x, alpha * s[b].y, alpha * s[b].z, alpha * s[b].w);
+      const float sk = warp_sum(sd.x * kx + sd.y * ky + sd.z * kz + sd.w * kw);
+      const float du = beta * (vs[warp] - sk);
+      sd.x = fmaf(kx, du, sd.x); sd.y = fmaf(ky, du, sd.y); sd.z = fmaf(kz, du, sd.z); sd.w = fmaf(kw, du, sd.w);
+      const float o = warp_sum(sd.x * qx + sd.y * qy + sd.z * qz + sd.w * qw);
+      __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, DnUnit{b, h, j}, v)) + lane, sd);
+      if (lane == 0) a.obuf[b * DN_VAL + h * DN_DV + v] = bits(o);
+    }
+    sync_warps();  // shared memory reused by the next unit
+  }
+}
+
+template <int NB>
+__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
+  if constexpr (NB == 1) dn_core_one(a, l, sm, wv);
+  else dn_core_rows<NB>(a, l, sm, wv);
 }
 
 template <int NB, class Loader>

@@ -6,6 +6,9 @@
 
 #include "megakernel.cuh"
 
+// the block's dynamic shared memory (the kernel's `sm`): the one array every phase indexes by the offsets below
+extern __shared__ __align__(128) uint8_t mk_smem[];
+
 namespace mk {
 namespace {
 
@@ -18,7 +21,7 @@ constexpr int SM_MISC = SM_RED + NWARPS * MAX_BATCH * 4;  // int [MISC_INTS]: wa
 constexpr int MISC_LAST = NWARPS * MAX_BATCH;         //   misc[MISC_LAST]: "this block is the last" (grid_sync.cuh)
 constexpr int MISC_INTS = MISC_LAST + 32;
 constexpr int SM_EPOCH = SM_MISC + MISC_INTS * 4;     // uint32: the launch's epoch (grid_sync.cuh)
-constexpr int SM_XS = SM_EPOCH + 128;                 // bf16 [B][K] a matrix phase's input vectors (K <= INTER)
+constexpr int SM_XS = SM_EPOCH + 128;                 // bf16 [B][K] a matrix phase's input vectors (K <= xs_k(B))
 constexpr int SM_U = SM_XS;                           // a mixer core's area:
 constexpr int SM_DN_Q = SM_U;                         //   DeltaNet: float [DN_DK] q
 constexpr int SM_DN_K = SM_DN_Q + 4 * DN_DK;          //             float [DN_DK] k
@@ -32,14 +35,17 @@ constexpr int SM_AT_M = SM_AT_VB + 2 * FA_HD;         //             float [AT_E
 constexpr int SM_AT_L = SM_AT_M + AT_ENTRIES * 16;    //             float [AT_ENTRIES][4] l
 constexpr int SM_AT_ACC = SM_AT_L + AT_ENTRIES * 16;  //             float [AT_ENTRIES][4][FA_HD] acc
 constexpr int SM_END_AT = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;
-// a batch's matrix phases (nb >= 2, matvec_mma.cuh): each warp's partial tile, [NWARPS][8 batch
-// rows][16 tile rows] floats, right after the nb input vectors
+// The input vectors' width: INTER at batch 1 (the down projection's input, copied in); a batch's
+// down projection reads its input from global memory (matvec_mma.cuh), so DN_VAL (the
+// out-projections'). Then a batch's partial tiles (nb >= 2): [NWARPS][8 batch rows][16 tile rows] floats.
+constexpr int xs_k(int nb) { return nb == 1 ? INTER : DN_VAL; }
 constexpr int PART_TILE = 8 * 16;
-constexpr int sm_part(int nb) { return SM_XS + 2 * INTER * nb; }
+constexpr int sm_part(int nb) { return SM_XS + 2 * xs_k(nb) * nb; }
 constexpr int sm_xs_end(int nb) { return nb > 1 ? sm_part(nb) + 4 * NWARPS * PART_TILE : sm_part(nb); }
 constexpr int sm_end(int nb) { return sm_xs_end(nb) > SM_END_AT ? sm_xs_end(nb) : SM_END_AT; }
 constexpr int sm_ring(int nb) { return (sm_end(nb) + 127) & ~127; }  // the ring's slots, then their mbarriers
 static_assert(SM_DN_V + 64 <= sm_end(1), "smem");
+static_assert(DN_VAL == FA_OIN && DN_VAL >= D, "xs_k: a batch's widest input in shared memory is an out-projection's");
 static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)");
 
 // ---- bf16 bits and small math ----------------------------------------------------------------
@@ -142,10 +148,9 @@ __device__ __forceinline__ void block_rmsnorm(Src src, bool src_is_weight, uint3
   sync_warps();
 }
 
-// NB bf16 vectors of n that other blocks wrote (rows n apart), into shared memory (n a multiple of 8)
-template <int NB>
+// a bf16 vector of n that other blocks wrote, into shared memory (n a multiple of 8)
 __device__ __forceinline__ void load_vec(const uint16_t* src, uint16_t* xs, int n) {
-  for (int i = threadIdx.x; i < NB * n / 8; i += THREADS) reinterpret_cast<uint4*>(xs)[i] = ld_x16(src + 8 * i);
+  for (int i = threadIdx.x; i < n / 8; i += THREADS) reinterpret_cast<uint4*>(xs)[i] = ld_x16(src + 8 * i);
   sync_warps();
 }
 

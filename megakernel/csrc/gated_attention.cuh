@@ -365,7 +365,7 @@ __device__ __forceinline__ void fa_out_proj(const Args& a, uint8_t* sm, uint4 (&
 #pragma unroll
   for (int b = 0; b < NB; ++b) {
     if (out_proj_merges(a.nsplit[b])) load_attn_merged(a, b, xs + b * FA_OIN);
-    else load_vec<1>(a.attn + b * FA_OIN, xs + b * FA_OIN, FA_OIN);
+    else load_vec(a.attn + b * FA_OIN, xs + b * FA_OIN, FA_OIN);
   }
   matvec_half_rows<FA_OIN, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
                                reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);

@@ -41,11 +41,10 @@ __device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const uint16_t* 
   for (int r = 0; r < NR; ++r) acc[r] = warp_sum(acc[r]);
 }
 
-// a batch's partial tiles (matvec_mma.cuh): SM_PART, right after its NB input vectors (device_common.cuh)
+// a batch's partial tiles (matvec_mma.cuh): SM_PART, after its input vectors (device_common.cuh)
 template <int NB>
-__device__ __forceinline__ float* batch_partials(const uint16_t* xs) {
-  static_assert(sm_part(NB) == SM_XS + 2 * INTER * NB, "SM_PART follows the input vectors");
-  return reinterpret_cast<float*>(const_cast<uint16_t*>(xs) + NB * INTER);
+__device__ __forceinline__ float* batch_partials() {
+  return reinterpret_cast<float*>(mk_smem + sm_part(NB));
 }
 
 // ---- where the weights come from --------------------------------------------------------
@@ -152,7 +151,7 @@ __device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const uint16_t* 
 template <int NB, class Loader, class Epi>
 __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const uint16_t* xs, uint4 (&wv)[16], Epi epi) {
   if constexpr (NB > 1) {
-    mma_rows<NB>(ld.s, rows, xs, batch_partials<NB>(xs), epi);
+    mma_rows<NB>(ld.s, rows, xs, batch_partials<NB>(), epi);
   } else {
     matvec_k1024<4, 8>(ld, rows, xs, wv, [&](int i) { ld.rows4(i, wv); }, [&](int i, const float (&acc)[4]) {
 #pragma unroll
@@ -166,7 +165,7 @@ __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const uint16_t
 template <int NB, class Loader>
 __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const uint16_t* xs, uint16_t* act, uint4 (&wv)[16]) {
   if constexpr (NB > 1) {
-    mma_gate_up<NB>(ld.s, u0, n, xs, act, batch_partials<NB>(xs));
+    mma_gate_up<NB>(ld.s, u0, n, xs, act, batch_partials<NB>());
   } else {
     matvec_k1024<2, 4>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
       uint16_t* out = act + u0 + i;
@@ -178,12 +177,13 @@ __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const 
 
 // rows [r0, r1) of a K = 2048 or 3584 matrix, for each batch row b (xs + b * K, hidden + b * D):
 // hidden[row] += bf16(dot) (the residual add), also into trace_row + b * trace_stride when set.
-// At batch 1 thread j (< 8) adds row j of the item.
-template <int K, int NB, class Loader>
+// xs in shared memory, or (X_GLOBAL, a batch) in global memory. At batch 1 thread j (< 8) adds row j of the item.
+template <int K, int NB, bool X_GLOBAL = false, class Loader>
 __device__ __forceinline__ void matvec_half_rows(Loader& ld, int r0, int r1, const uint16_t* xs, uint16_t* hidden, float* red,
                                                  float* trace_row, int trace_stride, uint4 (&wv)[16]) {
+  static_assert(!X_GLOBAL || NB > 1, "batch 1 reads its input from shared memory");
   if constexpr (NB > 1) {
-    mma_half_rows<K, NB>(ld.s, r0, r1, xs, hidden, batch_partials<NB>(xs), trace_row, trace_stride);
+    mma_half_rows<K, NB, X_GLOBAL>(ld.s, r0, r1, xs, hidden, batch_partials<NB>(), trace_row, trace_stride);
   } else {
     constexpr int NCH = K / 512, RPC = RING_SLOT / (2 * K), ROWS = NWARPS / 2;
     static_assert(NCH * 512 == K && RPC >= 1, "K must be a multiple of 512 and a row must fit a slot");

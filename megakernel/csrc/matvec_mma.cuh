@@ -22,8 +22,10 @@
 //   mma_gate_up    32 units (8 chunks): warp w: units 8 (w/4) .. 8 (w/4) + 7 (tile row g: gate of unit
 //                  g, row g + 8: its up), k quarter w % 4. Thread b * 32 + u: unit u for batch row b.
 //   mma_half_rows  K = 2048 or 3584 (out-projections, down): 8 rows (tile rows 8..15 unused); warp w:
-//                  k sixteenth w (128 or 224 k). Thread b * 8 + j adds row j's dot to batch row b's
-//                  residual.
+//                  k sixteenth w (128 or 224 k), its inputs from shared memory (the out-projections)
+//                  or straight from global (down: each piece of act is read by one warp of the block,
+//                  so a copy into shared memory would only add a round trip and 7 KB a row).
+//                  Thread b * 8 + j adds row j's dot to batch row b's residual.
 // Bank conflicts: a quarter warp's 8 lanes read two weight rows (2 KB apart: the same banks), so each
 // lds128 takes two passes; measured against the FMA dots in NOTES v15.
 #pragma once
@@ -41,8 +43,9 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
 
 // One warp's part of a tile: NBLK blocks of 32 k. wlo / whi: shared addresses of tile rows g and
 // g + 8 at this lane's first k (0: the row is past the slice, its products are zero); x: batch row
-// g's input at the same k (null for g >= NB). -> c (this warp's partial tile)
-template <int NBLK>
+// g's input at the same k (null for g >= NB), in shared memory, or in global memory where X_GLOBAL
+// (written by other blocks this launch: read through L2). -> c (this warp's partial tile)
+template <int NBLK, bool X_GLOBAL = false>
 __device__ __forceinline__ void tile_dot(uint32_t wlo, uint32_t whi, const uint16_t* x, float (&c)[4]) {
   const uint4 zero = make_uint4(0, 0, 0, 0);
   uint4 lo[NBLK], hi[NBLK];
@@ -53,7 +56,7 @@ __device__ __forceinline__ void tile_dot(uint32_t wlo, uint32_t whi, const uint1
   c[0] = c[1] = c[2] = c[3] = 0.f;
 #pragma unroll
   for (int k = 0; k < NBLK; ++k) {
-    const uint4 xv = x ? *reinterpret_cast<const uint4*>(x + k * 32) : zero;
+    const uint4 xv = !x ? zero : X_GLOBAL ? ld_x16(x + k * 32) : *reinterpret_cast<const uint4*>(x + k * 32);
     mma_bf16(c, lo[k].x, hi[k].x, lo[k].y, hi[k].y, xv.x, xv.y);
     mma_bf16(c, lo[k].z, hi[k].z, lo[k].w, hi[k].w, xv.z, xv.w);
   }
@@ -126,9 +129,10 @@ __device__ __forceinline__ void mma_gate_up(Stream& s, int u0, int n, const uint
   }
 }
 
-// rows [r0, r1) of a K = 2048 or 3584 matrix, for each batch row b (xs + b * K, hidden + b * D):
-// hidden[row] += bf16(dot) (the residual add), also into trace_row + b * trace_stride when set
-template <int K, int NB>
+// rows [r0, r1) of a K = 2048 or 3584 matrix, for each batch row b (xs + b * K: shared memory, or
+// global where X_GLOBAL; hidden + b * D): hidden[row] += bf16(dot) (the residual add), also into
+// trace_row + b * trace_stride when set
+template <int K, int NB, bool X_GLOBAL>
 __device__ __forceinline__ void mma_half_rows(Stream& s, int r0, int r1, const uint16_t* xs, uint16_t* hidden, float* part,
                                               float* trace_row, int trace_stride) {
   constexpr int RPC = RING_SLOT / (2 * K), KW = K / NWARPS;  // rows per chunk, k per warp
@@ -150,7 +154,7 @@ __device__ __forceinline__ void mma_half_rows(Stream& s, int r0, int r1, const u
         if (g / RPC == c) ch = p;
       }
     float c[4];
-    tile_dot<KW / 32>(g < rows ? ch + ((g % RPC) * K + k0) * 2 : 0u, 0u, x, c);
+    tile_dot<KW / 32, X_GLOBAL>(g < rows ? ch + ((g % RPC) * K + k0) * 2 : 0u, 0u, x, c);
     put_partial(part, c);
     chunks_done(s, (rows + RPC - 1) / RPC);
     if (adds && oj < rows) {

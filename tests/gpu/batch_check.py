@@ -100,6 +100,7 @@ def main():
     ap.add_argument("--check-steps", type=int, default=24)
     ap.add_argument("--tiers", default="megakernel,triton")
     ap.add_argument("--phases-only", action="store_true")
+    ap.add_argument("--skip-checks", action="store_true", help="no batch-against-alone checks (timing a variant)")
     args = ap.parse_args()
     cfg = ModelConfig.qwen3_5_0_8b()
     w = random_weights(cfg, seed=0, dtype=torch.bfloat16)
@@ -114,7 +115,7 @@ def main():
         print(f"phases B={B}: " + ", ".join(f"{k} {v:.0f}" for k, v in ph.items()), flush=True)
     if args.phases_only:
         return
-    for B in (1, 2, 3, 8):
+    for B in () if args.skip_checks else (1, 2, 3, 8):
         r = rows_vs_alone(mk, B, args.check_steps)
         print("check", r, flush=True)
         out["checks"].append(r)
