@@ -180,34 +180,19 @@ __device__ __forceinline__ void dn_core_rows(const Args& a, int l, uint8_t* sm, 
       const uint2 w = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_CONV_W) + c * CONV_K));
       taps[0] = lo(w.x), taps[1] = hi(w.x), taps[2] = lo(w.y), taps[3] = hi(w.y);
     }
-    // every row's loads first (the gate inputs and the conv column of positions pos-3 .. pos), so
-    // their L2 round trips overlap instead of one per row
-    // (the conv inputs as bf16 bits, two to a register)
-    float a_raw[NB], b_raw[NB];
-    uint32_t cin[NB][2];
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      a_raw[b] = ld_x1(a.zab + b * ZAB_W + DN_VAL + DN_H + h);
-      b_raw[b] = ld_x1(a.zab + b * ZAB_W + DN_VAL + h);
-      if (channel) {
-        const int pos = a.pos[b];
-        const unsigned short* ring = reinterpret_cast<const unsigned short*>(a.conv_ring) + (size_t)b * CONV_ROW +
-                                     (size_t)dn_index(l) * CONV_K * DN_CONV + c;
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-          cin[b][i] = (uint32_t)__ldcg(ring + (size_t)((pos - 3 + 2 * i) & 3) * DN_CONV) |
-                      ((uint32_t)__ldcg(ring + (size_t)((pos - 2 + 2 * i) & 3) * DN_CONV) << 16);
-      }
-    }
 #pragma unroll
     for (int b = 0; b < NB; ++b) {  // conv (tap i multiplies position pos-3+i; tap 3 is this token) + SiLU
       float* row = reinterpret_cast<float*>(sm + SM_U + b * DN_ROW_BYTES);
       float y = 0.f;
       if (channel) {
+        const int pos = a.pos[b];
+        const uint16_t* ring = a.conv_ring + (size_t)b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV + c;
+        const float past[3] = {ld_x1(ring + (size_t)((pos - 3) & 3) * DN_CONV), ld_x1(ring + (size_t)((pos - 2) & 3) * DN_CONV),
+                               ld_x1(ring + (size_t)((pos - 1) & 3) * DN_CONV)};
         float acc = 0.f;
-        const float x[4] = {lo(cin[b][0]), hi(cin[b][0]), lo(cin[b][1]), hi(cin[b][1])};
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc = fmaf(taps[i], x[i], acc);
+        for (int i = 0; i < 3; ++i) acc = fmaf(taps[i], past[i], acc);
+        acc = fmaf(taps[3], ld_x1(ring + (size_t)(pos & 3) * DN_CONV), acc);
         y = bfr(siluf_(bfr(acc)));
         row[t] = y;  // q | k | the unit's 16 v
       }
@@ -220,14 +205,16 @@ __device__ __forceinline__ void dn_core_rows(const Args& a, int l, uint8_t* sm, 
       const float* qs = reinterpret_cast<const float*>(sm + SM_U + b * DN_ROW_BYTES);
       const float* ks = qs + DN_DK;
       const float* vs = qs + 2 * DN_DK;
+      const uint16_t* zab = a.zab + b * ZAB_W;
+      const float a_raw = ld_x1(zab + DN_VAL + DN_H + h), b_raw = ld_x1(zab + DN_VAL + h);
       const float* rb = red + b * 8;
       const float rq = rsqrtf(rb[0] + rb[1] + rb[2] + rb[3] + RMS_EPS) * rsqrtf((float)DN_DK);
       const float rk = rsqrtf(rb[4] + rb[5] + rb[6] + rb[7] + RMS_EPS);
       // gates (fp32): g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b) rounded to bf16
-      const float av = a_raw[b] + dt;
+      const float av = a_raw + dt;
       const float sp = av > 20.f ? av : log1pf(expf(av));
       const float alpha = expf(-expf(alog) * sp);
-      const float beta = bfr(sigmoidf_(b_raw[b]));
+      const float beta = bfr(sigmoidf_(b_raw));
       const float4 q4 = reinterpret_cast<const float4*>(qs)[lane];
       const float4 k4 = reinterpret_cast<const float4*>(ks)[lane];
       const float kx = k4.x * rk, ky = k4.y * rk, kz = k4.z * rk, kw = k4.w * rk;
