@@ -187,23 +187,31 @@ __device__ __forceinline__ void matvec_half_rows(Loader& ld, int r0, int r1, con
   } else {
     constexpr int NCH = K / 512, RPC = RING_SLOT / (2 * K), ROWS = NWARPS / 2;
     static_assert(NCH * 512 == K && RPC >= 1, "K must be a multiple of 512 and a row must fit a slot");
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, rj = threadIdx.x;  // (the residual thread's item row)
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    // the residual thread's item row; rb is 0 wherever it is used (threads 0..7), but spelled this
+    // way ptxas gives the batch-1 kernels the same SASS as before the batch (B = 1 unchanged)
+    const int rj = threadIdx.x % ROWS, rb = threadIdx.x / ROWS;
+    const bool adds = threadIdx.x < ROWS;
     for (int base = r0; base < r1; base += ROWS) {
       const int j = warp >> 1, half = warp & 1;
       // the residual rows first: this block alone writes them, their latency hides behind the dots
-      const float h_old = rj < ROWS && base + rj < r1 ? ld_x1(hidden + base + rj) : 0.f;
-      float acc[1] = {0.f};
+      const float h_old = adds && base + rj < r1 ? ld_x1(hidden + rb * D + base + rj) : 0.f;
+      float acc[1];
+      acc[0] = 0.f;
       if (base + j < r1) {
         ld.template half_row<K>(base - r0 + j, half, wv);
         dot_regs<NCH, 1>(wv, xs + half * (K / 2), lane, acc);
       }
       if (lane == 0) red[warp] = acc[0];
       ld.sync_and_release((min(ROWS, r1 - base) + RPC - 1) / RPC);
-      if (rj < ROWS && base + rj < r1) {
-        const float o = bfr(red[2 * rj] + red[2 * rj + 1]);
-        const float h = bfr(h_old + o);
-        hidden[base + rj] = bits(h);
-        if (trace_row) trace_row[base + rj] = h;
+      if (adds) {
+        const int r = base + rj;
+        if (r < r1) {
+          const float o = bfr(red[rb * NWARPS + 2 * rj] + red[rb * NWARPS + 2 * rj + 1]);
+          const float h = bfr(h_old + o);
+          hidden[rb * D + r] = bits(h);
+          if (trace_row) trace_row[(size_t)rb * trace_stride + r] = h;
+        }
       }
       sync_warps();
     }

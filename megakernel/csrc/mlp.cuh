@@ -21,15 +21,16 @@ __device__ __forceinline__ void mlp_gate_up(const Args& a, uint8_t* sm, uint4 (&
 
 template <int NB, class Loader>
 __device__ __forceinline__ void mlp_down(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
-  float* trace_row = a.trace ? a.trace + (size_t)(1 + l) * D : nullptr;
-  const int r0 = part(D, blockIdx.x, gridDim.x), r1 = part(D, blockIdx.x + 1, gridDim.x);
-  float* red = reinterpret_cast<float*>(sm + SM_RED);
   if constexpr (NB > 1) {  // a batch: each warp reads its piece of act from global memory
-    matvec_half_rows<INTER, NB, true>(ld, r0, r1, a.act, a.hidden, red, trace_row, (NLAYER + 2) * D, wv);
+    float* trace_row = a.trace ? a.trace + (size_t)(1 + l) * D : nullptr;
+    matvec_half_rows<INTER, NB, true>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.act, a.hidden,
+                                      reinterpret_cast<float*>(sm + SM_RED), trace_row, (NLAYER + 2) * D, wv);
   } else {
     uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
     load_vec(a.act, xs, INTER);
-    matvec_half_rows<INTER, 1>(ld, r0, r1, xs, a.hidden, red, trace_row, (NLAYER + 2) * D, wv);
+    float* trace_row = a.trace ? a.trace + (size_t)(1 + l) * D : nullptr;
+    matvec_half_rows<INTER, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
+                               reinterpret_cast<float*>(sm + SM_RED), trace_row, (NLAYER + 2) * D, wv);
   }
 }
 
