@@ -12,7 +12,7 @@
 //           layer phase. Every block recomputes the RMSNorm of the D-wide hidden state itself.
 //   block   16 compute warps (512 threads); in the ring schedule a 17th warp, the producer, streams
 //           the block's weights into shared memory ahead of the phases (weight_ring.cuh).
-//   warp    matrix phases: matvec.cuh; the DeltaNet core: delta_rule.cuh; the attention core:
+//   warp    matrix phases: matvec.cuh (a batch: matvec_mma.cuh); the DeltaNet core: delta_rule.cuh; the attention core:
 //           gated_attention.cuh; the lm_head and argmax: lm_head.cuh.
 // Between a barrier's arrive and its wait every warp loads what the next phase starts with and no
 // block writes in this phase (prepare_phase): the ring schedule the core's state row, conv taps and
