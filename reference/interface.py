@@ -264,11 +264,7 @@ class Tier(abc.ABC):
                               check_range=synced or not self.device_checks)
         if synced:
             self.check(state)
-        self._check_state(state, ids.shape[0], 1)
-        empty = [r for r, p in enumerate(state.positions) if p == 0]
-        if empty:
-            what = "an empty state" if len(empty) == state.batch_size else f"empty row(s) {empty}"
-            raise TierInputError(f"decode on {what}; expected prefill of at least one token first")
+        self._check_state(state, ids.shape[0], 1, step=True)
         return ids
 
     def _advance_unchecked(self, state):
@@ -347,13 +343,19 @@ class Tier(abc.ABC):
                 raise TierInputError(f"{what} holds token id {bad}, outside the vocabulary [0, {V})")
         return ids.to(self.device)
 
-    def _check_state(self, state, batch_size, n_new):
+    def _check_state(self, state, batch_size, n_new, step=False):
+        """The state takes `n_new` more tokens in each of its `batch_size` rows; `step` (a decode
+        step): no row is empty (checked before the length: an empty row cannot decode at all)."""
         self._check_state_kind(state)
         if batch_size != state.batch_size:
             raise TierInputError(f"batch size {batch_size} of the ids does not match the state's batch size {state.batch_size}")
         if not self.per_row_positions and not state.uniform:  # (a state set by hand: no call of this tier makes one)
             raise TierInputError(f"the rows of this state are at different positions {state.positions}; tier "
                                  f"{self.name!r} keeps one position for the whole batch (per_row_positions is False)")
+        empty = [r for r, p in enumerate(state.positions) if p == 0] if step else []
+        if empty:
+            what = "an empty state" if len(empty) == state.batch_size else f"empty row(s) {empty}"
+            raise TierInputError(f"decode on {what}; expected prefill of at least one token first")
         longest = max(state.positions)
         if longest + n_new > state.max_seq_len:
             row = state.positions.index(longest)
