@@ -14,7 +14,9 @@ where NVML's energy counter is readable. With a batch size above 1, two columns 
 tokens/s per sequence and the fraction of the byte floor (the weights once + B × each
 sequence's state and K/V cache traffic, timing.floor_bytes_per_step); a batch size above a
 tier's `max_batch` is a skipped row. `--layers` adds the time of each part of one decode
-step per tier (see compare/layer_times.py), `--png` draws it.
+step per tier (see compare/layer_times.py) next to that part's byte floor (its weights and its
+state / K/V traffic at the copy bandwidth: timing.part_bytes_per_step), `--png` draws both on a
+log axis (compare/plots.py).
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from reference import TierInputError, TierUnavailable
 from . import layer_times, tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device, select_tiers
 from .progress import Progress
-from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, floor_bytes_per_step, random_ids,
-                     sequence_bytes_per_step, time_pp, time_tg, weight_bytes_per_step)
+from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, floor_bytes_per_step, part_bytes_per_step,
+                     random_ids, sequence_bytes_per_step, time_pp, time_tg, weight_bytes_per_step)
 from .tiers import load_tier
 
 
@@ -293,11 +295,24 @@ def csv_results(records, skipped, batch_columns: bool = False) -> str:
 
 
 def layer_rows(doc) -> tuple[list[str], list[list]]:
-    times, kinds = doc["layers"]["times"], doc["layers"]["kinds"]
+    """Per part: its kind, its byte floor (µs at this machine's copy bandwidth), then per tier its
+    time (µs) and the floor's share of it (%); without a GPU (no bandwidth) the times alone."""
+    times, kinds, floor = doc["layers"]["times"], doc["layers"]["kinds"], doc["layers"]["floor"]["us"]
     tiers = list(times)
     names = list(dict.fromkeys(p for t in tiers for p in times[t] if p != "total")) + ["total"]
-    rows = [[p, kinds.get(p, "")] + [times[t].get(p) for t in tiers] for p in names]
-    return ["part", "kind"] + [f"{t} µs" for t in tiers], rows
+    rows = []
+    for p in names:
+        if floor is None:  # no GPU: no copy bandwidth, no floor columns
+            rows.append([p, kinds.get(p, "")] + [times[t].get(p) for t in tiers])
+            continue
+        f, row = floor.get(p), [p, kinds.get(p, ""), floor.get(p)]
+        for t in tiers:
+            us = times[t].get(p)
+            row += [us, None if f is None or not us else 100.0 * f / us]
+        rows.append(row)
+    if floor is None:
+        return ["part", "kind"] + [f"{t} µs" for t in tiers], rows
+    return ["part", "kind", "floor µs"] + [c for t in tiers for c in (f"{t} µs", f"{t} % of floor")], rows
 
 
 def header_lines(doc) -> list[str]:
@@ -342,8 +357,11 @@ def render(doc, fmt: str) -> str:
         header, rows = layer_rows(doc)
         cells = [row[:2] + [tables.fmt(v) for v in row[2:]] for row in rows]
         methods = ", ".join(f"{t}: {m}" for t, m in doc["layers"]["method"].items())
-        parts.append(f"per-part time of one decode step, µs (median of {doc['settings']['layer_steps']} steps; {methods})\n"
-                     + tables.markdown(header, cells, right=set(range(2, len(header)))))
+        fl = doc["layers"]["floor"]
+        floor = (f"floor: the bytes each part must move (its weights, its state and K/V at {fl['context']} tokens)"
+                 " ÷ the copy bandwidth" if fl["us"] is not None else "floor: n/a (no copy bandwidth without a GPU)")
+        parts.append(f"per-part time of one decode step, µs (median of {doc['settings']['layer_steps']} steps; {methods});"
+                     f" {floor}\n" + tables.markdown(header, cells, right=set(range(2, len(header)))))
     return "\n\n".join(parts)
 
 
@@ -423,17 +441,22 @@ def run(args) -> int:
     }
     if want_layers:
         kinds = {p: layer_times.part_kind(config, p) for t in layer_times_by_tier.values() for p in t if p != "total"}
-        doc["layers"] = {"times": layer_times_by_tier, "kinds": kinds, "method": layer_method}
+        context = layer_times.median_context(TG_PROMPT, layer_steps)
+        floor_bytes = part_bytes_per_step(config, context)
+        floor_bytes["total"] = sum(floor_bytes.values())
+        floor_us = None if copy_bw is None else {p: b / copy_bw * 1e6 for p, b in floor_bytes.items()}
+        doc["layers"] = {"times": layer_times_by_tier, "kinds": kinds, "method": layer_method,
+                         "floor": {"context": context, "bytes": floor_bytes, "us": floor_us}}
     print(render(doc, args.output))
     if args.json_path:
         with open(args.json_path, "w") as f:
             json.dump(doc, f, indent=2)
     if args.png:
         if layer_times_by_tier:
-            from .plots import stacked_layer_bars
+            from .plots import part_roofline
 
-            stacked_layer_bars(args.png, layer_times_by_tier, doc["layers"]["kinds"],
-                               f"one decode step, {config.name}, {doc['environment']['device']}")
+            part_roofline(args.png, layer_times_by_tier, doc["layers"]["floor"]["us"], doc["layers"]["kinds"],
+                          f"one decode step, {config.name}, {doc['environment']['device']}")
         else:
             print("no per-layer times to draw; no PNG written", file=sys.stderr)
     return 0

@@ -65,7 +65,16 @@ class Marks:
         return {**dict(zip(self.names[1:], gaps)), **self.given}
 
 
-def decode_layer_times(tier, prompt_ids, steps: int = 10, warmup: int = 3) -> tuple[dict[str, float], str]:
+WARMUP = 3  # untimed decode steps before the timed ones
+
+
+def median_context(prompt_len: int, steps: int, warmup: int = WARMUP) -> int:
+    """Tokens in the state at the median timed step of `decode_layer_times` (what its K/V reads
+    and so its byte floor depend on)."""
+    return prompt_len + warmup + steps // 2
+
+
+def decode_layer_times(tier, prompt_ids, steps: int = 10, warmup: int = WARMUP) -> tuple[dict[str, float], str]:
     """→ ({part: median µs, …, "total": median µs of a whole step}, tier.part_timing) over
     `steps` decode steps after `prompt_ids` [1, T] and `warmup` untimed steps."""
     if tier.part_timing is None:

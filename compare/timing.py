@@ -116,17 +116,44 @@ def weight_bytes_per_step(config) -> int:
     return sum(2 * math.prod(s) for s in expected_shapes(config).values() if len(s) == 2)
 
 
+def layer_state_bytes(config, layer: int, context: int, state_bytes: int = 2) -> int:
+    """Bytes layer `layer`'s own state moves for one sequence in one decode step whose state
+    holds `context` tokens, every size from the config: a DeltaNet layer reads and writes its fp32
+    recurrent state (Hv × dk × dv) and its causal conv's state (conv_dim × (kernel − 1),
+    `state_bytes` each); a full-attention layer reads the K and V cache rows (n_kv × head_dim
+    each) of the `context` earlier positions and writes the new row."""
+    c = config
+    if layer in c.linear_layers:
+        recurrent = c.linear_num_value_heads * c.linear_key_head_dim * c.linear_value_head_dim * 4
+        conv = c.conv_dim * (c.linear_conv_kernel_dim - 1) * state_bytes
+        return 2 * (recurrent + conv)
+    kv_row = 2 * c.num_key_value_heads * c.head_dim * state_bytes  # K and V of one position
+    return kv_row * (context + 1)
+
+
 def sequence_bytes_per_step(config, context: int, state_bytes: int = 2) -> int:
     """Bytes one sequence's own state moves in one decode step whose state holds `context`
-    tokens, every size from the config: per DeltaNet layer the fp32 recurrent state
-    (Hv × dk × dv) read and written and the causal conv's state (conv_dim × (kernel − 1),
-    `state_bytes` each) read and written; per full-attention layer the K and V cache rows
-    (n_kv × head_dim each) of the `context` earlier positions read and the new row written."""
-    c = config
-    recurrent = c.linear_num_value_heads * c.linear_key_head_dim * c.linear_value_head_dim * 4
-    conv = c.conv_dim * (c.linear_conv_kernel_dim - 1) * state_bytes
-    kv_row = 2 * c.num_key_value_heads * c.head_dim * state_bytes  # K and V of one position
-    return len(c.linear_layers) * 2 * (recurrent + conv) + len(c.full_layers) * kv_row * (context + 1)
+    tokens: every layer's `layer_state_bytes`."""
+    return sum(layer_state_bytes(config, i, context, state_bytes) for i in range(config.num_layers))
+
+
+def part_bytes_per_step(config, context: int, state_bytes: int = 2) -> dict[str, int]:
+    """The bytes each part of one batch-1 decode step (compare.layer_times.parts) must move with
+    `context` tokens in the state: "embed" one embedding row; "layers.{i}" that layer's weight
+    matrices in bf16 (as `weight_bytes_per_step` counts them) and its `layer_state_bytes`; "norm"
+    the final norm's weights; "lm_head" its matrix (the tied embedding). The layers and the lm_head
+    add up to `floor_bytes_per_step(config, 1, context)` (with an untied embedding that also counts
+    the whole embedding, of which a step reads one row)."""
+    shapes = expected_shapes(config)
+    matrices = {name: 2 * math.prod(s) for name, s in shapes.items() if len(s) == 2}
+    out = {"embed": 2 * config.hidden_size}
+    for i in range(config.num_layers):
+        prefix = f"model.layers.{i}."
+        out[f"layers.{i}"] = sum(b for n, b in matrices.items() if n.startswith(prefix)) + \
+            layer_state_bytes(config, i, context, state_bytes)
+    out["norm"] = 2 * config.hidden_size
+    out["lm_head"] = matrices.get("lm_head.weight", matrices["model.embed_tokens.weight"])
+    return out
 
 
 def floor_bytes_per_step(config, batch: int, context: int, steps: int = 1, state_bytes: int = 2) -> float:

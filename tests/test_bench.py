@@ -6,6 +6,7 @@ import contextlib
 import csv
 import io
 import json
+import math
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from compare import bench, layer_times, tables, timing
 from compare.__main__ import main
 from compare.progress import Progress
 from compare.timing import EnergyMeter, Region, Summary, copy_bandwidth
-from reference import ModelConfig, ReferenceTier, Tier, TierInputError
+from reference import ModelConfig, ReferenceTier, Tier, TierInputError, expected_shapes
 
 TINY_RUN = ["--config", "tiny", "--pp", "8", "--tg", "4", "--depth", "0", "--repeats", "2"]
 
@@ -111,6 +112,51 @@ def test_layers_table_and_png(tmp_path, capsys):
     ref = layers["times"]["reference"]
     assert all(v > 0 for v in ref.values())
     assert ref["total"] == pytest.approx(sum(v for k, v in ref.items() if k != "total"), rel=0.5)
+    floor = layers["floor"]  # the bytes always; no µs (and no floor columns) without a copy bandwidth
+    assert floor["context"] == layer_times.median_context(timing.TG_PROMPT, 2)
+    assert floor["bytes"] == {**timing.part_bytes_per_step(ModelConfig.tiny(), floor["context"]),
+                              "total": sum(timing.part_bytes_per_step(ModelConfig.tiny(), floor["context"]).values())}
+    assert floor["us"] is None and "floor: n/a (no copy bandwidth without a GPU)" in block
+
+
+def test_part_bytes_by_hand():
+    """Each part's bytes, from the tiny config's shapes: a DeltaNet layer its matrices + its fp32
+    state and conv state read and written; the attention layer its matrices + K/V at the context +
+    the new row; the layers and the lm_head add up to the step's floor."""
+    c = ModelConfig.tiny()
+    D, V = c.hidden_size, c.vocab_size
+    parts = timing.part_bytes_per_step(c, 20)
+    assert list(parts) == layer_times.parts(c)
+    mlp = 3 * c.intermediate_size * D * 2
+    dn_w = (c.conv_dim + c.linear_num_value_heads * c.linear_value_head_dim + 2 * c.linear_num_value_heads) * D * 2 \
+        + D * c.linear_num_value_heads * c.linear_value_head_dim * 2 + mlp
+    dn_state = 2 * (c.linear_num_value_heads * c.linear_key_head_dim * c.linear_value_head_dim * 4
+                    + c.conv_dim * (c.linear_conv_kernel_dim - 1) * 2)
+    assert parts["layers.0"] == dn_w + dn_state
+    kv = 2 * c.num_key_value_heads * c.head_dim * 2 * 21
+    assert parts["layers.3"] - kv == sum(2 * math.prod(s) for n, s in expected_shapes(c).items()
+                                         if n.startswith("model.layers.3.") and len(s) == 2)
+    assert parts["embed"] == parts["norm"] == 2 * D and parts["lm_head"] == V * D * 2
+    assert sum(v for k, v in parts.items() if k not in ("embed", "norm")) == timing.floor_bytes_per_step(c, 1, 20)
+    q = ModelConfig.qwen3_5_0_8b()
+    assert timing.part_bytes_per_step(q, 16)["lm_head"] == 248320 * 1024 * 2 == 508_559_360
+
+
+def test_layer_rows_with_a_floor(tmp_path):
+    """With a copy bandwidth: per part the floor (µs) and per tier µs and the floor's share, the
+    total's floor the sum; the chart draws the floor line and each tier's share of it."""
+    doc = {"layers": {"times": {"a": {"layers.0": 4.0, "lm_head": 200.0, "total": 204.0},
+                                "b": {"layers.0": 40.0, "lm_head": 400.0, "total": 440.0}},
+                      "kinds": {"layers.0": "DeltaNet", "lm_head": "lm_head"},
+                      "floor": {"context": 20, "bytes": {}, "us": {"layers.0": 3.0, "lm_head": 170.0, "total": 173.0}}}}
+    header, rows = bench.layer_rows(doc)
+    assert header == ["part", "kind", "floor µs", "a µs", "a % of floor", "b µs", "b % of floor"]
+    assert rows[0] == ["layers.0", "DeltaNet", 3.0, 4.0, 75.0, 40.0, 7.5]
+    assert rows[-1][:4] == ["total", "", 173.0, 204.0] and rows[-1][4] == pytest.approx(100 * 173 / 204)
+    from compare.plots import part_roofline
+    png = tmp_path / "roof.png"
+    part_roofline(str(png), doc["layers"]["times"], doc["layers"]["floor"]["us"], doc["layers"]["kinds"], "t")
+    assert png.stat().st_size > 5_000
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only listing")
