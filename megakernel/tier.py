@@ -478,6 +478,24 @@ class MegakernelTier(Tier):
         self.check(state)
         return out, StepTimes.parse(words, self.k, self.grid)
 
+    def decode_steps_timed(self, token_ids, state, steps: int) -> tuple[torch.Tensor, list[StepTimes]]:
+        """`steps` greedy decode steps back to back, each fed the last one's ids on the device as
+        the tg loop runs them (nothing waits for the host in between), every one with the in-kernel
+        clock on: → (the last ids, each step's StepTimes). The stamp buffers are zeroed before the
+        first launch and read after the last, so one step's start minus the previous step's argmax
+        is the gap between launches as a decode loop sees it."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise TierInputError(f"steps={steps!r}; expected an int >= 1")
+        buffers = [self.times_buffer() for _ in range(steps)]
+        ids = token_ids
+        for times in buffers:
+            ids = self._check_step_ids(ids, state)
+            ids, _ = self.timed_launch(ids, state, times)
+            self._advance_unchecked(state)
+        words = [t.cpu().tolist() for t in buffers]
+        self.check(state)
+        return ids, [StepTimes.parse(w, self.k, self.grid) for w in words]
+
     def _decode_timed(self, token_ids, state, marks):
         """The interface's per-part timing: the in-kernel clock's µs per part into marks.put."""
         out, times = self.timed_launch(token_ids, state)

@@ -427,6 +427,26 @@ def test_the_clock(mk):
 
 @gpu
 @needs_gpu
+def test_timed_steps_back_to_back(mk):
+    """decode_steps_timed: the same ids as untimed decode_argmax steps, the state advanced, and the
+    stamps in launch order (each step starts after the previous one's argmax)."""
+    a, b = mk.new_state(max_seq_len=40), mk.new_state(max_seq_len=40)
+    mk.prefill(ids(8, 16), a)
+    mk.prefill(ids(8, 16), b)
+    first = ids(1, 17)[0]
+    last, steps = mk.decode_steps_timed(first, a, 6)
+    want = first
+    for _ in range(6):
+        want = mk.decode_argmax(want, b)
+    assert torch.equal(last, want) and a.seq_len == b.seq_len == 14 and len(steps) == 6
+    for prev, st in zip(steps, steps[1:]):
+        assert prev.start < prev.argmax_done <= st.start < st.argmax_done
+    with pytest.raises(TierInputError, match=r"steps=0; expected an int >= 1"):
+        mk.decode_steps_timed(last, a, 0)
+
+
+@gpu
+@needs_gpu
 def test_every_phase_against_the_reference_intermediates(variant):
     """The kernel stopped after each phase of layers 0 and 3 (workspace NaN-poisoned), every buffer
     it wrote against the bf16 reference's own intermediates (megakernel/phases.py), both schedules."""
