@@ -8,9 +8,9 @@ stamps: csrc/shapes.cuh, `MegakernelTier.decode_step_times`):
   barrier, then from the last arrival to block 0's exit (the barrier's exit latency); for the
   attention core also block 0's unit step by step and every unit block's arrival; and how long
   the ring's producers waited for a free slot.
-- `launch_gaps`: back-to-back launches with no host sync between them: the kernel's span, the
-  gap from one launch's argmax to the next one's start, the restart (to the next launch's
-  embedding row normed) and its first phase.
+- `launch_gaps`: back-to-back launches with no host sync between them (any batch): the period,
+  the kernel's span, the gap from one launch's argmax to the next one's start, the restart (to
+  the next launch's embedding row normed) and its first phase.
 The tok/s figures come from `python -m compare bench` and `python -m compare ab`.
 """
 
@@ -26,9 +26,9 @@ PHASE_NAMES = ("in-proj", "core", "out-proj", "gate/up", "down")
 UNIT_STEPS = ("unit0 q,k normed", "unit0 warp0 scored", "unit0 output stored", "unit0 merged")
 
 
-def _prompt(tier, n, seed):
+def _prompt(tier, n, seed, rows=1):
     gen = torch.Generator().manual_seed(seed)
-    return torch.randint(0, tier.config.vocab_size, (1, n), generator=gen)
+    return torch.randint(0, tier.config.vocab_size, (rows, n), generator=gen)
 
 
 def phase_anatomy(tier, prompt_len=64, steps=8, seed=0) -> dict:
@@ -97,25 +97,20 @@ def anatomy_lines(an: dict) -> list[str]:
     return lines
 
 
-def launch_gaps(tier, steps=16, prompt_len=16, seed=0) -> dict | None:
-    """Back-to-back greedy launches (no host sync between them), µs, means over `steps` - 1 pairs:
-    span, gap (argmax → next start), restart (argmax → next embedding row normed), first phase.
-    None in the stream-only schedule (it stamps no phases)."""
-    from .tier import StepTimes
-
+def launch_gaps(tier, steps=16, prompt_len=16, seed=0, batch=1) -> dict | None:
+    """Back-to-back greedy launches of a batch of `batch` rows (no host sync between them:
+    `MegakernelTier.decode_steps_timed`), µs, means over `steps` - 1 pairs: period (start → next
+    start), span (start → argmax), gap (argmax → next start), restart (argmax → next embedding row
+    normed), first phase. None in the stream-only schedule (it stamps no phases)."""
     if tier.schedule == "stream-only":
         return None
-    state = tier.new_state(max_seq_len=prompt_len + steps + 1)
-    ids = tier.prefill(_prompt(tier, prompt_len, seed), state).argmax(-1).to(tier.device)
-    stamps = [tier.times_buffer() for _ in range(steps)]  # (allocated first: no memset between the launches)
-    torch.cuda.synchronize()
-    for times in stamps:
-        ids, _ = tier.timed_launch(ids, state, times)
-        state.seq_len += 1
-    torch.cuda.synchronize()
-    t = [StepTimes.parse(b.cpu().tolist(), tier.k, tier.grid) for b in stamps]
+    state = tier.new_state(batch, max_seq_len=prompt_len + steps + 1)
+    ids = tier.prefill(_prompt(tier, prompt_len, seed, rows=batch), state).argmax(-1).to(tier.device)
+    _, t = tier.decode_steps_timed(ids, state, steps)
     pairs = range(steps - 1)
-    return {"span_us": statistics.mean((x.argmax_done - x.start) / 1000.0 for x in t[1:]),
+    return {"batch": batch,
+            "period_us": statistics.mean((t[i + 1].start - t[i].start) / 1000.0 for i in pairs),
+            "span_us": statistics.mean((x.argmax_done - x.start) / 1000.0 for x in t[1:]),
             "gap_us": statistics.mean((t[i + 1].start - t[i].argmax_done) / 1000.0 for i in pairs),
             "gap_min_us": min((t[i + 1].start - t[i].argmax_done) / 1000.0 for i in pairs),
             "restart_us": statistics.mean((t[i + 1].embed_done - t[i].argmax_done) / 1000.0 for i in pairs),
@@ -150,6 +145,6 @@ def main(argv=None) -> int:
           f"{args.context}-token context, means over {args.steps} steps; us from block 0's barrier exit")
     print("\n".join(anatomy_lines(an)))
     if gaps:
-        print(f"  back-to-back launches: span {gaps['span_us']:.1f} us, gap {gaps['gap_us']:+.2f} us (min "
+        print(f"  back-to-back launches: period {gaps['period_us']:.1f} us, span {gaps['span_us']:.1f} us, gap {gaps['gap_us']:+.2f} us (min "
               f"{gaps['gap_min_us']:+.2f}), restart {gaps['restart_us']:.2f} us, first phase {gaps['first_phase_us']:.2f} us")
     return 0

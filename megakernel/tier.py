@@ -454,9 +454,13 @@ class MegakernelTier(Tier):
         return out
 
     # ---- the in-kernel clock ----------------------------------------------------------
+    def times_words(self) -> int:
+        """int64 words of one timed launch's stamps at this grid (csrc/shapes.cuh times_words)."""
+        return self.k.NTIMES + self.grid * (self.k.NBARRIERS + 1)
+
     def times_buffer(self) -> torch.Tensor:
-        """A zeroed buffer for one timed launch's stamps (csrc/shapes.cuh times_words)."""
-        return torch.zeros(self.k.NTIMES + self.grid * (self.k.NBARRIERS + 1), dtype=torch.int64, device=self.device)
+        """A zeroed buffer for one timed launch's stamps."""
+        return torch.zeros(self.times_words(), dtype=torch.int64, device=self.device)
 
     def timed_launch(self, token_ids, state, times=None) -> tuple[torch.Tensor, torch.Tensor]:
         """One greedy decode step with the in-kernel clock on, WITHOUT the interface's checks or
@@ -486,13 +490,13 @@ class MegakernelTier(Tier):
         is the gap between launches as a decode loop sees it."""
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise TierInputError(f"steps={steps!r}; expected an int >= 1")
-        buffers = [self.times_buffer() for _ in range(steps)]
-        ids = token_ids
-        for times in buffers:
-            ids = self._check_step_ids(ids, state)
+        ids = self._check_step_ids(token_ids, state)  # every check before the first launch: all steps run or none
+        self._check_state(state, ids.shape[0], steps, step=True)
+        buffers = torch.zeros(steps, self.times_words(), dtype=torch.int64, device=self.device)
+        for times in buffers:  # (nothing between the launches but the launches; debug_poison would add its kernels)
             ids, _ = self.timed_launch(ids, state, times)
             self._advance_unchecked(state)
-        words = [t.cpu().tolist() for t in buffers]
+        words = buffers.cpu().tolist()
         self.check(state)
         return ids, [StepTimes.parse(w, self.k, self.grid) for w in words]
 

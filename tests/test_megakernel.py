@@ -443,6 +443,9 @@ def test_timed_steps_back_to_back(mk):
         assert prev.start < prev.argmax_done <= st.start < st.argmax_done
     with pytest.raises(TierInputError, match=r"steps=0; expected an int >= 1"):
         mk.decode_steps_timed(last, a, 0)
+    with pytest.raises(TierInputError, match=r"27 more token\(s\) after 14 exceed the state's max_seq_len=40"):
+        mk.decode_steps_timed(last, a, 27)  # checked before the first launch: nothing ran
+    assert a.seq_len == 14
 
 
 @gpu

@@ -95,24 +95,6 @@ def phase_breakdown(tier, B, steps=8, prompt=16):
     return {key: sorted(r[key] for r in per)[len(per) // 2] for key in per[0]}
 
 
-def back_to_back(tier, B, steps=32, prompt=16):
-    """Medians over `steps` timed steps launched back to back as the tg loop launches them
-    (decode_steps_timed): the period from one launch's start to the next's, block 0's clock
-    inside a launch (start to argmax), and the gap from a launch's argmax to the next one's
-    start: where a tg step's time goes beyond the in-kernel time, µs."""
-    state = tier.new_state(B, prompt + steps + 16)
-    tier.prefill(torch.randint(0, tier.config.vocab_size, (B, prompt), generator=torch.Generator().manual_seed(2)), state)
-    ids = torch.zeros(B, dtype=torch.int64, device="cuda")
-    for _ in range(4):  # warm-up
-        ids = tier.decode_argmax(ids, state)
-    _, st = tier.decode_steps_timed(ids, state, steps)
-    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    pairs = list(zip(st, st[1:]))
-    return {"B": B, "steps": steps, "period_us": med([(b.start - a.start) / 1e3 for a, b in pairs]),
-            "in_kernel_us": med([(s.argmax_done - s.start) / 1e3 for s in st]),
-            "gap_us": med([(b.start - a.argmax_done) / 1e3 for a, b in pairs])}
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
@@ -133,9 +115,10 @@ def main():
         ph = phase_breakdown(mk, B)
         out["phases_us"][B] = ph
         print(f"phases B={B}: " + ", ".join(f"{k} {v:.0f}" for k, v in ph.items()), flush=True)
+    from megakernel.anatomy import launch_gaps
     out["back_to_back"] = []
-    for B in (1, 8):
-        r = back_to_back(mk, B)
+    for B in (1, 8):  # where a tg step's time goes beyond the in-kernel time
+        r = launch_gaps(mk, steps=32, batch=B)
         out["back_to_back"].append(r)
         print("back to back", r, flush=True)
     if args.phases_only:
