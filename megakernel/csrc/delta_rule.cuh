@@ -154,7 +154,8 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, uint8_t* sm, c
 
 // A batch: unit u = (head h, v-slice j) of every row at once, so the rows' loads are in flight
 // together and one block barrier serves them all. Each row's arithmetic is dn_core_one's, in the
-// same order (a row gives the same bits as alone). Shared memory: row b's q, k, v at
+// same order (the recurrence's lines are written out twice on purpose: moved into one shared
+// function they change the batch-1 kernel's SASS, measured as it is). Shared memory: row b's q, k, v at
 // SM_U + b * DN_ROW_BYTES; red[b * 8 + w]: row b's sums of squares (warps 0-3: q, 4-7: k). The
 // first unit's state rows of every row arrive in wv[5 + b], loaded before the barrier.
 constexpr int DN_ROW_BYTES = 4 * (2 * DN_DK + 16);
