@@ -72,27 +72,44 @@ __device__ __forceinline__ void put_partial(float* part, const float (&c)[4]) {
   p[(2 * t + 1) * 16 + g + 8] = c[3];
 }
 
+// A K = 1024 shape's lane (warp w: tile w / 4, k quarter w % 4): its tile, its group g, its first
+// k (the warp's quarter, the lane's 8 k in each 32), and batch row g's input there (null past NB)
+struct QuarterLane {
+  int tile, g, k0;
+  const uint16_t* x;
+};
+template <int NB>
+__device__ __forceinline__ QuarterLane quarter_lane(const uint16_t* xs) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int k0 = (warp & 3) * (D / 4) + 8 * t;
+  return QuarterLane{warp >> 2, g, k0, g < NB ? xs + g * D + k0 : nullptr};
+}
+
+// one tile entry's four k-quarter partials (p: the entry in the first quarter's partial tile),
+// added in warp order
+__device__ __forceinline__ float quarter_sum(const float* p) {
+  return ((p[0] + p[PART_TILE]) + p[2 * PART_TILE]) + p[3 * PART_TILE];
+}
+
 // K = 1024 rows [0, n) of the slice (8 rows a chunk); epi(i, b, dot) by thread b * 64 + (i % 64)
 template <int NB, class Epi>
 __device__ __forceinline__ void mma_rows(Stream& s, int n, const uint16_t* xs, float* part, Epi epi) {
   static_assert(RING_SLOT == 8 * 2 * D && NWARPS == 16, "mma_rows: 8 rows a chunk, 4 tiles x 4 k quarters");
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int tile = warp >> 2, k0 = (warp & 3) * (D / 4) + 8 * t;
-  const uint16_t* x = g < NB ? xs + g * D + k0 : nullptr;
+  const QuarterLane q = quarter_lane<NB>(xs);
   const int ob = threadIdx.x >> 6, orow = threadIdx.x & 63;  // this thread's output
   for (int i0 = 0; i0 < n; i0 += 64) {
     const int rows = min(64, n - i0);
     float c[4] = {0.f, 0.f, 0.f, 0.f};
-    if (16 * tile < rows) {
-      const uint32_t wlo = chunk_wait(s, 2 * tile) + (g * D + k0) * 2;
-      const uint32_t whi = 16 * tile + 8 < rows ? chunk_wait(s, 2 * tile + 1) + (g * D + k0) * 2 : 0u;
-      tile_dot<D / 4 / 32>(wlo, whi, x, c);
+    if (16 * q.tile < rows) {
+      const uint32_t wlo = chunk_wait(s, 2 * q.tile) + (q.g * D + q.k0) * 2;
+      const uint32_t whi = 16 * q.tile + 8 < rows ? chunk_wait(s, 2 * q.tile + 1) + (q.g * D + q.k0) * 2 : 0u;
+      tile_dot<D / 4 / 32>(wlo, whi, q.x, c);
     }
     put_partial(part, c);
     chunks_done(s, (rows + 7) / 8);  // (a barrier: every partial is in)
     if (ob < NB && orow < rows) {
       const float* p = part + (orow >> 4) * 4 * PART_TILE + ob * 16 + (orow & 15);
-      epi(i0 + orow, ob, ((p[0] + p[PART_TILE]) + p[2 * PART_TILE]) + p[3 * PART_TILE]);
+      epi(i0 + orow, ob, quarter_sum(p));
     }
     sync_warps();  // SM_PART is the next item's
   }
@@ -103,26 +120,24 @@ __device__ __forceinline__ void mma_rows(Stream& s, int n, const uint16_t* xs, f
 template <int NB>
 __device__ __forceinline__ void mma_gate_up(Stream& s, int u0, int n, const uint16_t* xs, uint16_t* act, float* part) {
   static_assert(RING_SLOT == 2 * 4 * 2 * D, "mma_gate_up: 4 units a chunk");
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int tile = warp >> 2, k0 = (warp & 3) * (D / 4) + 8 * t;
-  const uint16_t* x = g < NB ? xs + g * D + k0 : nullptr;
+  const QuarterLane q = quarter_lane<NB>(xs);
   const int ob = threadIdx.x >> 5, ou = threadIdx.x & 31;  // this thread's output
   for (int i0 = 0; i0 < n; i0 += 32) {
     const int units = min(32, n - i0);
     float c[4] = {0.f, 0.f, 0.f, 0.f};
-    if (8 * tile < units) {
-      const uint32_t c0 = chunk_wait(s, 2 * tile);
-      const uint32_t c1 = 8 * tile + 4 < units ? chunk_wait(s, 2 * tile + 1) : 0u;
-      const uint32_t ch = g < 4 ? c0 : c1;  // unit g's chunk (0: past the slice)
-      const uint32_t w = ch ? ch + ((g & 3) * D + k0) * 2 : 0u;
-      tile_dot<D / 4 / 32>(w, w ? w + RING_SLOT / 2 : 0u, x, c);
+    if (8 * q.tile < units) {
+      const uint32_t c0 = chunk_wait(s, 2 * q.tile);
+      const uint32_t c1 = 8 * q.tile + 4 < units ? chunk_wait(s, 2 * q.tile + 1) : 0u;
+      const uint32_t ch = q.g < 4 ? c0 : c1;  // unit g's chunk (0: past the slice)
+      const uint32_t w = ch ? ch + ((q.g & 3) * D + q.k0) * 2 : 0u;
+      tile_dot<D / 4 / 32>(w, w ? w + RING_SLOT / 2 : 0u, q.x, c);
     }
     put_partial(part, c);
     chunks_done(s, (units + 3) / 4);
     if (ob < NB && ou < units) {
       const float* p = part + (ou >> 3) * 4 * PART_TILE + ob * 16 + (ou & 7);
-      const float gate = ((p[0] + p[PART_TILE]) + p[2 * PART_TILE]) + p[3 * PART_TILE];
-      const float up = ((p[8] + p[PART_TILE + 8]) + p[2 * PART_TILE + 8]) + p[3 * PART_TILE + 8];
+      const float gate = quarter_sum(p);
+      const float up = quarter_sum(p + 8);
       act[ob * INTER + u0 + i0 + ou] = bits(bfr(siluf_(bfr(gate))) * bfr(up));
     }
     sync_warps();
