@@ -124,11 +124,10 @@ def batch_sizes(text: str) -> list[int]:
     return list(dict.fromkeys(values))
 
 
-def plan(args, config) -> tuple[list[Workload], list[str]]:
-    """→ (workloads, notes on the ones left out)."""
+def plan(args, config, batches) -> tuple[list[Workload], list[str]]:
+    """→ (workloads, notes on the ones left out); tg rows for each of `batches`."""
     workloads = [Workload("pp", n) for n in _lengths(args.pp, "pp")]
     steps, depths = _lengths(args.tg, "tg"), _lengths(args.depth, "depth")
-    batches = batch_sizes(args.batch)
     workloads += [Workload("tg", n, TG_PROMPT, batch=b) for n in steps for b in batches]
     workloads += [Workload("tg", n, d, depth=True, batch=b) for d in depths for n in steps for b in batches]
     limit, notes, kept = config.max_position_embeddings, [], []
@@ -208,7 +207,7 @@ def batched(doc) -> bool:
 
 def bw_fraction(result: Result, bytes_per_step: int, copy_bw: float | None) -> float | None:
     """Weight bytes read per step × steps/s ÷ copy bytes/s (steps/s = tokens/s ÷ batch)."""
-    if result.workload.kind != "tg" or not copy_bw or result.skipped:
+    if result.workload.kind != "tg" or not copy_bw:
         return None
     return result.tok_s.median / result.workload.batch * bytes_per_step / copy_bw
 
@@ -219,11 +218,10 @@ def floor_bytes(result: Result, config) -> float | None:
     w = result.workload
     if w.kind != "tg":
         return None
-    steps = result.tokens // w.batch if result.tokens else w.n
-    return floor_bytes_per_step(config, w.batch, w.context, steps)
+    return floor_bytes_per_step(config, w.batch, w.context, result.tokens // w.batch)
 
 
-def result_record(r: Result, bytes_per_step, copy_bw, config=None) -> dict:
+def result_record(r: Result, bytes_per_step, copy_bw, config) -> dict:
     w = r.workload
     base = {"tier": r.tier, "test": w.name, "kind": w.kind, "batch": w.batch}
     if r.skipped:
@@ -241,13 +239,13 @@ def result_record(r: Result, bytes_per_step, copy_bw, config=None) -> dict:
     }
     if w.kind == "tg":
         per_seq = Summary.of(r.tokens / w.batch / s for s in r.seconds)  # = steps/s
-        floor = floor_bytes(r, config) if config is not None else None
+        floor = floor_bytes(r, config)
         rec.update({
             "steps": r.tokens // w.batch,
             "tok_s_per_seq": {"median": per_seq.median, "min": per_seq.min, "max": per_seq.max},
             "ms_per_step": 1e3 / per_seq.median,
             "floor_bytes_per_step": floor,
-            "floor_fraction": per_seq.median * floor / copy_bw if floor is not None and copy_bw else None,
+            "floor_fraction": per_seq.median * floor / copy_bw if copy_bw else None,
         })
     return rec
 
@@ -257,10 +255,11 @@ def _percent(value) -> str:
 
 
 def markdown_results(records, skipped, batch_columns: bool = False) -> str:
+    width = len(BATCH_RESULT_HEADER if batch_columns else RESULT_HEADER)
     rows = []
     for rec in records:
         if rec.get("skipped"):
-            rows.append([rec["tier"], rec["test"]] + [""] * ((8 if batch_columns else 6) - 1) + [rec["note"]])
+            rows.append([rec["tier"], rec["test"]] + [""] * (width - 3) + [rec["note"]])
             continue
         t = rec["tok_s"]
         cells = [rec["tier"], rec["test"], tables.fmt(t["median"]),
@@ -271,7 +270,6 @@ def markdown_results(records, skipped, batch_columns: bool = False) -> str:
             cells.insert(3, "" if per_seq is None else tables.fmt(per_seq["median"]))
             cells.insert(7, "" if rec["kind"] != "tg" else _percent(rec.get("floor_fraction")))
         rows.append(cells)
-    width = len(BATCH_RESULT_HEADER if batch_columns else RESULT_HEADER)
     rows += [[tier, "skipped"] + [""] * (width - 3) + [reason] for tier, reason in skipped.items()]
     if batch_columns:
         return tables.markdown(BATCH_RESULT_HEADER, rows, right={2, 3, 4, 5, 6, 7, 8})
@@ -384,7 +382,7 @@ def run(args) -> int:
     batches = batch_sizes(args.batch)
     tiers, skipped = select_tiers(args.tiers, device)
     config, weights = load_model(args)
-    workloads, notes = plan(args, config)
+    workloads, notes = plan(args, config, batches)
     if not workloads and not want_layers:
         raise UsageError("nothing to run: every workload is 0 or left out, and no --layers")
 

@@ -25,7 +25,7 @@ import sys
 import torch
 
 from reference import ReferenceTier
-from reference.tolerances import bound, rel_err, within
+from reference.tolerances import bound, rel_err, within, within_bound
 
 from . import tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device, select_tiers
@@ -78,6 +78,20 @@ def errors_against(traces, oracle, names):
     return {n: [rel_err(t[n], o[n]) if n in t else math.inf for t, o in zip(traces, oracle)] for n in names}
 
 
+def oracle_run(oracle_tier, prompt, steps, max_seq):
+    """The fp32 reference's run of one sequence: its prefill of `prompt` [1, T], then `steps`
+    decode steps each fed its own greedy token → (traces per call, the tokens it was fed): the
+    tokens every tier is then teacher-forced with."""
+    state = oracle_tier.new_state(1, max_seq)
+    traces, tokens = [{}], []
+    logits = oracle_tier.prefill(prompt, state, traces[0])
+    for _ in range(steps):
+        tokens.append(logits.argmax(-1).cpu())
+        traces.append({})
+        logits = oracle_tier.decode(tokens[-1], state, traces[-1])
+    return traces, tokens
+
+
 def top1(traces, oracle):
     hits = [(t["logits"].argmax(-1) == o["logits"].argmax(-1)).float().mean().item() for t, o in zip(traces, oracle)]
     return sum(hits) / len(hits)
@@ -112,15 +126,8 @@ def run(args) -> int:
     say("  fp32 reference (oracle) ...")
     oracle_tier = ReferenceTier(config, weights, device=device, dtype=torch.float32)
     # teacher forcing: every tier is fed the oracle's greedy tokens
-    state = oracle_tier.new_state(1, max_seq)
-    oracle = [{}]
-    logits = oracle_tier.prefill(prompt, state, oracle[0])
-    decode_tokens = []
-    for _ in range(args.decode_steps):
-        decode_tokens.append(logits.argmax(-1).cpu())
-        oracle.append({})
-        logits = oracle_tier.decode(decode_tokens[-1], state, oracle[-1])
-    del oracle_tier, state
+    oracle, decode_tokens = oracle_run(oracle_tier, prompt, args.decode_steps, max_seq)
+    del oracle_tier
 
     names = part_names(config)
     results, traces_by_tier = {}, {}
@@ -172,7 +179,7 @@ def format_table(config, names, results, skipped, dtype, over="prefill + decode 
         cells = []
         for t in tiers:
             e, b = results[t]["worst"][n], results[t]["bounds"][n]
-            mark = "!" if not (math.isfinite(e) and e <= b) else ("*" if worst_part[t] == n else " ")
+            mark = "!" if not within_bound(e, b) else ("*" if worst_part[t] == n else " ")
             cells.append(f"{e:11.2e}{mark} ")
         lines.append(part_label(config, n).ljust(width) + "".join(cells))
     lines.append("-" * len(head))
@@ -213,14 +220,7 @@ def run_batch(args) -> int:
         """The fp32 reference run of one sequence alone: (traces, teacher-forced tokens)."""
         key = tuple(prompt[0].tolist())
         if key not in oracles:
-            state = oracle_tier.new_state(1, max_seq)
-            traces, tokens = [{}], []
-            logits = oracle_tier.prefill(prompt, state, traces[0])
-            for _ in range(args.decode_steps):
-                tokens.append(logits.argmax(-1).cpu())
-                traces.append({})
-                logits = oracle_tier.decode(tokens[-1], state, traces[-1])
-            oracles[key] = traces, tokens
+            oracles[key] = oracle_run(oracle_tier, prompt, args.decode_steps, max_seq)
         return oracles[key]
 
     names = part_names(config)
@@ -318,9 +318,8 @@ def batch_result(prompts, batch, alone, oracles, names, per_row) -> dict:
             "alone_logits_vs_fp32": max(rel_err(y["logits"], z["logits"]) for y, z in zip(a, o)),
             "worst_vs_fp32": max(row_worst.values()), "worst": row_worst, "errors": errs,
         })
-    hits = [float(torch.equal(x["logits"].argmax(-1), z["logits"].argmax(-1)))
-            for b, (o, _) in zip(batch, oracles) for x, z in zip(b, o)]
-    return {"per_row_positions": per_row, "rows": rows, "worst": worst, "top1": sum(hits) / len(hits)}
+    return {"per_row_positions": per_row, "rows": rows, "worst": worst,
+            "top1": top1([x for b in batch for x in b], [z for o, _ in oracles for z in o])}
 
 
 def format_batch_table(lengths, decode_steps, results, skipped, notes) -> str:
@@ -348,10 +347,6 @@ def format_batch_table(lengths, decode_steps, results, skipped, notes) -> str:
     lines += [f"- {n}" for n in notes]
     lines += [f"skipped {t}: {why}" for t, why in skipped.items()]
     return "\n".join(lines)
-
-
-def within_bound(err, limit) -> bool:
-    return math.isfinite(err) and err <= limit
 
 
 # ---- dumps: diff two runs (two commits, two machines) ----------------------------------
@@ -410,7 +405,7 @@ def plot_heatmap(path, config, names, results):
     ax.set_yticks(range(len(names)), [part_label(config, n) for n in names], fontsize=7)
     for i in range(len(names)):
         for j, t in enumerate(tiers):
-            bad = not (math.isfinite(data[i, j]) and data[i, j] <= results[t]["bounds"][names[i]])
+            bad = not within_bound(data[i, j], results[t]["bounds"][names[i]])
             light = norm is not None and math.isfinite(data[i, j]) and norm(max(data[i, j], 1e-9)) > 0.6
             ax.text(j, i, "NaN" if not math.isfinite(data[i, j]) else f"{data[i, j]:.1e}", ha="center",
                     va="center", fontsize=6, color="red" if bad else ("black" if light else "white"))

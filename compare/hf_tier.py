@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from reference import Tier, TierInputError, TierState, record
+from reference import Tier, TierState, record
 
 # functions transformers may have replaced by fla / causal_conv1d kernels
 _KERNELIZED = ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule",

@@ -33,9 +33,8 @@ from dataclasses import dataclass
 import torch
 
 from reference import ModelConfig, Tier, TierInputError, TierState, TierUnavailable, record
-from reference.model import forward_rows
 from reference import ops as reference_ops
-from reference.model import HybridModel, ModelState
+from reference.model import HybridModel, ModelState, forward_rows
 
 from .prefill import FastPrefill, fla_unavailable_reason, layer_weights
 
@@ -464,7 +463,8 @@ class MegakernelTier(Tier):
 
     def timed_launch(self, token_ids, state, times=None) -> tuple[torch.Tensor, torch.Tensor]:
         """One greedy decode step with the in-kernel clock on, WITHOUT the interface's checks or
-        advancing the state (for tools that check once and launch many: megakernel.anatomy);
+        advancing the state (for callers that check once and launch many: decode_steps_timed, and
+        `_decode_timed`, which the interface checks);
         `times`: a buffer from times_buffer() (else one is allocated: a memset kernel before the
         launch). → (next ids [1] on the device, the stamps; StepTimes.parse them after a sync)."""
         times = self.times_buffer() if times is None else times
@@ -475,12 +475,8 @@ class MegakernelTier(Tier):
     def decode_step_times(self, token_ids, state) -> tuple[torch.Tensor, StepTimes]:
         """One greedy decode step (the state advances) timed by the in-kernel clock: → (next ids
         [1] on the device, StepTimes). Syncs with the GPU to read the stamps."""
-        ids = self._check_step_ids(token_ids, state)
-        out, times = self.timed_launch(ids, state)
-        self._advance_unchecked(state)
-        words = times.cpu().tolist()
-        self.check(state)
-        return out, StepTimes.parse(words, self.k, self.grid)
+        out, (times,) = self.decode_steps_timed(token_ids, state, 1)
+        return out, times
 
     def decode_steps_timed(self, token_ids, state, steps: int) -> tuple[torch.Tensor, list[StepTimes]]:
         """`steps` greedy decode steps back to back, each fed the last one's ids on the device as

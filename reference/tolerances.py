@@ -30,8 +30,13 @@ def bound(dtype, yardstick: float | None = None) -> float:
     return min(BF16_CEILING, HF_FACTOR * yardstick + BF16_SLACK)
 
 
+def within_bound(err: float, limit: float) -> bool:
+    """A finite error at most `limit` (NaN and inf never pass)."""
+    return math.isfinite(err) and err <= limit
+
+
 def within(err: float, dtype, yardstick: float | None = None) -> bool:
-    return math.isfinite(err) and err <= bound(dtype, yardstick)
+    return within_bound(err, bound(dtype, yardstick))
 
 
 def rel_err(x: torch.Tensor, ref: torch.Tensor) -> float:

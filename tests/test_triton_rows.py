@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from reference import FAULT_POSITION, FAULT_TOKEN, ModelConfig, ReferenceTier, TierInputError, perturb_norms, random_weights
+from reference.model import ROW_TENSORS
 from reference.tolerances import FP32_REL
 
 from helpers import DEVICE, TRITON_CAN_RUN, TRITON_MARKS
@@ -26,7 +27,6 @@ if TRITON_CAN_RUN:
 CONFIG = ModelConfig.tiny()
 LENGTHS = (5, 9, 2)          # the rows' prompts: three different positions
 MAX_SEQ = 260                # 3 splits of the decode attention, the later ones empty
-STATE_TENSORS = ("conv", "recurrent", "k_cache", "v_cache")
 
 
 def prompt(n, seed):
@@ -68,7 +68,7 @@ def test_rows_decode_together_as_alone(tiers, rows):
             assert_close(logits[r:r + 1], tri.decode(token[r:r + 1], s), FP32_REL, f"step {step}: row {r} alone")
         token = logits.argmax(-1)
     assert state.positions == [n + 2 for n in LENGTHS] and state.pos.tolist() == state.positions
-    for name in STATE_TENSORS:
+    for name in ROW_TENSORS:
         assert_close(getattr(state, name), getattr(ref_state, name), FP32_REL, f"state.{name}")
     # decode_argmax (the device-checked path) agrees too
     assert torch.equal(tri.decode_argmax(token, state).cpu(), ref.decode(token, ref_state).argmax(-1).cpu())
@@ -77,11 +77,11 @@ def test_rows_decode_together_as_alone(tiers, rows):
 def test_reset_row_then_refill(tiers, rows):
     tri, ref = tiers
     state, ref_state = tri.clone_state(rows[0]), ref.clone_state(rows[1])
-    others = {name: getattr(state, name)[:, [0, 1]].clone() for name in STATE_TENSORS}
+    others = {name: getattr(state, name)[:, [0, 1]].clone() for name in ROW_TENSORS}
     tri.reset_row(state, 2)
     ref.reset_row(ref_state, 2)
     assert state.positions == [5, 9, 0] and state.pos.tolist() == [5, 9, 0]
-    for name in STATE_TENSORS:
+    for name in ROW_TENSORS:
         assert not getattr(state, name)[:, 2].any(), f"state.{name} row 2 after reset_row"
         assert torch.equal(getattr(state, name)[:, [0, 1]], others[name]), f"state.{name}: rows 0, 1 touched"
     for row, ids in ((2, prompt(3, 20)), (0, prompt(1, 21))):   # a fresh prompt; one token after row 0's
@@ -95,7 +95,7 @@ def test_reset_row_then_refill(tiers, rows):
 def test_refused_id_names_its_row_and_changes_nothing(tiers, rows):
     tri, _ = tiers
     state = tri.clone_state(rows[0])
-    before = {name: getattr(state, name).clone() for name in (*STATE_TENSORS, "pos", "fault")}
+    before = {name: getattr(state, name).clone() for name in (*ROW_TENSORS, "pos", "fault")}
     bad = CONFIG.vocab_size + 5
     next_ids = tri.decode_argmax(torch.tensor([3, bad, 4]), state)   # row 1 refused (with rows 0 and 2)
     tri.decode_argmax(next_ids, state)                               # queued after it: refused too
@@ -118,7 +118,7 @@ def test_nan_stays_in_its_row(tiers, rows):
     logits, expected = tri.decode(token, state), tri.decode(token, clean)
     assert torch.isnan(logits[1]).all()
     assert torch.equal(logits[[0, 2]], expected[[0, 2]])
-    for name in STATE_TENSORS:
+    for name in ROW_TENSORS:
         assert torch.equal(getattr(state, name)[:, [0, 2]], getattr(clean, name)[:, [0, 2]]), f"state.{name}"
 
 

@@ -14,6 +14,8 @@ import time
 
 import torch
 
+from compare.timing import decode_steps
+from megakernel.anatomy import PHASE_NAMES, launch_gaps
 from reference import ModelConfig, random_weights
 
 
@@ -63,9 +65,7 @@ def tg(tier, B, steps, prompt=16):
         s = tier.clone_state(state)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        x = ids
-        for _ in range(steps):
-            x = tier.decode_argmax(x, s)
+        decode_steps(tier, ids, s, steps)
         torch.cuda.synchronize()
         dt = time.perf_counter() - t0
         tier.check(s)
@@ -79,7 +79,6 @@ def phase_breakdown(tier, B, steps=8, prompt=16):
     tier.prefill(torch.randint(0, tier.config.vocab_size, (B, prompt), generator=torch.Generator().manual_seed(1)), state)
     ids = torch.zeros(B, dtype=torch.int64, device="cuda")
     k = tier.k
-    names = ["in-proj", "core", "out-proj", "gate/up", "down"]
     per = []
     for _ in range(steps):
         ids, st = tier.decode_step_times(ids, state)
@@ -87,7 +86,7 @@ def phase_breakdown(tier, B, steps=8, prompt=16):
         row = {}
         for q in range(k.NBARRIERS):
             layer, kind = divmod(q, k.PHASES_PER_LAYER)
-            key = ("attn " if k.LAYER_TYPES[layer] == "full_attention" else "dn ") + names[kind]
+            key = ("attn " if k.LAYER_TYPES[layer] == "full_attention" else "dn ") + PHASE_NAMES[kind]
             row[key] = row.get(key, 0.0) + (exits[q + 1] - exits[q]) / 1000.0
         row["lm_head"] = (st.argmax_done - st.phase_exits[-1]) / 1000.0
         row["total"] = (st.argmax_done - st.start) / 1000.0
@@ -115,7 +114,6 @@ def main():
         ph = phase_breakdown(mk, B)
         out["phases_us"][B] = ph
         print(f"phases B={B}: " + ", ".join(f"{k} {v:.0f}" for k, v in ph.items()), flush=True)
-    from megakernel.anatomy import launch_gaps
     out["back_to_back"] = []
     for B in (1, 8):  # where a tg step's time goes beyond the in-kernel time
         r = launch_gaps(mk, steps=32, batch=B)
