@@ -11,7 +11,8 @@ holds the same properties on the CPU (reference, triton interpreter).
   the bf16 baseline (transformers where it has Qwen3.5, else the bf16 reference), as
   tests/test_megakernel.py checks batch 1;
 - repeated runs bitwise equal (logits, ids, state); the megakernel: a row's bits do not depend on the
-  other rows (reversed order, a batch of 2);
+  other rows (reversed order, a batch of 2), and NaN-poisoned workspace, outputs and unwritten cache
+  rows change no bit;
 - NaN in one row's recurrent state, conv inputs or K cache: that row's logits NaN, every other
   row's bitwise equal to the same batch without the NaN;
 - an id outside the vocabulary in one row of decode_argmax (2 steps queued after it): check()
@@ -243,6 +244,36 @@ def test_megakernel_row_bits_do_not_depend_on_other_rows(gpu_tier, B):
             assert torch.equal(lb[r], lr[r]), f"step {step}: row {r} differs where the rows are reversed"
         assert torch.equal(lb[0], lp[0]), f"step {step}: row 0 of B={B} differs from the same row in a batch of 2"
         ids = lb.argmax(-1)
+
+
+@pytest.mark.parametrize("B", [b for b in BATCHES if b > 1])
+def test_megakernel_batch_poison_proof(gpu_tier, B):
+    """The batch kernels with NaN in the whole workspace, the outputs and the cache rows past every
+    row's position before each step (debug_poison): the same logits, trace, state and fused argmax
+    bits as without (an unwritten read or output would show as NaN or a difference)."""
+    tier = rows_tier(gpu_tier, "megakernel", B)
+    state, first = prefilled(tier, B)
+    clean, poisoned, fused = (tier.clone_state(state) for _ in range(3))
+    tokens = first.argmax(-1)
+    tc, tp = {}, {}
+    lc = tier.decode(tokens, clean, trace=tc)
+    tier.debug_poison = True
+    try:
+        lp = tier.decode(tokens, poisoned, trace=tp)
+        nxt = tier.decode_argmax(tokens, fused)
+    finally:
+        tier.debug_poison = False
+    assert torch.isfinite(lc).all() and torch.equal(lc, lp), "a poisoned buffer reached the logits"
+    for k in tc:
+        assert torch.equal(tc[k], tp[k]), f"trace part {k} differs with the buffers poisoned"
+    got = state_tensors(poisoned)
+    for k, v in state_tensors(clean).items():
+        if k in ("k_cache", "v_cache"):  # the rows past each position stay poisoned: compare what was written
+            for r, pos in enumerate(clean.positions):
+                assert torch.equal(v[r, ..., :pos, :], got[k][r, ..., :pos, :]), f"{k} row {r}"
+        else:  # (the poisoned conv column is the one the step writes)
+            assert torch.equal(v, got[k]), f"state tensor {k} differs with the buffers poisoned"
+    assert torch.equal(nxt, lc.argmax(-1)), "the fused argmax differs from the logits' argmax"
 
 
 @pytest.mark.parametrize("where", ("recurrent", "conv", "k_cache"))
