@@ -247,6 +247,33 @@ def test_megakernel_row_bits_do_not_depend_on_other_rows(gpu_tier, B):
 
 
 @pytest.mark.parametrize("B", [b for b in BATCHES if b > 1])
+def test_megakernel_batch_bits_on_any_grid(gpu_tier, B):
+    """A batch on fewer blocks than its units (97; 40: blocks with several DeltaNet (row, head) units,
+    whose inputs then load after the barrier, and several attention units), with the ring at its
+    fewest slots, and with small attention splits (every row's context over several split-K units,
+    merged in the core): the same logits and state bits as one block per SM."""
+    tier = rows_tier(gpu_tier, "megakernel", B)
+    saved = {name: getattr(tier, name) for name in tier.variant_attributes}
+    try:
+        for per_split in (32, 6):
+            tier.positions_per_split = per_split
+            state, first = prefilled(tier, B)
+            ids = first.argmax(-1)
+            ref = tier.clone_state(state)
+            full = tier.decode(ids, ref)
+            for grid, slots in ((97, saved["ring_slots"]), (40, saved["ring_slots"]), (tier.max_grid, tier.k.RING_MIN_SLOTS)):
+                tier.grid, tier.ring_slots = grid, slots
+                st = tier.clone_state(state)
+                assert torch.equal(tier.decode(ids, st), full), (per_split, grid, slots)
+                for k, v in state_tensors(ref).items():
+                    assert torch.equal(v, state_tensors(st)[k]), (k, per_split, grid, slots)
+            tier.grid, tier.ring_slots = saved["grid"], saved["ring_slots"]
+    finally:
+        for name, value in saved.items():
+            setattr(tier, name, value)
+
+
+@pytest.mark.parametrize("B", [b for b in BATCHES if b > 1])
 def test_megakernel_batch_poison_proof(gpu_tier, B):
     """The batch kernels with NaN in the whole workspace, the outputs and the cache rows past every
     row's position before each step (debug_poison): the same logits, trace, state and fused argmax

@@ -4,20 +4,22 @@
 //   in-proj   every block: xs[b] = norm(hidden[b]) for each batch row b; its rows of the packed
 //             [qkv | z | b | a] projection: qkv into row b's conv ring column pos[b] % 4, z | b | a
 //             into the workspace (zab[b])
-//   core      gated_delta_rule_recurrent: unit u = (head h, v-slice j), units b, b+G, ... of block b;
-//             with a batch the unit covers every row (dn_core_rows: their loads in flight together).
-//             Threads 0-271 own one conv channel each (q and k of head h, the unit's 16 v):
-//             conv + SiLU; then warp w owns state row v = 16 j + w (lane: k = 4 lane .. 4 lane + 3):
-//             S = alpha S + k beta (v - alpha S.k), o = S.q
-//   out-proj  every block: the gated RMSNorm of all 16 heads of every batch row (warp = head, lane =
-//             4 values), then its rows of out_proj with the residual add
+//   core      gated_delta_rule_recurrent: batch 1: unit u = (head h, v-slice j), units b, b+G, ...
+//             of block b (dn_core_one). Threads 0-271 own one conv channel each (q and k of head h,
+//             the unit's 16 v): conv + SiLU; then warp w owns state row v = 16 j + w (lane: k =
+//             4 lane .. 4 lane + 3): S = alpha S + k beta (v - alpha S.k), o = S.q.
+//             A batch: unit u = (row b, head h), all 128 v rows, and the head's gated RMSNorm
+//             (dn_core_heads)
+//   out-proj  every block: batch 1: the gated RMSNorm of all 16 heads (warp = head, lane = 4
+//             values), then its rows of out_proj with the residual add; a batch: its rows of
+//             out_proj (the tensor-core tiles read the normed heads from global memory)
 #pragma once
 #include "matvec.cuh"
 
 namespace mk {
 namespace {
 
-static_assert(NWARPS == DN_H, "gated norm: one warp per DeltaNet head");
+static_assert(NWARPS == DN_H, "batch 1's gated norm: one warp per DeltaNet head");
 static_assert(NWARPS == DN_DV / DN_VSLICES, "recurrence: one warp per v row of a unit");
 static_assert(DN_DK == 32 * 4, "recurrence: a lane owns 4 k of a state row");
 
@@ -152,118 +154,157 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, uint8_t* sm, c
 }
 
 
-// A batch: unit u = (head h, v-slice j) of every row at once, so the rows' loads are in flight
-// together and one block barrier serves them all. Each row's arithmetic is dn_core_one's, in the
-// same order (the recurrence's lines are written out twice on purpose: moved into one shared
-// function they change the batch-1 kernel's SASS, measured as it is). Shared memory: row b's q, k, v at
-// SM_U + b * DN_ROW_BYTES; red[b * 8 + w]: row b's sums of squares (warps 0-3: q, 4-7: k). The
-// first unit's state rows of every row arrive in wv[5 + b], loaded before the barrier.
-constexpr int DN_ROW_BYTES = 4 * (2 * DN_DK + 16);
-static_assert(SM_U + MAX_BATCH * DN_ROW_BYTES <= sm_end(2), "the batched core's rows fit the matrix phases' vectors");
+// A batch: unit u = (batch row b, head h) = (u / DN_H, u % DN_H), all 128 v rows of the head
+// (16 NB units: at B = 8 one each for 128 of the 132 blocks), so the head's conv, q/k norms and
+// gates are computed once, not once per v-slice, and the head's gated RMSNorm is done here: obuf
+// holds the out-projection's input (dn_out_proj reads it straight from global memory). Each row's
+// arithmetic is dn_core_one's and the out-projection's norm's, in the same order, so a row's bits do
+// not depend on the other rows or on NB.
+//   thread t < DN_HEAD_CH: conv channel t of the head (q | k | the head's 128 v): conv + SiLU;
+//     the sum of its three past taps came before the barrier (head_inputs);
+//   thread GATE_THREAD (a warp with no channel): the head's gates alpha, beta;
+//   warp w: state rows v = 8 w .. 8 w + 7 (lane: k = 4 lane .. 4 lane + 3), eight independent
+//     recurrences; lane 0 puts each row's output o in shared memory;
+//   warp 0 then: the gated RMSNorm of the head (lane: v = 4 lane .. 4 lane + 3) into obuf.
+// Shared memory: SM_DN_Q, _K, _V (contiguous: channel t's output at SM_DN_Q + 4 t), SM_DN_O, SM_DN_GATES;
+// red[0..7] the q and k channels' sums of squares (warps 0-3: q, 4-7: k).
+constexpr int DN_HEAD_CH = 2 * DN_DK + DN_DV;               // 384 conv channels of a head
+constexpr int DN_ROWS_PER_WARP = DN_DV / NWARPS;            // 8 state rows
+constexpr int GATE_THREAD = DN_HEAD_CH;                     // the first thread with no channel
+static_assert(DN_HEAD_CH % 32 == 0 && GATE_THREAD < THREADS && DN_ROWS_PER_WARP == 8, "dn_core_heads' thread map");
+static_assert(SM_DN_K == SM_DN_Q + 4 * DN_DK && SM_DN_V == SM_DN_K + 4 * DN_DK, "dn_core_heads: q | k | v contiguous");
+static_assert(DN_DV == 32 * 4, "the gated norm: a lane owns 4 v of the head");
+
+// conv channel t < DN_HEAD_CH of head h: q, k of head h, then its 128 v
+__device__ __forceinline__ int dn_head_channel(int t, int h) {
+  return t < 2 * DN_DK ? dn_channel(t, h, 0) : 2 * DN_KEY + h * DN_DV + (t - 2 * DN_DK);
+}
+
+// A batch unit's inputs that this launch's in-proj does not write (so they are loaded before the
+// barrier that precedes the core, by prepare_phase for the block's first unit): in[5 + i] = this
+// warp's state row 8 w + i (lane: 4 k); in[0] = {this thread's channel's past three taps summed
+// (taps 0-2 times positions pos-3 .. pos-1, in that order), tap 3, dt_bias[h], A_log[h]}.
+__device__ __forceinline__ void head_inputs(const Args& a, int l, int u, uint4 (&in)[16]) {
+  const int t = threadIdx.x, b = u / DN_H, h = u % DN_H;
+#pragma unroll
+  for (int i = 0; i < DN_ROWS_PER_WARP; ++i)
+    in[5 + i] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, 0}, (t >> 5) * DN_ROWS_PER_WARP + i)) + (t & 31));
+  float past = 0.f, tap3 = 0.f;
+  if (t < DN_HEAD_CH) {
+    const int c = dn_head_channel(t, h), pos = a.pos[b];
+    const uint2 w = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_CONV_W) + c * CONV_K));
+    const uint16_t* ring = a.conv_ring + (size_t)b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV + c;
+    past = fmaf(lo(w.x), ld_x1(ring + (size_t)((pos - 3) & 3) * DN_CONV), past);
+    past = fmaf(hi(w.x), ld_x1(ring + (size_t)((pos - 2) & 3) * DN_CONV), past);
+    past = fmaf(lo(w.y), ld_x1(ring + (size_t)((pos - 1) & 3) * DN_CONV), past);
+    tap3 = hi(w.y);
+  }
+  in[0] = make_uint4(__float_as_uint(past), __float_as_uint(tap3), __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + h)),
+                     __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h)));
+}
+
 template <int NB>
-__device__ __forceinline__ void dn_core_rows(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
+__device__ __forceinline__ void dn_core_heads(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
+  float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);  // q | k | v of the head, in the channels' order
+  float* os = reinterpret_cast<float*>(sm + SM_DN_O);
+  float* gates = reinterpret_cast<float*>(sm + SM_DN_GATES);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-  for (int u = blockIdx.x; u < DN_UNITS; u += gridDim.x) {
-    const int h = u / DN_VSLICES, j = u % DN_VSLICES, v = j * 16 + warp;
-    float4 s[NB];
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      const uint4 r = u == (int)blockIdx.x ? wv[5 + b]
-                                           : __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, j}, v)) + lane);
-      s[b] = make_float4(__uint_as_float(r.x), __uint_as_float(r.y), __uint_as_float(r.z), __uint_as_float(r.w));
+  for (int u = blockIdx.x; u < NB * DN_H; u += gridDim.x) {
+    const int b = u / DN_H, h = u % DN_H;
+    if (u != (int)blockIdx.x) head_inputs(a, l, u, wv);  // (the first unit's came before the barrier)
+    const uint16_t* zab = a.zab + b * ZAB_W;
+    // issued first, used last: warp 0's z and gated-norm weights of its 4 v
+    uint2 zv = make_uint2(0, 0), gw = make_uint2(0, 0);
+    if (warp == 0) {
+      zv = __ldcg(reinterpret_cast<const uint2*>(zab + h * DN_DV + lane * 4));
+      gw = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_GNORM) + lane * 4));
     }
-    const float dt = ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + h), alog = ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h);
-    const bool channel = t < 2 * DN_DK + 16;
-    const int c = dn_channel(channel ? t : 0, h, j);
-    float taps[4] = {0.f, 0.f, 0.f, 0.f};
-    if (channel) {
-      const uint2 w = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_CONV_W) + c * CONV_K));
-      taps[0] = lo(w.x), taps[1] = hi(w.x), taps[2] = lo(w.y), taps[3] = hi(w.y);
-    }
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {  // conv (tap i multiplies position pos-3+i; tap 3 is this token) + SiLU
-      float* row = reinterpret_cast<float*>(sm + SM_U + b * DN_ROW_BYTES);
-      float y = 0.f;
-      if (channel) {
-        const int pos = a.pos[b];
-        const uint16_t* ring = a.conv_ring + (size_t)b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV + c;
-        const float past[3] = {ld_x1(ring + (size_t)((pos - 3) & 3) * DN_CONV), ld_x1(ring + (size_t)((pos - 2) & 3) * DN_CONV),
-                               ld_x1(ring + (size_t)((pos - 1) & 3) * DN_CONV)};
-        float acc = 0.f;
-#pragma unroll
-        for (int i = 0; i < 3; ++i) acc = fmaf(taps[i], past[i], acc);
-        acc = fmaf(taps[3], ld_x1(ring + (size_t)(pos & 3) * DN_CONV), acc);
-        y = bfr(siluf_(bfr(acc)));
-        row[t] = y;  // q | k | the unit's 16 v
-      }
-      const float ss = warp_sum(y * y);
-      if (lane == 0 && warp < 8) red[b * 8 + warp] = ss;
-    }
-    sync_warps();
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      const float* qs = reinterpret_cast<const float*>(sm + SM_U + b * DN_ROW_BYTES);
-      const float* ks = qs + DN_DK;
-      const float* vs = qs + 2 * DN_DK;
-      const uint16_t* zab = a.zab + b * ZAB_W;
-      const float a_raw = ld_x1(zab + DN_VAL + DN_H + h), b_raw = ld_x1(zab + DN_VAL + h);
-      const float* rb = red + b * 8;
-      const float rq = rsqrtf(rb[0] + rb[1] + rb[2] + rb[3] + RMS_EPS) * rsqrtf((float)DN_DK);
-      const float rk = rsqrtf(rb[4] + rb[5] + rb[6] + rb[7] + RMS_EPS);
-      // gates (fp32): g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b) rounded to bf16
-      const float av = a_raw + dt;
+    float y = 0.f;
+    if (t < DN_HEAD_CH) {  // conv (tap 3 multiplies this token, written by the in-proj) + SiLU
+      const uint16_t* ring = a.conv_ring + (size_t)b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV;
+      const float acc = fmaf(__uint_as_float(wv[0].y), ld_x1(ring + (size_t)(a.pos[b] & 3) * DN_CONV + dn_head_channel(t, h)),
+                             __uint_as_float(wv[0].x));
+      y = bfr(siluf_(bfr(acc)));
+      qs[t] = y;
+    } else if (t == GATE_THREAD) {  // gates (fp32): g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b) rounded to bf16
+      const float av = ld_x1(zab + DN_VAL + DN_H + h) + __uint_as_float(wv[0].z);
       const float sp = av > 20.f ? av : log1pf(expf(av));
-      const float alpha = expf(-expf(alog) * sp);
-      const float beta = bfr(sigmoidf_(b_raw));
-      const float4 q4 = reinterpret_cast<const float4*>(qs)[lane];
-      const float4 k4 = reinterpret_cast<const float4*>(ks)[lane];
-      const float kx = k4.x * rk, ky = k4.y * rk, kz = k4.z * rk, kw = k4.w * rk;
-      const float qx = q4.x * rq, qy = q4.y * rq, qz = q4.z * rq, qw = q4.w * rq;
-      float4 sd = make_float4(alpha * s[b].x, alpha * s[b].y, alpha * s[b].z, alpha * s[b].w);
+      gates[0] = expf(-expf(__uint_as_float(wv[0].w)) * sp);
+      gates[1] = bfr(sigmoidf_(ld_x1(zab + DN_VAL + h)));
+    }
+    const float ss = warp_sum(y * y);
+    if (lane == 0 && warp < 8) red[warp] = ss;
+    sync_warps();
+    const float rq = rsqrtf(red[0] + red[1] + red[2] + red[3] + RMS_EPS) * rsqrtf((float)DN_DK);
+    const float rk = rsqrtf(red[4] + red[5] + red[6] + red[7] + RMS_EPS);
+    const float alpha = gates[0], beta = gates[1];
+    const float4 q4 = reinterpret_cast<const float4*>(qs)[lane];
+    const float4 k4 = reinterpret_cast<const float4*>(qs + DN_DK)[lane];
+    const float* vs = qs + 2 * DN_DK;
+    const float kx = k4.x * rk, ky = k4.y * rk, kz = k4.z * rk, kw = k4.w * rk;
+    const float qx = q4.x * rq, qy = q4.y * rq, qz = q4.z * rq, qw = q4.w * rq;
+#pragma unroll
+    for (int i = 0; i < DN_ROWS_PER_WARP; ++i) {  // S = alpha S + k beta (v - alpha S.k), o = S.q
+      const int v = warp * DN_ROWS_PER_WARP + i;
+      const uint4 r = wv[5 + i];
+      float4 sd = make_float4(alpha * __uint_as_float(r.x), alpha * __uint_as_float(r.y), alpha * __uint_as_float(r.z),
+                              alpha * __uint_as_float(r.w));
       const float sk = warp_sum(sd.x * kx + sd.y * ky + sd.z * kz + sd.w * kw);
-      const float du = beta * (vs[warp] - sk);
+      const float du = beta * (vs[v] - sk);
       sd.x = fmaf(kx, du, sd.x); sd.y = fmaf(ky, du, sd.y); sd.z = fmaf(kz, du, sd.z); sd.w = fmaf(kw, du, sd.w);
       const float o = warp_sum(sd.x * qx + sd.y * qy + sd.z * qz + sd.w * qw);
-      __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, DnUnit{b, h, j}, v)) + lane, sd);
-      if (lane == 0) a.obuf[b * DN_VAL + h * DN_DV + v] = bits(o);
+      __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, DnUnit{b, h, 0}, v)) + lane, sd);
+      if (lane == 0) os[v] = bfr(o);  // (the bf16 output, as obuf holds it at batch 1)
+    }
+    sync_warps();
+    if (warp == 0) {  // the gated RMSNorm of the head: dn_out_proj's batch-1 arithmetic
+      const float4 o4 = reinterpret_cast<const float4*>(os)[lane];
+      const float o[4] = {o4.x, o4.y, o4.z, o4.w};
+      const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
+      const float w[4] = {lo(gw.x), hi(gw.x), lo(gw.y), hi(gw.y)};
+      const float ss2 = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
+      const float r = rsqrtf(ss2 / (float)DN_DV + RMS_EPS);
+      uint16_t yb[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) yb[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
+      *reinterpret_cast<uint2*>(a.obuf + b * DN_VAL + h * DN_DV + lane * 4) =
+          make_uint2(yb[0] | ((uint32_t)yb[1] << 16), yb[2] | ((uint32_t)yb[3] << 16));
     }
     sync_warps();  // shared memory reused by the next unit
   }
 }
 
 template <int NB>
-__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
+__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
   if constexpr (NB == 1) dn_core_one(a, l, sm, wv);
-  else dn_core_rows<NB>(a, l, sm, wv);
+  else dn_core_heads<NB>(a, l, sm, wv);
 }
 
 template <int NB, class Loader>
 __device__ __forceinline__ void dn_out_proj(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
+  if constexpr (NB > 1) {  // a batch: the core normed the heads; each warp reads its piece of obuf from global memory
+    matvec_half_rows<DN_VAL, NB, true>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.obuf, a.hidden,
+                                       reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
+    return;
+  }
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int base = warp * DN_DV + lane * 4;
   const float w[4] = {lo(params.x), hi(params.x), lo(params.y), hi(params.y)};
-  uint2 ov[NB], zv[NB];  // every row's loads in flight together
+  const uint2 ov = __ldcg(reinterpret_cast<const uint2*>(a.obuf + base));
+  const uint2 zv = __ldcg(reinterpret_cast<const uint2*>(a.zab + base));
+  const float o[4] = {lo(ov.x), hi(ov.x), lo(ov.y), hi(ov.y)};
+  const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
+  const float ss = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
+  const float r = rsqrtf(ss / (float)DN_DV + RMS_EPS);
+  uint16_t y[4];
 #pragma unroll
-  for (int b = 0; b < NB; ++b) {
-    ov[b] = __ldcg(reinterpret_cast<const uint2*>(a.obuf + b * DN_VAL + base));
-    zv[b] = __ldcg(reinterpret_cast<const uint2*>(a.zab + b * ZAB_W + base));
-  }
-#pragma unroll
-  for (int b = 0; b < NB; ++b) {
-    const float o[4] = {lo(ov[b].x), hi(ov[b].x), lo(ov[b].y), hi(ov[b].y)};
-    const float z[4] = {lo(zv[b].x), hi(zv[b].x), lo(zv[b].y), hi(zv[b].y)};
-    const float ss = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
-    const float r = rsqrtf(ss / (float)DN_DV + RMS_EPS);
-    uint16_t y[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) y[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
-    *reinterpret_cast<uint2*>(xs + b * DN_VAL + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
-  }
+  for (int i = 0; i < 4; ++i) y[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
+  *reinterpret_cast<uint2*>(xs + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
   sync_warps();
-  matvec_half_rows<DN_VAL, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
-                               reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
+  matvec_half_rows<DN_VAL, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
+                              reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ constexpr int SM_XS = SM_EPOCH + 128;                 // bf16 [B][K] a matrix ph
 constexpr int SM_U = SM_XS;                           // a mixer core's area:
 constexpr int SM_DN_Q = SM_U;                         //   DeltaNet: float [DN_DK] q
 constexpr int SM_DN_K = SM_DN_Q + 4 * DN_DK;          //             float [DN_DK] k
-constexpr int SM_DN_V = SM_DN_K + 4 * DN_DK;          //             float [16] the unit's v
+constexpr int SM_DN_V = SM_DN_K + 4 * DN_DK;          //             float [DN_DV] v (batch 1: the unit's 16)
+constexpr int SM_DN_O = SM_DN_V + 4 * DN_DV;          //             a batch: float [DN_DV] the head's outputs
+constexpr int SM_DN_GATES = SM_DN_O + 4 * DN_DV;      //             a batch: float [2] alpha, beta
 constexpr int AT_ENTRIES = 4;                         //   attention: the warp merge's partials (slots 0-3)
 constexpr int SM_AT_Q = SM_U;                         //             float [4][FA_HD] q (4 heads)
 constexpr int SM_AT_K = SM_AT_Q + 4 * 4 * FA_HD;      //             float [FA_HD] k
@@ -36,16 +38,15 @@ constexpr int SM_AT_L = SM_AT_M + AT_ENTRIES * 16;    //             float [AT_E
 constexpr int SM_AT_ACC = SM_AT_L + AT_ENTRIES * 16;  //             float [AT_ENTRIES][4][FA_HD] acc
 constexpr int SM_END_AT = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;
 // The input vectors' width: INTER at batch 1 (the down projection's input, copied in); a batch's
-// down projection reads its input from global memory (matvec_mma.cuh), so DN_VAL (the
-// out-projections'). Then a batch's partial tiles (nb >= 2): [NWARPS][8 batch rows][16 tile rows] floats.
-constexpr int xs_k(int nb) { return nb == 1 ? INTER : DN_VAL; }
+// out- and down projections read their inputs from global memory (matvec_mma.cuh), so D (the
+// normed residual streams). Then a batch's partial tiles (nb >= 2): [NWARPS][8 batch rows][16 tile rows] floats.
+constexpr int xs_k(int nb) { return nb == 1 ? INTER : D; }
 constexpr int PART_TILE = 8 * 16;
 constexpr int sm_part(int nb) { return SM_XS + 2 * xs_k(nb) * nb; }
 constexpr int sm_xs_end(int nb) { return nb > 1 ? sm_part(nb) + 4 * NWARPS * PART_TILE : sm_part(nb); }
 constexpr int sm_end(int nb) { return sm_xs_end(nb) > SM_END_AT ? sm_xs_end(nb) : SM_END_AT; }
 constexpr int sm_ring(int nb) { return (sm_end(nb) + 127) & ~127; }  // the ring's slots, then their mbarriers
-static_assert(SM_DN_V + 64 <= sm_end(1), "smem");
-static_assert(DN_VAL == FA_OIN && DN_VAL >= D, "xs_k: a batch's widest input in shared memory is an out-projection's");
+static_assert(SM_DN_V + 64 <= sm_end(1) && SM_DN_GATES + 8 <= sm_end(2), "smem");
 static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)");
 
 // ---- bf16 bits and small math ----------------------------------------------------------------

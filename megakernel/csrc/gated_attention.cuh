@@ -9,11 +9,13 @@
 //             writes the new k, v to the cache at pos. Warp w: q heads 2(w/8), 2(w/8)+1 over positions
 //             p0 + (w % 8) + 8 i with an online softmax (lane: 8 dims); the 8 position slots of a head
 //             pair are merged in shared memory, thread t then owns head t/128, dims 2(t%128), +1.
-//             With one split the unit writes the gated output; with 2..OUT_MERGE_MAX splits it writes
-//             its partial (m, l, acc) and the out-proj merges them; with more, the last unit of a kv
-//             head to finish merges the partials and writes the gated output.
-//   out-proj  every block: xs = the gated attention output (merged from the partials where the core
-//             left them: thread t makes outputs 4t .. 4t+3), then its rows of o_proj + the residual
+//             With one split the unit writes the gated output; at batch 1 with 2..OUT_MERGE_MAX splits
+//             it writes its partial (m, l, acc) and the out-proj merges them; with more (and with any
+//             split in a batch), the last unit of a kv head to finish merges the partials and writes
+//             the gated output.
+//   out-proj  every block: batch 1: xs = the gated attention output (merged from the partials where
+//             the core left them: thread t makes outputs 4t .. 4t+3), then its rows of o_proj + the
+//             residual; a batch: the tensor-core tiles read the gated output from global memory
 // Every merge of partial softmax results is the same arithmetic (merge_add), in a fixed order, so
 // any grid size and any schedule give the same bits.
 #pragma once
@@ -168,7 +170,9 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
     const AttUnit un = att_unit<NB>(a, u);
     const int b = un.b, g = un.g, s = un.s, pos = a.pos[b], ctx = pos + 1, ns = a.nsplit[b];
-    const bool counted = ns > OUT_MERGE_MAX;  // the last unit of a kv head merges the partials
+    // the last unit of a kv head merges the partials: past OUT_MERGE_MAX splits, or any split with a
+    // batch (whose out-projection reads its input straight from global memory)
+    const bool counted = ns > (NB > 1 ? 1 : OUT_MERGE_MAX);
     const uint16_t* qkv = a.qkv + b * FA_QKV;
     uint16_t* attn = a.attn + b * FA_OIN;
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
@@ -361,14 +365,16 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
 
 template <int NB, class Loader>
 __device__ __forceinline__ void fa_out_proj(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
-  uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
-#pragma unroll
-  for (int b = 0; b < NB; ++b) {
-    if (out_proj_merges(a.nsplit[b])) load_attn_merged(a, b, xs + b * FA_OIN);
-    else load_vec(a.attn + b * FA_OIN, xs + b * FA_OIN, FA_OIN);
+  if constexpr (NB > 1) {  // a batch: the core wrote the gated output; each warp reads its piece from global memory
+    matvec_half_rows<FA_OIN, NB, true>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.attn, a.hidden,
+                                       reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
+    return;
   }
-  matvec_half_rows<FA_OIN, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
-                               reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
+  uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
+  if (out_proj_merges(a.nsplit[0])) load_attn_merged(a, 0, xs);
+  else load_vec(a.attn, xs, FA_OIN);
+  matvec_half_rows<FA_OIN, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
+                              reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
 }
 
 }  // namespace

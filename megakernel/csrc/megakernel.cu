@@ -29,25 +29,22 @@ namespace mk {
 namespace {
 
 // Before the barrier that precedes phase q (or at the launch's start for q = 0): wv[0..3] = the
-// inputs of the block's first DeltaNet unit when q is a DeltaNet core (a batch: wv[5 + b] = that
-// unit's state row of row b); the ring schedule also wv[4] = phase_params(q); the register
+// inputs of the block's first DeltaNet unit when q is a DeltaNet core (a batch: wv[0] and wv[5..12],
+// delta_rule.cuh head_inputs); the ring schedule also wv[4] = phase_params(q); the register
 // schedule each warp's first item of q's weights.
 template <bool RING, int NB>
 __device__ __forceinline__ void prepare_phase(const Args& a, int q, uint4 (&wv)[16]) {
   if (q >= NPHASES) return;
   const int kind = phase_kind(q), l = phase_layer(q);
-  const bool dn_core = !is_lm_head(q) && kind == PH_CORE && !is_full_attention(l) && (int)blockIdx.x < DN_UNITS;
+  const int dn_units = NB == 1 ? DN_UNITS : NB * DN_H;
+  const bool dn_core = !is_lm_head(q) && kind == PH_CORE && !is_full_attention(l) && (int)blockIdx.x < dn_units;
   if (dn_core && NB == 1) {
     uint4 in[4];
     core_inputs(a, l, blockIdx.x, in);
 #pragma unroll
     for (int i = 0; i < 4; ++i) wv[i] = in[i];
-  } else if (dn_core) {  // a batch: the first unit's state row of every row (delta_rule.cuh dn_core_rows)
-    const DnUnit first{0, (int)blockIdx.x / DN_VSLICES, (int)blockIdx.x % DN_VSLICES};
-#pragma unroll
-    for (int b = 0; b < NB; ++b)
-      wv[5 + b] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, first.h, first.j}, first.j * 16 + (threadIdx.x >> 5))) +
-                         (threadIdx.x & 31));
+  } else if (dn_core) {  // a batch: the block's first (row, head) unit (delta_rule.cuh dn_core_heads)
+    head_inputs(a, l, blockIdx.x, wv);
   }
   if constexpr (RING) wv[4] = phase_params(a, q);
   else if (is_lm_head(q) || kind != PH_CORE) issue_first_item(is_lm_head(q) ? PH_IN_PROJ : kind, phase_slice(a, q), wv);

@@ -4,7 +4,8 @@ is a `git archive` copy carried to the GPU machine):
     PYTHONPATH=<tree> python tests/gpu/ab_commits.py snapshot OUT.pt
         what one build computes, through the public tier interface only (so it runs against any
         commit's tree): one decode step's logits and per-layer trace after a 40-token prompt, and
-        128 greedy tokens fed back on the device
+        128 greedy tokens fed back on the device; where the tree decodes a batch, the same for
+        8 rows at different positions (one traced step, 32 greedy steps)
     python tests/gpu/ab_commits.py compare BASE.pt NEW.pt
         bit for bit: the tokens, the logits, every traced part (relative difference where they differ)
     python tests/gpu/ab_commits.py summary OUT.json BASE1.json NEW1.json BASE2.json NEW2.json ...
@@ -17,6 +18,8 @@ from __future__ import annotations
 import sys
 
 import torch
+
+BATCH = 8  # the snapshot's batch: rows prefilled to different lengths, decoded together
 
 
 def snapshot(path: str) -> None:
@@ -36,8 +39,19 @@ def snapshot(path: str) -> None:
     for _ in range(128):
         ids = tier.decode_argmax(ids, state)
         tokens.append(ids)
-    torch.save({"logits": logits.cpu(), "trace": trace, "tokens": torch.cat(tokens).cpu(),
-                "device": torch.cuda.get_device_name()}, path)
+    snap = {"logits": logits.cpu(), "trace": trace, "tokens": torch.cat(tokens).cpu(), "device": torch.cuda.get_device_name()}
+    if getattr(tier, "max_batch", 1) >= BATCH:  # a batch of rows at different positions, where the tree decodes one
+        state = tier.new_state(BATCH, max_seq_len=256)
+        for r in range(BATCH):
+            tier.prefill(torch.randint(0, config.vocab_size, (1, 16 + 5 * r), generator=gen), state, row=r)
+        btrace = {}
+        blogits = tier.decode(torch.randint(0, config.vocab_size, (BATCH,), generator=gen), state, trace=btrace)
+        ids, btokens = blogits.argmax(-1).to(tier.device), []
+        for _ in range(32):
+            ids = tier.decode_argmax(ids, state)
+            btokens.append(ids)
+        snap.update(batch_logits=blogits.cpu(), batch_trace=btrace, batch_tokens=torch.stack(btokens).cpu())
+    torch.save(snap, path)
     print(f"{path}: first tokens {torch.cat(tokens)[:8].tolist()}")
 
 
@@ -55,6 +69,16 @@ def compare(a_path: str, b_path: str) -> int:
         ref = a["trace"][k].float()
         rel = float((b["trace"][k].float() - ref).norm() / ref.norm().clamp_min(1e-30))
         print(f"  {k}: relative L2 difference {rel:.3e}")
+    if "batch_logits" in a and "batch_logits" in b:
+        bt = torch.equal(a["batch_tokens"], b["batch_tokens"])
+        print(f"batch of {BATCH}: 32 greedy steps {'identical' if bt else 'differ'}; one step's logits "
+              f"{'bit-identical' if torch.equal(a['batch_logits'], b['batch_logits']) else 'differ'} (max |diff| "
+              f"{float((a['batch_logits'] - b['batch_logits']).abs().max()):.3e}); trace "
+              f"{sum(torch.equal(a['batch_trace'][k], b['batch_trace'][k]) for k in a['batch_trace'])} of "
+              f"{len(a['batch_trace'])} parts bit-identical")
+        same_tokens &= bt
+    else:
+        print(f"batch of {BATCH}: not in both snapshots (a tree that decodes batch 1 only)")
     return 0 if same_tokens else 1
 
 
