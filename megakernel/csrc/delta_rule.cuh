@@ -163,8 +163,8 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, uint8_t* sm, c
 //   thread t < DN_HEAD_CH: conv channel t of the head (q | k | the head's 128 v): conv + SiLU;
 //     the sum of its three past taps came before the barrier (head_inputs);
 //   thread GATE_THREAD (a warp with no channel): the head's gates alpha, beta;
-//   warp w: state rows v = 8 w .. 8 w + 7 (lane: k = 4 lane .. 4 lane + 3), eight independent
-//     recurrences; lane 0 puts each row's output o in shared memory;
+//   warp w: state rows v = 8 w .. 8 w + 7 (lane: k = 4 lane .. 4 lane + 3; loaded first), eight
+//     independent recurrences; lane 0 puts each row's output o in shared memory;
 //   warp 0 then: the gated RMSNorm of the head (lane: v = 4 lane .. 4 lane + 3) into obuf.
 // Shared memory: SM_DN_Q, _K, _V (contiguous: channel t's output at SM_DN_Q + 4 t), SM_DN_O, SM_DN_GATES;
 // red[0..7] the q and k channels' sums of squares (warps 0-3: q, 4-7: k).
@@ -180,15 +180,13 @@ __device__ __forceinline__ int dn_head_channel(int t, int h) {
   return t < 2 * DN_DK ? dn_channel(t, h, 0) : 2 * DN_KEY + h * DN_DV + (t - 2 * DN_DK);
 }
 
-// A batch unit's inputs that this launch's in-proj does not write (so they are loaded before the
-// barrier that precedes the core, by prepare_phase for the block's first unit): in[5 + i] = this
-// warp's state row 8 w + i (lane: 4 k); in[0] = {this thread's channel's past three taps summed
-// (taps 0-2 times positions pos-3 .. pos-1, in that order), tap 3, dt_bias[h], A_log[h]}.
-__device__ __forceinline__ void head_inputs(const Args& a, int l, int u, uint4 (&in)[16]) {
+// A batch unit's conv and gate inputs that this launch's in-proj does not write (loaded before the
+// barrier that precedes the core, by prepare_phase for the block's first unit): in = {this thread's
+// channel's past three taps summed (taps 0-2 times positions pos-3 .. pos-1, in that order), tap 3,
+// dt_bias[h], A_log[h]}. (The state rows are loaded at the core's start: held across the barrier
+// they made every batch kernel spill, and the phase before the core waited for them: NOTES v16.)
+__device__ __forceinline__ void head_inputs(const Args& a, int l, int u, uint4& in) {
   const int t = threadIdx.x, b = u / DN_H, h = u % DN_H;
-#pragma unroll
-  for (int i = 0; i < DN_ROWS_PER_WARP; ++i)
-    in[5 + i] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, 0}, (t >> 5) * DN_ROWS_PER_WARP + i)) + (t & 31));
   float past = 0.f, tap3 = 0.f;
   if (t < DN_HEAD_CH) {
     const int c = dn_head_channel(t, h), pos = a.pos[b];
@@ -199,8 +197,8 @@ __device__ __forceinline__ void head_inputs(const Args& a, int l, int u, uint4 (
     past = fmaf(lo(w.y), ld_x1(ring + (size_t)((pos - 1) & 3) * DN_CONV), past);
     tap3 = hi(w.y);
   }
-  in[0] = make_uint4(__float_as_uint(past), __float_as_uint(tap3), __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + h)),
-                     __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h)));
+  in = make_uint4(__float_as_uint(past), __float_as_uint(tap3), __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + h)),
+                  __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h)));
 }
 
 template <int NB>
@@ -212,7 +210,11 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, uint8_t* sm,
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   for (int u = blockIdx.x; u < NB * DN_H; u += gridDim.x) {
     const int b = u / DN_H, h = u % DN_H;
-    if (u != (int)blockIdx.x) head_inputs(a, l, u, wv);  // (the first unit's came before the barrier)
+    if (u != (int)blockIdx.x) head_inputs(a, l, u, wv[0]);  // (the first unit's came before the barrier)
+    uint4 st[DN_ROWS_PER_WARP];  // this warp's state rows (lane: 4 k), in flight during the conv and the norms
+#pragma unroll
+    for (int i = 0; i < DN_ROWS_PER_WARP; ++i)
+      st[i] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, 0}, warp * DN_ROWS_PER_WARP + i)) + lane);
     const uint16_t* zab = a.zab + b * ZAB_W;
     // issued first, used last: warp 0's z and gated-norm weights of its 4 v
     uint2 zv = make_uint2(0, 0), gw = make_uint2(0, 0);
@@ -247,7 +249,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, uint8_t* sm,
 #pragma unroll
     for (int i = 0; i < DN_ROWS_PER_WARP; ++i) {  // S = alpha S + k beta (v - alpha S.k), o = S.q
       const int v = warp * DN_ROWS_PER_WARP + i;
-      const uint4 r = wv[5 + i];
+      const uint4 r = st[i];
       float4 sd = make_float4(alpha * __uint_as_float(r.x), alpha * __uint_as_float(r.y), alpha * __uint_as_float(r.z),
                               alpha * __uint_as_float(r.w));
       const float sk = warp_sum(sd.x * kx + sd.y * ky + sd.z * kz + sd.w * kw);

@@ -29,8 +29,8 @@ namespace mk {
 namespace {
 
 // Before the barrier that precedes phase q (or at the launch's start for q = 0): wv[0..3] = the
-// inputs of the block's first DeltaNet unit when q is a DeltaNet core (a batch: wv[0] and wv[5..12],
-// delta_rule.cuh head_inputs); the ring schedule also wv[4] = phase_params(q); the register
+// inputs of the block's first DeltaNet unit when q is a DeltaNet core (a batch: wv[0], delta_rule.cuh
+// head_inputs); the ring schedule also wv[4] = phase_params(q); the register
 // schedule each warp's first item of q's weights.
 template <bool RING, int NB>
 __device__ __forceinline__ void prepare_phase(const Args& a, int q, uint4 (&wv)[16]) {
@@ -44,7 +44,7 @@ __device__ __forceinline__ void prepare_phase(const Args& a, int q, uint4 (&wv)[
 #pragma unroll
     for (int i = 0; i < 4; ++i) wv[i] = in[i];
   } else if (dn_core) {  // a batch: the block's first (row, head) unit (delta_rule.cuh dn_core_heads)
-    head_inputs(a, l, blockIdx.x, wv);
+    head_inputs(a, l, blockIdx.x, wv[0]);
   }
   if constexpr (RING) wv[4] = phase_params(a, q);
   else if (is_lm_head(q) || kind != PH_CORE) issue_first_item(is_lm_head(q) ? PH_IN_PROJ : kind, phase_slice(a, q), wv);
