@@ -266,6 +266,25 @@ def test_diff_batch_catches_a_leaking_batch(fake_tiers, capsys, monkeypatch):
     assert "!" in table_rows(out)[2][2]  # row 1 differs from row 1 alone
 
 
+def test_near_tie_flip_by_hand():
+    """A greedy flip counts as a near tie only where the alone run's two logits are within twice the
+    batch-vs-alone difference; the table marks a row whose flips are all near ties '~', else '!'."""
+    from compare.diff import format_batch_table, near_tie_flip
+
+    alone = torch.tensor([[0.0, 1.00, 0.90]])
+    assert not near_tie_flip(alone, alone, 0.0)  # the same token
+    assert near_tie_flip(torch.tensor([[0.0, 0.95, 1.0]]), alone, 0.06)  # gap 0.10 <= 2 x 0.06
+    assert not near_tie_flip(torch.tensor([[0.0, 0.95, 1.0]]), alone, 0.04)  # gap 0.10 > 2 x 0.04
+    assert not near_tie_flip(torch.tensor([[0.0, 0.95, 1.0]]), alone, float("nan"))
+    bounds = {"logits": 0.1}
+    row = {"max_abs_logit_diff": 0.06, "vs_alone_ok": True, "worst": {"logits": 0.01}, "worst_vs_fp32": 0.01, "calls": 3}
+    results = {"tier": {"bounds": bounds, "rows": [dict(row, greedy_agree=3, near_tie_flips=0),
+                                                    dict(row, greedy_agree=2, near_tie_flips=1),
+                                                    dict(row, greedy_agree=1, near_tie_flips=1)]}}
+    cells = [r[2] for r in table_rows(format_batch_table([4, 5, 6], 2, results, {}, []))[1:]]
+    assert cells[0].split()[1] == "3/3" and cells[1].split()[1] == "2/3~" and cells[2].split()[1] == "1/3!"
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--batch", "0"], "--batch 0: expected a batch size of at least 1"),
     (["--batch", "2", "--dump", "x"], "--batch does not write or read dumps"),
