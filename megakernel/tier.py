@@ -383,9 +383,10 @@ class MegakernelTier(Tier):
         return self.k.workspace_area(self.workspace, name, row)
 
     def attention_output_in_workspace(self, pos: int) -> bool:
-        """Whether a decode at `pos` writes the gated attention output to the workspace's "attn"
-        area: with one split, or more than OUT_MERGE_MAX (2..OUT_MERGE_MAX: the out-proj merges
-        the split partials as it loads them, and nothing writes "attn")."""
+        """Whether a batch-1 decode at `pos` writes the gated attention output to the workspace's
+        "attn" area: with one split, or more than OUT_MERGE_MAX (2..OUT_MERGE_MAX: the out-proj
+        merges the split partials as it loads them, and nothing writes "attn"). A batch always
+        writes it (the core merges)."""
         n = attention_splits(pos, self.positions_per_split, self.k.ATT_MAX_SPLIT)
         return n == 1 or n > self.k.OUT_MERGE_MAX
 
