@@ -260,7 +260,10 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, uint8_t* sm,
       if (lane == 0) os[v] = bfr(o);  // (the bf16 output, as obuf holds it at batch 1)
     }
     sync_warps();
-    if (warp == 0) {  // the gated RMSNorm of the head: dn_out_proj's batch-1 arithmetic
+    // the gated RMSNorm of the head: dn_out_proj's batch-1 arithmetic, written out again on purpose
+    // (moved into one function shared with dn_out_proj, ptxas rescheduled every batch kernel: ~75
+    // instructions at B = 8, not measured; the kernels here are the ones measured in NOTES v16)
+    if (warp == 0) {
       const float4 o4 = reinterpret_cast<const float4*>(os)[lane];
       const float o[4] = {o4.x, o4.y, o4.z, o4.w};
       const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
