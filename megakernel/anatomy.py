@@ -1,7 +1,7 @@
 """Where a decode step's time goes, from the kernel's own clock (the timing mode's globaltimer
 stamps: csrc/shapes.cuh, `MegakernelTier.decode_step_times`):
 
-    python -m megakernel anatomy [--context 64] [--steps 8] [--grid G] [--schedule ring|register|stream-only]
+    python -m megakernel anatomy [--context 64] [--steps 8] [--batch B] [--grid G] [--schedule ring|register|stream-only]
 
 - `phase_anatomy`: per kind of phase (DeltaNet in-proj, ..., attention down), µs from block 0's
   exit of the previous barrier to the first, median and last block's arrival at the phase's
@@ -31,21 +31,21 @@ def _prompt(tier, n, seed, rows=1):
     return torch.randint(0, tier.config.vocab_size, (rows, n), generator=gen)
 
 
-def phase_anatomy(tier, prompt_len=64, steps=8, seed=0) -> dict:
+def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
     """→ {"DeltaNet in-proj": {"first", "median", "last", "exit", "unit_last"}, ..., "ring_full_us":
     {min, median, max over blocks}}: µs, means over the layers of a kind and `steps` steps after a
-    `prompt_len`-token prompt ("unit_last": the share of steps whose last block was an attention
-    split-K unit). In the stream-only schedule the compute warps stamp nothing: the ring's full
-    time alone."""
+    `prompt_len`-token prompt in each of `batch` rows ("unit_last": the share of steps whose last
+    block was an attention split-K unit). In the stream-only schedule the compute warps stamp
+    nothing: the ring's full time alone."""
     from .tier import attention_splits
 
     k = tier.k
-    state = tier.new_state(max_seq_len=prompt_len + steps + 2)
-    ids = tier.decode_argmax(tier.prefill(_prompt(tier, prompt_len, seed), state).argmax(-1).to(tier.device), state)
+    state = tier.new_state(batch, max_seq_len=prompt_len + steps + 2)
+    ids = tier.decode_argmax(tier.prefill(_prompt(tier, prompt_len, seed, rows=batch), state).argmax(-1).to(tier.device), state)
     rows, ring_full = {}, torch.zeros(tier.grid, dtype=torch.float64)
     stamped = tier.schedule != "stream-only"
     for _ in range(steps):
-        units = k.FA_HKV * attention_splits(state.seq_len, tier.positions_per_split, k.ATT_MAX_SPLIT)
+        units = sum(k.FA_HKV * attention_splits(p, tier.positions_per_split, k.ATT_MAX_SPLIT) for p in state.positions)
         ids, st = tier.decode_step_times(ids, state)
         ring_full += st.ring_full_us / steps
         for q in range(k.NBARRIERS if stamped else 0):
@@ -122,6 +122,7 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--context", type=int, default=64, help="prompt tokens before the timed steps (default 64)")
     ap.add_argument("--steps", type=int, default=8, help="timed steps the means take (default 8)")
+    ap.add_argument("--batch", type=int, default=1, help="sequences per launch, each with its own --context prompt (default 1)")
     ap.add_argument("--grid", type=int, default=None, help="blocks per launch (default: one per SM)")
     ap.add_argument("--schedule", default=None, help="ring, register or stream-only (default: the tier's)")
     args = ap.parse_args(argv)
@@ -136,13 +137,13 @@ def main(argv=None) -> int:
             tier.grid = args.grid
         if args.schedule is not None:
             tier.schedule = args.schedule
-        an = phase_anatomy(tier, prompt_len=args.context, steps=args.steps)
-        gaps = launch_gaps(tier)
+        an = phase_anatomy(tier, prompt_len=args.context, steps=args.steps, batch=args.batch)
+        gaps = launch_gaps(tier, batch=args.batch)
     except (TierInputError, TierUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"{torch.cuda.get_device_name()} | schedule {tier.schedule} | grid {tier.grid} | ring {tier.ring_slots} slots | "
-          f"{args.context}-token context, means over {args.steps} steps; us from block 0's barrier exit")
+    print(f"{torch.cuda.get_device_name()} | schedule {tier.schedule} | grid {tier.grid} | ring {tier.ring_slots_for(args.batch)} "
+          f"slots | batch {args.batch} | {args.context}-token context, means over {args.steps} steps; us from block 0's barrier exit")
     print("\n".join(anatomy_lines(an)))
     if gaps:
         print(f"  back-to-back launches: period {gaps['period_us']:.1f} us, span {gaps['span_us']:.1f} us, gap {gaps['gap_us']:+.2f} us (min "

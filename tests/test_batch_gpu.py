@@ -366,3 +366,20 @@ def test_refused_id_in_one_row_leaves_every_row(gpu_tier, name, B, which):
         assert torch.equal(a, b), f"step {step} after the refusal differs from a copy that never saw it"
         good = a.argmax(-1)
     assert state.positions == twin.positions
+
+
+def test_megakernel_anatomy_of_a_batch(gpu_tier):
+    """`python -m megakernel anatomy --batch 8`'s numbers: every kind of phase stamped, each block's
+    arrival after the phase started and before block 0 left the barrier, the attention core's last
+    block counted against the units of all 8 rows."""
+    from megakernel.anatomy import PHASE_NAMES, anatomy_lines, phase_anatomy
+
+    tier = rows_tier(gpu_tier, "megakernel", 8)
+    an = phase_anatomy(tier, prompt_len=40, steps=2, batch=8)
+    kinds = {f"{mixer} {name}" for mixer in ("DeltaNet", "attention") for name in PHASE_NAMES}
+    assert kinds <= set(an), sorted(an)
+    for kind in kinds:
+        r = an[kind]
+        assert 0 < r["first"] <= r["median"] <= r["last"] and r["exit"] >= 0 and 0 <= r["unit_last"] <= 1, (kind, r)
+    assert an["ring_full_us"]["min"] >= 0
+    assert len(anatomy_lines(an)) == len(kinds) + 4
