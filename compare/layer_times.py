@@ -1,8 +1,9 @@
 """Per-part time of one decode step of a tier (µs): "embed", "layers.{i}", "norm", "lm_head".
 
 Each tier times its own parts through the interface (`Tier.decode_timed`, how it does it in
-`Tier.part_timing`): the megakernel reads its in-kernel clock (`marks.put`), the reference
-and Triton tiers mark each boundary with the model's layer hook, the hf tier with forward
+`Tier.part_timing`): the megakernel reads its in-kernel clock and the Triton tier with CUDA
+graphs the kernel timestamps of a profiled replay (`marks.put`); the reference tier and the
+eager Triton tier mark each boundary with the model's layer hook, the hf tier with forward
 hooks on transformers' modules (`marks.mark`). A mark is a CUDA event on a GPU (read after
 the last step, so the steps queue up as in a decode loop) and perf_counter on a CPU; a
 part's time is the gap between its mark and the previous one, the median over several steps

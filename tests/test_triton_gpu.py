@@ -281,3 +281,24 @@ def test_gemv_backends(tier):
     tier.gemv = "triton"
     # two bf16 runs that round differently differ about as much as either does from fp32 (~4%)
     assert rel_err(logits["triton"], logits["cublas"]) < 6e-2
+
+
+def test_timed_step_from_the_graph_replay(tier):
+    """decode_timed with CUDA graphs times one profiled replay of the graph decode_argmax runs
+    (graph_timing.py): every part of the step has a time, the layers' above zero, and the step's
+    next ids and state are decode_argmax's."""
+    from compare.layer_times import Marks, parts
+
+    tier.cuda_graph = True
+    state = tier.new_state(1, 64)
+    ids = tier.prefill(PROMPT, state).argmax(-1).to(DEV)
+    copy = tier.clone_state(state)
+    for step in range(2):  # the second step reuses the graph's map of kernels to parts
+        marks = Marks(DEV)
+        got, want = tier.decode_timed(ids, state, marks), tier.decode_argmax(ids, copy)
+        assert torch.equal(got, want) and state.positions == copy.positions, step
+        times = marks.durations()
+        assert set(times) == set(parts(CONFIG)), sorted(times)
+        assert all(t >= 0 for t in times.values()) and all(times[f"layers.{i}"] > 0 for i in range(CONFIG.num_layers)), times
+        assert torch.equal(state.recurrent, copy.recurrent)
+        ids = got

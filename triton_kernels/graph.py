@@ -46,6 +46,7 @@ class CapturedStep:
         shape and seq_len for the warm-up run, which compiles and autotunes every kernel
         before capture without touching `state`."""
         self.static = static
+        self.parts = None  # graph_timing's map of the step's kernels to its parts, made on first use
         self.ids = torch.zeros_like(ids)
         static.bind(state)
         side = torch.cuda.Stream()

@@ -34,7 +34,8 @@ MAX_PREFILL_GRAPHS = 8
 
 class TritonTier(Tier):
     name = "triton"
-    part_timing = "layer hooks, eager (a replayed graph fires no hooks)"
+    part_timing = ("with CUDA graphs: one replay's kernel timestamps (torch.profiler), each kernel's part from an "
+                   "eager step; without: layer hooks on the eager step")
     variant_attributes = ("cuda_graph", "prefill_graph", "gemv")
     device_checks = True  # decode_argmax's ids are checked by a kernel of the step (step_check.py)
     per_row_positions = True  # state.pos holds each row's position; the decode kernels index it per row
@@ -172,7 +173,34 @@ class TritonTier(Tier):
 
     @torch.inference_mode()
     def _decode_timed(self, token_ids, state, marks):
-        """The step eagerly whatever `cuda_graph` says (hooks cannot fire inside a captured
-        graph), a mark as each part ends."""
-        marks.mark("start")
-        return self._decode_step(token_ids, state, layer_hook=marks.mark)[1]
+        """Without CUDA graphs: the step eagerly, a mark as each part ends. With them: one replay
+        of the step's graph (what decode_argmax runs) under torch.profiler, each replayed kernel's
+        part known from an eager step of a copy of the state (graph_timing.py; once per graph)."""
+        if not self._use_graph("decode"):
+            marks.mark("start")
+            return self._decode_step(token_ids, state, layer_hook=marks.mark)[1]
+        from torch.profiler import ProfilerActivity, profile
+
+        from .graph_timing import kernel_events, part_times, split_by_markers
+
+        step = self._captured("decode", token_ids, state)
+        if step.parts is None:
+            names = []
+
+            def marker(name):
+                torch.cuda._sleep(1)
+                names.append(name)
+
+            copy = self.clone_state(state)
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                marker("start")
+                self._decode_step(token_ids, copy, layer_hook=marker)
+                torch.cuda.synchronize()
+            step.parts = split_by_markers([e[0] for e in kernel_events(prof)], names)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            next_ids = step.run(token_ids, state)[1].clone()
+            torch.cuda.synchronize()
+        for name, us in part_times(*step.parts, kernel_events(prof)).items():
+            marks.put(name, us)
+        return next_ids
