@@ -16,7 +16,8 @@ sequence's state and K/V cache traffic, timing.floor_bytes_per_step); a batch si
 tier's `max_batch` is a skipped row. `--layers` adds the time of each part of one decode
 step per tier (see compare/layer_times.py) next to that part's byte floor (its weights and its
 state / K/V traffic at the copy bandwidth: timing.part_bytes_per_step), `--png` draws both on a
-log axis (compare/plots.py).
+log axis (compare/plots.py). Under the rows, every tier's tokens/s divided by the `--vs` tier's
+(default triton) in the same row of the same run.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from .common import UsageError, add_model_arguments, environment, load_model, pi
 from .progress import Progress
 from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, floor_bytes_per_step, part_bytes_per_step,
                      random_ids, sequence_bytes_per_step, time_pp, time_tg, weight_bytes_per_step)
-from .tiers import load_tier
+from .tiers import TIERS, load_tier
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,10 @@ def add_arguments(parser):
     arg("--layers", action="store_true", help="also time each part of one decode step per tier")
     arg("--layer-steps", type=int, default=None,
         help="decode steps the per-layer medians take (default: 10, 5 with --quick)")
-    arg("--png", metavar="PATH", help="draw the per-layer times as stacked bars (implies --layers)")
+    arg("--png", metavar="PATH", help="draw each part's time against its byte floor, log axes (implies --layers)")
+    arg("--vs", metavar="TIER", default="triton",
+        help="the tier the others' tokens/s are divided by, row by row of this run (default: %(default)s; no table "
+             "where it did not run)")
     arg("-o", "--output", choices=["md", "csv", "json"], default="md", help="stdout format (default: %(default)s)")
     arg("--json", metavar="PATH", dest="json_path", help="also write the results as JSON to PATH")
     arg("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -339,6 +343,28 @@ def header_lines(doc) -> list[str]:
     return lines
 
 
+def speedups(records, base: str) -> dict[str, dict[str, float]]:
+    """{test: {tier: its median tokens/s ÷ the base tier's}} for every row the base tier ran in this
+    run (skipped rows and the base itself left out)."""
+    ran = {(r["tier"], r["test"]): r["tok_s"]["median"] for r in records if not r.get("skipped") and r.get("tok_s")}
+    out = {}
+    for (tier, test), value in ran.items():
+        b = ran.get((base, test))
+        if tier != base and b:
+            out.setdefault(test, {})[tier] = value / b
+    return out
+
+
+def speedup_table(doc) -> str | None:
+    """The speed-ups as a table (rows: tests, columns: tiers), or None where there are none."""
+    ratios, base = doc["speedups"]["ratios"], doc["speedups"]["base"]
+    if not ratios:
+        return None
+    tiers = list(dict.fromkeys(t for r in ratios.values() for t in r))
+    rows = [[test] + [f"{r[t]:.2f}x" if t in r else "" for t in tiers] for test, r in ratios.items()]
+    return f"tokens/s over {base}'s, same run:\n" + tables.markdown(["test"] + tiers, rows, right=set(range(1, len(tiers) + 1)))
+
+
 def render(doc, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(doc, indent=2)
@@ -349,6 +375,8 @@ def render(doc, fmt: str) -> str:
             out += "\n" + tables.csv_text(header, rows)
         return out.rstrip("\n")
     parts = ["\n".join(header_lines(doc)), markdown_results(doc["results"], doc["skipped"], batched(doc))]
+    if doc.get("speedups") and speedup_table(doc):
+        parts.append(speedup_table(doc))
     if doc["notes"]:
         parts.append("\n".join(f"- {n}" for n in doc["notes"]))
     if doc.get("layers"):
@@ -378,6 +406,8 @@ def run(args) -> int:
                                ("--layer-steps", layer_steps, 1)):
         if value < least:
             raise UsageError(f"{what} {value}: expected at least {least}")
+    if args.vs not in TIERS:
+        raise UsageError(f"--vs {args.vs!r}: unknown tier; expected one of {list(TIERS)}")
     want_layers = args.layers or bool(args.png)
     batches = batch_sizes(args.batch)
     tiers, skipped = select_tiers(args.tiers, device)
@@ -437,6 +467,7 @@ def run(args) -> int:
         "skipped": skipped,
         "notes": notes,
     }
+    doc["speedups"] = {"base": args.vs, "ratios": speedups(doc["results"], args.vs)}
     if want_layers:
         kinds = {p: layer_times.part_kind(config, p) for t in layer_times_by_tier.values() for p in t if p != "total"}
         context = layer_times.median_context(TG_PROMPT, layer_steps)

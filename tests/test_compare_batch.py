@@ -152,6 +152,30 @@ def test_bench_batch_one_is_unchanged(tmp_path, capsys):
     assert csv_out.splitlines()[0].split(",") == bench.CSV_HEADER
 
 
+def test_bench_speedups_over_the_vs_tier(fake_tiers, tmp_path, capsys):
+    """Under the rows: every tier's tokens/s over the --vs tier's, row by row of the same run (the
+    JSON has the ratios); where the --vs tier did not run (triton, the default, on a CPU): no table."""
+    path = tmp_path / "s.json"
+    status, out, _ = run(capsys, "bench", *BENCH, "--tiers", "reference,capped", "--batch", "1,2", "--vs", "reference",
+                         "--json", str(path))
+    assert status == 0
+    rows = table_rows(out.split("tokens/s over reference's, same run:\n")[1])
+    assert rows[0] == ["test", "capped"] and [r[0] for r in rows[1:]] == ["tg3", "tg3 b2"]
+    doc = json.loads(path.read_text())
+    tok_s = {(r["tier"], r["test"]): r["tok_s"]["median"] for r in doc["results"] if r["tok_s"]}
+    for row in rows[1:]:
+        want = tok_s[("capped", row[0])] / tok_s[("reference", row[0])]
+        assert doc["speedups"]["ratios"][row[0]] == {"capped": pytest.approx(want)} and row[1] == f"{want:.2f}x"
+    status, out, _ = run(capsys, "bench", *BENCH, "--tiers", "reference", "--json", str(path))
+    assert status == 0 and "tokens/s over" not in out
+    assert json.loads(path.read_text())["speedups"] == {"base": "triton", "ratios": {}}
+
+
+def test_bench_vs_an_unknown_tier_is_one_line(capsys):
+    status, out, err = run(capsys, "bench", *BENCH, "--tiers", "reference", "--vs", "nope")
+    assert status == 2 and out == "" and "--vs 'nope': unknown tier; expected one of" in err
+
+
 @pytest.mark.parametrize("value", ["0", "x", "2,-1", ""])
 def test_bench_bad_batch_is_one_line(capsys, value):
     status, out, err = run(capsys, "bench", *BENCH, "--tiers", "reference", "--batch", value)
