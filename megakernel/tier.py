@@ -467,7 +467,7 @@ class MegakernelTier(Tier):
         advancing the state (for callers that check once and launch many: decode_steps_timed, and
         `_decode_timed`, which the interface checks);
         `times`: a buffer from times_buffer() (else one is allocated: a memset kernel before the
-        launch). → (next ids [1] on the device, the stamps; StepTimes.parse them after a sync)."""
+        launch). → (next ids [B] on the device, the stamps; StepTimes.parse them after a sync)."""
         times = self.times_buffer() if times is None else times
         out = self._out(state.batch_size, dtype=torch.int64)
         self._launch(state, token_ids, out, times=times)
@@ -475,7 +475,7 @@ class MegakernelTier(Tier):
 
     def decode_step_times(self, token_ids, state) -> tuple[torch.Tensor, StepTimes]:
         """One greedy decode step (the state advances) timed by the in-kernel clock: → (next ids
-        [1] on the device, StepTimes). Syncs with the GPU to read the stamps."""
+        [B] on the device, StepTimes). Syncs with the GPU to read the stamps."""
         out, (times,) = self.decode_steps_timed(token_ids, state, 1)
         return out, times
 

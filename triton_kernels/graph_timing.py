@@ -13,6 +13,21 @@ it precedes, as the eager marks count them.
 from __future__ import annotations
 
 MARKER = "spin_kernel"  # torch.cuda._sleep's kernel
+_profiler_ready = False
+
+
+def prepare_profiler() -> bool:
+    """Start the profiler once in this process, as a graph must be captured after it for its
+    replayed kernels to be profiled (torch.profiler._utils._init_for_cuda_graphs; pytorch issue
+    75504) → True the first time: the caller captures its graphs again."""
+    global _profiler_ready
+    if _profiler_ready:
+        return False
+    from torch.profiler import _utils
+
+    _utils._init_for_cuda_graphs()
+    _profiler_ready = True
+    return True
 
 
 def kernel_events(prof) -> list[tuple[str, float, float]]:

@@ -181,8 +181,10 @@ class TritonTier(Tier):
             return self._decode_step(token_ids, state, layer_hook=marks.mark)[1]
         from torch.profiler import ProfilerActivity, profile
 
-        from .graph_timing import kernel_events, part_times, split_by_markers
+        from .graph_timing import kernel_events, part_times, prepare_profiler, split_by_markers
 
+        if prepare_profiler():  # graphs captured before the profiler started would not profile: capture them again
+            self._graphs.clear()
         step = self._captured("decode", token_ids, state)
         if step.parts is None:
             names = []

@@ -182,6 +182,7 @@ template <int K, int NB, bool X_GLOBAL = false, class Loader>
 __device__ __forceinline__ void matvec_half_rows(Loader& ld, int r0, int r1, const uint16_t* xs, uint16_t* hidden, float* red,
                                                  float* trace_row, int trace_stride, uint4 (&wv)[16]) {
   static_assert(!X_GLOBAL || NB > 1, "batch 1 reads its input from shared memory");
+  static_assert(X_GLOBAL || K <= xs_k(NB), "the input vectors in shared memory are xs_k(NB) wide (a batch's: D)");
   if constexpr (NB > 1) {
     mma_half_rows<K, NB, X_GLOBAL>(ld.s, r0, r1, xs, hidden, batch_partials<NB>(), trace_row, trace_stride);
   } else {
