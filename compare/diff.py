@@ -3,8 +3,9 @@ decode tokens; per traced tensor the relative error against the fp32 reference.
 
 Rows: embed, layers 0..N-1 (with their type), norm, logits. Columns: tiers. Each cell is
 the worst relative error over the prefill and every decode step. transformers' bf16 run
-("hf") is the yardstick a bf16 tier is held to (reference/tolerances.py). Exit status 1
-when a tier is out of tolerance.
+("hf") is the yardstick a bf16 tier is held to (reference/tolerances.py); where it ran, a
+second table gives every other tier's error over hf's, part by part. Exit status 1 when a
+tier is out of tolerance.
 
 `--batch B` checks a batch instead: B prompts of --prompt-len, +3, +6, ... tokens, each row
 prefilled on its own (`prefill(row=r)`) on a tier with per-row positions (on one without,
@@ -146,13 +147,16 @@ def run(args) -> int:
         r["ok"] = all(within(r["worst"][n], dtype, ys[n] if ys else None) for n in names)
 
     against = diff_against_dump(args.against, traces_by_tier, names) if args.against else None
+    ratios = ratios_to_hf(results, names) if yard is not None else {}
     print(format_table(config, names, results, skipped, dtype))
+    if ratios:
+        print("\n" + format_ratios(config, names, ratios))
     if against:
         print(format_against(config, names, against, args.against))
     report = {
         "environment": environment(), "config": config.name, "device": str(device), "dtype": args.dtype,
         "prompt_len": args.prompt_len, "decode_steps": args.decode_steps, "seed": args.seed,
-        "skipped": skipped, "tiers": results, "against": against,
+        "skipped": skipped, "tiers": results, "against": against, "ratio_to_hf": ratios,
     }
     if args.json:
         _write(args.json, json.dumps(report, indent=1))
@@ -190,6 +194,34 @@ def format_table(config, names, results, skipped, dtype, over="prefill + decode 
                      f"({results[t]['worst'][worst_part[t]]:.2e}, bound {results[t]['bounds'][worst_part[t]]:.2e})")
     for t, why in skipped.items():
         lines.append(f"skipped {t}: {why}")
+    return "\n".join(lines)
+
+
+def ratios_to_hf(results, names) -> dict[str, dict[str, float | None]]:
+    """Per bf16 tier but hf: each part's worst error over transformers' bf16 worst error (hf's)
+    on the same part (None where hf's is 0: a part both compute exactly)."""
+    hf = results["hf"]["worst"]
+    return {t: {n: (r["worst"][n] / hf[n] if hf[n] > 0 else None) for n in names}
+            for t, r in results.items() if t != "hf"}
+
+
+def format_ratios(config, names, ratios) -> str:
+    """The ratios as a table (rows: parts, columns: tiers), each tier's worst part last."""
+    tiers = list(ratios)
+    width = max(len(part_label(config, n)) for n in names) + 2
+    head = "part".ljust(width) + "".join(t.rjust(13) for t in tiers)
+    lines = ["error ÷ transformers' bf16 error (hf) on the same part (below 1.00x: closer to fp32 than transformers; "
+             "'—': both exact)",
+             head, "-" * len(head)]
+    for n in names:
+        lines.append(part_label(config, n).ljust(width)
+                     + "".join(("—" if ratios[t][n] is None else f"{ratios[t][n]:.2f}x").rjust(13) for t in tiers))
+    lines.append("-" * len(head))
+    for t in tiers:
+        known = {n: v for n, v in ratios[t].items() if v is not None}
+        if known:
+            n = max(known, key=known.get)
+            lines.append(f"worst ratio of {t}: {known[n]:.2f}x ({part_label(config, n)})")
     return "\n".join(lines)
 
 

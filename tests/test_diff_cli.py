@@ -18,7 +18,8 @@ def test_table_and_json(tmp_path, capsys):
     status, out, _ = run(capsys, "--tiers", "reference,hf", "--prompt-len", "9", "--decode-steps", "2",
                          "--json", str(tmp_path / "d.json"), "--png", str(tmp_path / "d.png"))
     assert status == 0
-    lines = out.splitlines()
+    errors, ratio_block = out.split("error ÷ transformers' bf16 error (hf)")
+    lines = errors.splitlines()
     header = next(line for line in lines if line.startswith("part"))
     assert header.split() == ["part", "reference", "hf"]
     rows = [line.split()[0] for line in lines if line.startswith(("embed", "layers.", "norm", "logits"))]
@@ -31,6 +32,15 @@ def test_table_and_json(tmp_path, capsys):
     assert len(ref["errors"]["layers.2"]) == 3  # prefill + 2 decode steps
     assert 0 < ref["worst"]["logits"] < 0.1 and ref["ok"] is True
     assert (tmp_path / "d.png").stat().st_size > 10_000
+    # the ratio to transformers' bf16 error, part by part (embed: both exact)
+    hf = report["tiers"]["hf"]["worst"]
+    ratios = report["ratio_to_hf"]["reference"]
+    assert list(report["ratio_to_hf"]) == ["reference"] and ratios["embed"] is None
+    assert ratios["layers.1"] == pytest.approx(ref["worst"]["layers.1"] / hf["layers.1"])
+    rows = {line.split()[0]: line.split()[-1] for line in ratio_block.splitlines() if line.startswith(("embed", "layers."))}
+    assert rows["embed"] == "—" and rows["layers.1"] == f"{ratios['layers.1']:.2f}x"
+    worst = max((n for n in ratios if ratios[n] is not None), key=ratios.get)
+    assert f"worst ratio of reference: {ratios[worst]:.2f}x" in ratio_block
 
 
 def test_dump_and_against(tmp_path, capsys):
