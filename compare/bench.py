@@ -456,7 +456,8 @@ def run(args) -> int:
         "environment": environment(),
         "config": config.name,
         "config_note": config_note,
-        "weights": f"checkpoint {args.checkpoint}" if args.checkpoint else f"random weights, seed {args.seed}",
+        "weights": (f"checkpoint {args.checkpoint}" if args.checkpoint else f"random weights, seed {args.seed}")
+                   + (" (hazard: reference.hazard_weights)" if args.weights == "hazard" else ""),
         "dtype": "bfloat16",
         "bytes_per_step": bytes_per_step,
         "sequence_bytes_per_step": sequence_bytes_per_step(config, TG_PROMPT),

@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from reference import ModelConfig, load_checkpoint, random_weights
+from reference import ModelConfig, hazard_weights, load_checkpoint, random_weights
 
 from .tiers import TIERS, unavailable_reason
 
@@ -24,6 +24,10 @@ def add_model_arguments(parser: argparse.ArgumentParser, default_config="qwen3.5
                         help="built-in config with seeded random weights (default: %(default)s)")
     parser.add_argument("--checkpoint", metavar="DIR_OR_HUB_ID",
                         help="a Hugging Face folder of safetensors (or hub id) instead of random weights")
+    parser.add_argument("--weights", choices=["plain", "hazard"], default="plain",
+                        help="plain: the weights as drawn or loaded; hazard: a few embedding channels 32x larger and "
+                             "DeltaNet decays at both extremes, numerical stress random weights lack "
+                             "(reference.hazard_weights) (default: %(default)s)")
     add_nonfinite_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights and prompt")
     parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
@@ -46,11 +50,16 @@ def pick_device(name):
 
 
 def load_model(args):
-    """→ (config, weights) from --checkpoint, or the built-in --config with seeded random weights."""
+    """→ (config, weights) from --checkpoint, or the built-in --config with seeded random weights;
+    with --weights hazard, made numerically harder (reference.hazard_weights)."""
     if args.checkpoint:
-        return load_checkpoint(args.checkpoint, dtype=torch.bfloat16, allow_nonfinite=args.allow_nonfinite_weights)
-    config = ModelConfig.named(args.config)
-    return config, random_weights(config, seed=args.seed, dtype=torch.bfloat16)
+        config, weights = load_checkpoint(args.checkpoint, dtype=torch.bfloat16, allow_nonfinite=args.allow_nonfinite_weights)
+    else:
+        config = ModelConfig.named(args.config)
+        weights = random_weights(config, seed=args.seed, dtype=torch.bfloat16)
+    if getattr(args, "weights", "plain") == "hazard":
+        weights = hazard_weights(weights)
+    return config, weights
 
 
 def select_tiers(requested, device, always=()):

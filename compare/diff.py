@@ -123,7 +123,8 @@ def run(args) -> int:
     prompt = torch.randint(0, config.vocab_size, (1, args.prompt_len), generator=gen)
 
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    say(f"diff: {config.name} on {device}, prompt {args.prompt_len} + {args.decode_steps} decode steps, tiers {tiers}")
+    say(f"diff: {config.name} ({args.weights} weights) on {device}, prompt {args.prompt_len} + {args.decode_steps} decode "
+        f"steps, tiers {tiers}")
     say("  fp32 reference (oracle) ...")
     oracle_tier = ReferenceTier(config, weights, device=device, dtype=torch.float32)
     # teacher forcing: every tier is fed the oracle's greedy tokens
@@ -155,7 +156,7 @@ def run(args) -> int:
         print(format_against(config, names, against, args.against))
     report = {
         "environment": environment(), "config": config.name, "device": str(device), "dtype": args.dtype,
-        "prompt_len": args.prompt_len, "decode_steps": args.decode_steps, "seed": args.seed,
+        "weights": args.weights, "prompt_len": args.prompt_len, "decode_steps": args.decode_steps, "seed": args.seed,
         "skipped": skipped, "tiers": results, "against": against, "ratio_to_hf": ratios,
     }
     if args.json:

@@ -90,6 +90,36 @@ def perturb_norms(weights: dict, scale: float = 0.05, seed: int = 1) -> dict:
     return out
 
 
+HAZARD_CHANNELS, HAZARD_SCALE = 4, 32.0  # hazard_weights: embedding channels made large, and by how much
+HAZARD_A_LOG = (math.log(64.0), math.log(1e-3))  # a DeltaNet head that forgets every token, one that keeps almost all
+HAZARD_DT_BIAS = (1.0, -4.0)
+
+
+def hazard_weights(weights: dict, seed: int = 2) -> dict:
+    """A copy of `weights` made numerically harder, as trained checkpoints are, for the error
+    checks random weights do not stress: HAZARD_CHANNELS seeded embedding channels HAZARD_SCALE
+    times larger (the few huge residual channels of trained LLMs; the tied lm_head with them),
+    and in every DeltaNet layer the even heads with a decay near 0 (A_log = ln 64: the state is
+    all but erased each token) and the odd heads near 1 (A_log = ln 1e-3, dt_bias -4: it keeps
+    almost everything); then the norms perturbed (perturb_norms). Checkpoint or random, any
+    config."""
+    gen = torch.Generator().manual_seed(seed)
+    out = perturb_norms(weights, seed=seed)
+    emb = out["model.embed_tokens.weight"]
+    channels = torch.randperm(emb.shape[1], generator=gen)[:HAZARD_CHANNELS].to(emb.device)
+    scaled = emb.to(torch.float32, copy=True)  # (.float() of an fp32 tensor is the tensor itself)
+    scaled[:, channels] *= HAZARD_SCALE
+    out["model.embed_tokens.weight"] = scaled.to(emb.dtype)
+    if "lm_head.weight" in out:  # (a tied head equals the embedding)
+        out["lm_head.weight"] = out["model.embed_tokens.weight"]
+    for name, t in weights.items():
+        for suffix, values in (("linear_attn.A_log", HAZARD_A_LOG), ("linear_attn.dt_bias", HAZARD_DT_BIAS)):
+            if name.endswith(suffix):
+                heads = torch.arange(t.shape[0], device=t.device)
+                out[name] = torch.where(heads % 2 == 0, values[0], values[1]).to(t.dtype)
+    return out
+
+
 def shape_problems(config: ModelConfig, shapes: dict, label=str) -> list[str]:
     """The missing, unexpected and mis-shaped tensors among `shapes` (transformers name →
     shape, or None where there is no shape to check), one message each; `label(name)` is

@@ -74,3 +74,42 @@ def test_bad_input_is_one_line(capsys, argv, message):
     assert status == 2
     assert message in err and "Traceback" not in err
     assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1
+
+
+def test_hazard_weights_by_hand():
+    """reference.hazard_weights: a few embedding channels 32x larger (nothing else in the embedding
+    moved), every DeltaNet layer's even heads near decay 0 and odd heads near 1, the norms perturbed,
+    the input untouched."""
+    import math
+
+    import torch
+
+    from reference import ModelConfig, hazard_weights, random_weights
+    from reference.weights import HAZARD_CHANNELS, HAZARD_SCALE
+
+    config = ModelConfig.named("tiny")
+    plain = random_weights(config, seed=0, dtype=torch.float32)
+    before = {k: v.clone() for k, v in plain.items()}
+    hard = hazard_weights(plain)
+    assert all(torch.equal(plain[k], before[k]) for k in plain)
+    emb, emb0 = hard["model.embed_tokens.weight"], plain["model.embed_tokens.weight"]
+    ratio = (emb / emb0).nan_to_num(1.0)
+    big = [c for c in range(emb.shape[1]) if torch.allclose(ratio[:, c], torch.tensor(HAZARD_SCALE))]
+    assert len(big) == HAZARD_CHANNELS
+    assert torch.equal(emb[:, [c for c in range(emb.shape[1]) if c not in big]],
+                       emb0[:, [c for c in range(emb.shape[1]) if c not in big]])
+    for i, kind in enumerate(config.layer_types):
+        if kind != config.layer_types[0] or f"model.layers.{i}.linear_attn.A_log" not in hard:
+            continue
+        a_log, dt = hard[f"model.layers.{i}.linear_attn.A_log"], hard[f"model.layers.{i}.linear_attn.dt_bias"]
+        decay = torch.exp(-a_log.exp() * torch.nn.functional.softplus(dt))
+        assert (decay[0::2] < 1e-30).all() and (decay[1::2] > 0.9999).all(), decay
+    assert not torch.equal(hard["model.norm.weight"], plain["model.norm.weight"])
+    assert math.isclose(float(hard["model.layers.0.linear_attn.A_log"][0]), math.log(64.0), rel_tol=1e-6)
+
+
+def test_diff_on_hazard_weights(tmp_path, capsys):
+    status, out, err = run(capsys, "--tiers", "reference,hf", "--weights", "hazard", "--decode-steps", "2",
+                           "--json", str(tmp_path / "d.json"))
+    assert status == 0 and "within tolerance" in out and "(hazard weights)" in err
+    assert json.loads((tmp_path / "d.json").read_text())["weights"] == "hazard"
