@@ -2,6 +2,8 @@
 
 Workloads (names as llama-bench uses them; batch 1, bf16, seeded random prompt ids):
   pp{N}          `tier.prefill` of an N-token prompt on a fresh state → prompt tokens/s
+  pp{N} @ d{D}   the same on top of a D-token context (prefilled first, untimed): the time to
+                 first token of a turn that continues a conversation is N × ms/token
   tg{N}          N greedy `tier.decode_argmax` steps, each fed the last one's output (no
                  host sync inside the timed loop), after a 16-token prompt → tokens/s
   tg{N} @ d{D}   the same after a D-token prompt (prefilled in chunks, untimed)
@@ -10,10 +12,11 @@ Workloads (names as llama-bench uses them; batch 1, bf16, seeded random prompt i
 Each is run `--warmup` times untimed, then `--repeats` times; rows give the median
 tokens/s with min–max, ms/token, for tg the fraction of the copy bandwidth measured in
 this run (weight bytes read per step × steps/s ÷ copy bytes/s), and tokens per joule
-where NVML's energy counter is readable. With a batch size above 1, two columns join:
-tokens/s per sequence and the fraction of the byte floor (the weights once + B × each
-sequence's state and K/V cache traffic, timing.floor_bytes_per_step); a batch size above a
-tier's `max_batch` is a skipped row. `--layers` adds the time of each part of one decode
+where NVML's energy counter is readable, and the fraction of the row's floor: a tg row's byte
+floor (the weights once + B × each sequence's state and K/V cache traffic ÷ the copy bandwidth,
+timing.floor_bytes_per_step), a pp row's compute floor (its matrix FLOPs ÷ the dense bf16 rate
+measured in this run, timing.matrix_flops). With a batch size above 1, tokens/s per sequence
+joins; a batch size above a tier's `max_batch` is a skipped row. `--layers` adds the time of each part of one decode
 step per tier (see compare/layer_times.py) next to that part's byte floor (its weights and its
 state / K/V traffic at the copy bandwidth: timing.part_bytes_per_step), `--png` draws both on a
 log axis (compare/plots.py). Under the rows, every tier's tokens/s divided by the `--vs` tier's
@@ -35,8 +38,9 @@ from reference import TierInputError, TierUnavailable
 from . import layer_times, tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device, select_tiers
 from .progress import Progress
-from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, floor_bytes_per_step, part_bytes_per_step,
-                     random_ids, sequence_bytes_per_step, time_pp, time_tg, weight_bytes_per_step)
+from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, dense_bf16_flops, floor_bytes_per_step,
+                     matrix_flops, part_bytes_per_step, random_ids, sequence_bytes_per_step, time_pp, time_tg,
+                     weight_bytes_per_step)
 from .tiers import TIERS, load_tier
 
 
@@ -44,8 +48,8 @@ from .tiers import TIERS, load_tier
 class Workload:
     kind: str      # "pp" or "tg"
     n: int         # prompt tokens (pp) or decode steps (tg)
-    context: int = 0  # tg: tokens in the state before the first step
-    depth: bool = False  # tg: the context is a --depth (named "@ d{context}")
+    context: int = 0  # tokens in the state before the timed prefill (pp) or the first step (tg)
+    depth: bool = False  # the context is a --depth (named "@ d{context}")
     batch: int = 1  # tg: sequences decoded together (named "b{batch}" above 1)
 
     @property
@@ -130,13 +134,14 @@ def batch_sizes(text: str) -> list[int]:
 
 def plan(args, config, batches) -> tuple[list[Workload], list[str]]:
     """→ (workloads, notes on the ones left out); tg rows for each of `batches`."""
-    workloads = [Workload("pp", n) for n in _lengths(args.pp, "pp")]
-    steps, depths = _lengths(args.tg, "tg"), _lengths(args.depth, "depth")
+    prompts, steps, depths = _lengths(args.pp, "pp"), _lengths(args.tg, "tg"), _lengths(args.depth, "depth")
+    workloads = [Workload("pp", n) for n in prompts]
+    workloads += [Workload("pp", n, d, depth=True) for d in depths for n in prompts]
     workloads += [Workload("tg", n, TG_PROMPT, batch=b) for n in steps for b in batches]
     workloads += [Workload("tg", n, d, depth=True, batch=b) for d in depths for n in steps for b in batches]
     limit, notes, kept = config.max_position_embeddings, [], []
     for w in workloads:
-        need = w.n if w.kind == "pp" else w.context + w.n
+        need = w.context + w.n
         if need > limit:
             notes.append(f"{w.name} left out: it needs {need} positions, config {config.name} has {limit}")
         else:
@@ -147,7 +152,8 @@ def plan(args, config, batches) -> tuple[list[Workload], list[str]]:
 def run_once(tier, w: Workload, steps: int, seed: int, clock: Clock):
     """One repeat of workload `w` (tg with `steps` steps) → (seconds, joules | None)."""
     if w.kind == "pp":
-        return time_pp(tier, random_ids(tier.config, w.n, seed, tier.device), clock)
+        context = random_ids(tier.config, w.context, seed + 1, tier.device) if w.context else None
+        return time_pp(tier, random_ids(tier.config, w.n, seed, tier.device), clock, context)
     return time_tg(tier, w.context, steps, seed, clock, batch=w.batch)
 
 
@@ -194,14 +200,13 @@ def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
 
 
 # ---- rendering --------------------------------------------------------------------------
-RESULT_HEADER = ["tier", "test", "t/s", "min–max", "ms/token", "of copy bw", "tokens/J", "note"]
+RESULT_HEADER = ["tier", "test", "t/s", "min–max", "ms/token", "of copy bw", "of floor", "tokens/J", "note"]
 CSV_HEADER = ["tier", "test", "tokens", "repeats", "tok_s_median", "tok_s_min", "tok_s_max",
-              "ms_per_token", "bw_fraction", "tok_per_joule", "note"]
-# with a batch size above 1 (--batch): per-sequence tokens/s and the fraction of the byte floor join
+              "ms_per_token", "bw_fraction", "floor_fraction", "tok_per_joule", "note"]
+# with a batch size above 1 (--batch): per-sequence tokens/s joins
 BATCH_RESULT_HEADER = ["tier", "test", "t/s", "t/s/seq", "min–max", "ms/token", "of copy bw", "of floor",
                        "tokens/J", "note"]
-BATCH_CSV_HEADER = CSV_HEADER[:-1] + ["batch", "tok_s_per_seq_median", "floor_bytes_per_step", "floor_fraction",
-                                      "note"]
+BATCH_CSV_HEADER = CSV_HEADER[:-1] + ["batch", "tok_s_per_seq_median", "floor_bytes_per_step", "note"]
 
 
 def batched(doc) -> bool:
@@ -225,7 +230,9 @@ def floor_bytes(result: Result, config) -> float | None:
     return floor_bytes_per_step(config, w.batch, w.context, result.tokens // w.batch)
 
 
-def result_record(r: Result, bytes_per_step, copy_bw, config) -> dict:
+def result_record(r: Result, bytes_per_step, copy_bw, config, flop_rate=None) -> dict:
+    """One row as JSON. tg rows: the byte floor (timing.floor_bytes_per_step at `copy_bw`); pp
+    rows: the compute floor (timing.matrix_flops at `flop_rate`, the dense bf16 FLOP/s)."""
     w = r.workload
     base = {"tier": r.tier, "test": w.name, "kind": w.kind, "batch": w.batch}
     if r.skipped:
@@ -241,6 +248,13 @@ def result_record(r: Result, bytes_per_step, copy_bw, config) -> dict:
         "tok_per_joule": r.tok_per_joule, "seconds": r.seconds, "note": "; ".join(r.notes),
         "batch": w.batch,
     }
+    if w.kind == "pp":
+        flops = matrix_flops(config, w.n, w.context)
+        rec.update({
+            "ms_per_prefill": 1e3 * w.n / t.median,  # (on top of a context: the time to first token)
+            "floor_flops": flops,
+            "floor_fraction": flops / flop_rate * t.median / w.n if flop_rate else None,
+        })
     if w.kind == "tg":
         per_seq = Summary.of(r.tokens / w.batch / s for s in r.seconds)  # = steps/s
         floor = floor_bytes(r, config)
@@ -268,16 +282,16 @@ def markdown_results(records, skipped, batch_columns: bool = False) -> str:
         t = rec["tok_s"]
         cells = [rec["tier"], rec["test"], tables.fmt(t["median"]),
                  f"{tables.fmt(t['min'])}–{tables.fmt(t['max'])}", tables.fmt(rec["ms_per_token"], 3),
-                 _percent(rec["bw_fraction"]), tables.fmt(rec["tok_per_joule"], 2), rec["note"]]
+                 _percent(rec["bw_fraction"]), _percent(rec.get("floor_fraction")),
+                 tables.fmt(rec["tok_per_joule"], 2), rec["note"]]
         if batch_columns:
             per_seq = rec.get("tok_s_per_seq")
             cells.insert(3, "" if per_seq is None else tables.fmt(per_seq["median"]))
-            cells.insert(7, "" if rec["kind"] != "tg" else _percent(rec.get("floor_fraction")))
         rows.append(cells)
     rows += [[tier, "skipped"] + [""] * (width - 3) + [reason] for tier, reason in skipped.items()]
     if batch_columns:
         return tables.markdown(BATCH_RESULT_HEADER, rows, right={2, 3, 4, 5, 6, 7, 8})
-    return tables.markdown(RESULT_HEADER, rows, right={2, 3, 4, 5, 6})
+    return tables.markdown(RESULT_HEADER, rows, right={2, 3, 4, 5, 6, 7})
 
 
 def csv_results(records, skipped, batch_columns: bool = False) -> str:
@@ -285,11 +299,10 @@ def csv_results(records, skipped, batch_columns: bool = False) -> str:
     for rec in records:
         t = rec["tok_s"] or {"median": None, "min": None, "max": None}
         row = [rec["tier"], rec["test"], rec["tokens"], rec["repeats"], t["median"], t["min"],
-               t["max"], rec["ms_per_token"], rec["bw_fraction"], rec["tok_per_joule"]]
+               t["max"], rec["ms_per_token"], rec["bw_fraction"], rec.get("floor_fraction"), rec["tok_per_joule"]]
         if batch_columns:
             per_seq = rec.get("tok_s_per_seq")
-            row += [rec["batch"], per_seq and per_seq["median"], rec.get("floor_bytes_per_step"),
-                    rec.get("floor_fraction")]
+            row += [rec["batch"], per_seq and per_seq["median"], rec.get("floor_bytes_per_step")]
         rows.append(row + [rec["note"]])
     header = BATCH_CSV_HEADER if batch_columns else CSV_HEADER
     rows += [[tier, "skipped"] + [None] * (len(header) - 3) + [reason] for tier, reason in skipped.items()]
@@ -323,6 +336,7 @@ def header_lines(doc) -> list[str]:
     bw = doc["copy_bandwidth_Bps"]
     weights = doc["weights"] + (f", {doc['config_note']}" if doc["config_note"] else "")
     copy = "n/a (no GPU)" if bw is None else f"{bw / 1e12:.2f} TB/s (2 GiB bf16 copy, read + write)"
+    rate = doc.get("dense_bf16_flops")
     batch = "batch 1"
     if batched(doc):
         batch = f"batch 1 (pp), {','.join(map(str, s['batches']))} (tg)"
@@ -333,7 +347,14 @@ def header_lines(doc) -> list[str]:
         f" | weights read per decode step {doc['bytes_per_step']:,} B | copy bandwidth {copy}",
         f"{s['repeats']} timed repeats after {s['warmup']} warm-up; tokens/s median with min–max;"
         f" tg after a {TG_PROMPT}-token prompt{' per sequence' if batched(doc) else ''}; tokens/J {doc['energy']}",
+        "of floor: tg rows the byte floor (the weights once a step + each sequence's state and K/V traffic ÷ the copy"
+        " bandwidth); pp rows the compute floor (the matrix FLOPs: projections, causal attention over the context,"
+        " one lm_head row ÷ the dense bf16 rate, "
+        + ("n/a (no GPU)" if rate is None else f"{rate / 1e12:.0f} TFLOP/s in an 8192³ GEMM") + ")",
     ]
+    if any(r["kind"] == "pp" and r["context"] for r in doc["results"]):
+        lines.append("pp{N} @ d{D}: N tokens prefilled on top of a D-token context (the time to first token of a turn"
+                     " that continues a conversation: N × ms/token)")
     if batched(doc):
         lines.append(
             "tg b{B}: t/s = B × steps ÷ time, t/s/seq = steps ÷ time; of copy bw counts the weights read once a step;"
@@ -420,6 +441,7 @@ def run(args) -> int:
                 "slow_steps": args.slow_steps, "layer_steps": layer_steps, "batches": batches}
     meter = EnergyMeter(device)
     copy_bw = copy_bandwidth(device)
+    flop_rate = dense_bf16_flops(device) if any(w.kind == "pp" for w in workloads) else None
     clock = Clock(device, meter)
     per_tier = len(workloads) * (args.warmup + repeats) + int(want_layers)
     progress = Progress(per_tier * len(tiers), enabled=args.progress)
@@ -464,7 +486,8 @@ def run(args) -> int:
         "copy_bandwidth_Bps": copy_bw,
         "energy": "from NVML's energy counter" if meter.available else f"n/a ({meter.why})",
         "settings": settings,
-        "results": [result_record(r, bytes_per_step, copy_bw, config) for r in results],
+        "dense_bf16_flops": flop_rate,
+        "results": [result_record(r, bytes_per_step, copy_bw, config, flop_rate) for r in results],
         "skipped": skipped,
         "notes": notes,
     }

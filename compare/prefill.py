@@ -17,28 +17,17 @@ import statistics
 
 import torch
 
-from reference import ModelConfig, expected_shapes, perturb_norms, random_weights
+from reference import ModelConfig, perturb_norms, random_weights
 
 from .common import UsageError, environment
 from .tiers import tier_class, unavailable_reason
-from .timing import Clock, copy_bandwidth, dense_bf16_flops, random_ids, time_pp, weight_bytes_per_step
+from .timing import Clock, copy_bandwidth, dense_bf16_flops, matrix_flops, random_ids, time_pp, weight_bytes_per_step
 
 CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # before GEMM: cuDNN's names hold "sm90_"
               ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
               ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "dn_state", "silu_mul",
                                      "attn_prep", "kv_prefix", "attn_gate", "lm_head_kernel")),
               ("delta rule (fla)", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge")))
-
-
-def matrix_flops(config, T: int) -> float:
-    """2·T·(every projection matrix) + the lm_head for one position + causal attention."""
-    total = 0.0
-    for name, shape in expected_shapes(config).items():
-        if len(shape) == 2 and name != "model.embed_tokens.weight":
-            total += 2.0 * T * shape[0] * shape[1]
-    total += 2.0 * config.vocab_size * config.hidden_size
-    attn = 2 * 2 * (T * (T + 1) / 2) * config.head_dim * config.num_attention_heads  # QK^T and PV, causal half
-    return total + attn * len(config.full_layers)
 
 
 def pp_row(tier, T: int, reps: int, seed: int = 0):

@@ -215,11 +215,30 @@ def time_tg(tier, context: int, steps: int, seed: int, clock: Clock, batch: int 
     return clock(lambda: decode_steps(tier, token, state, steps))
 
 
-def time_pp(tier, ids, clock: Clock) -> tuple[float, float | None]:
-    """One pp measurement: the prefill of `ids` [1, T] in one call on a fresh state, timed as
-    one region → (seconds, joules | None)."""
-    state = tier.new_state(1, ids.shape[1])
+def time_pp(tier, ids, clock: Clock, context_ids=None) -> tuple[float, float | None]:
+    """One pp measurement: the prefill of `ids` [1, T] in one call on a fresh state — on top of
+    `context_ids` [1, D] prefilled first (untimed, in chunks) where given: a turn that continues a
+    conversation, whose time is the time to first token — timed as one region → (seconds, joules | None)."""
+    D = 0 if context_ids is None else context_ids.shape[1]
+    state = tier.new_state(1, D + ids.shape[1])
+    if D:
+        prefill_chunked(tier, context_ids, state)
     return clock(lambda: tier.prefill(ids, state))
+
+
+def matrix_flops(config, T: int, context: int = 0) -> float:
+    """The matrix FLOPs of prefilling T tokens on top of `context`: 2·T·(every projection matrix),
+    the lm_head of one position, and the full-attention layers' QKᵀ and PV of the T queries over the
+    context and their own causal keys (the compute floor's numerator; the recurrences, norms and
+    gates are left out: a few % at most)."""
+    total = 0.0
+    for name, shape in expected_shapes(config).items():
+        if len(shape) == 2 and name != "model.embed_tokens.weight":
+            total += 2.0 * T * shape[0] * shape[1]
+    total += 2.0 * config.vocab_size * config.hidden_size
+    keys = T * context + T * (T + 1) / 2  # (query, key) pairs
+    attn = 2 * 2 * keys * config.head_dim * config.num_attention_heads
+    return total + attn * len(config.full_layers)
 
 
 class EnergyMeter:

@@ -57,7 +57,7 @@ def test_markdown_rows_and_columns(reference_and_hf):
         assert 0 < lo <= median <= hi
         # ms/token against t/s as printed: below 100 t/s the median shows one decimal (±0.05)
         assert float(r[4]) == pytest.approx(1e3 / median, rel=0.01 + (0.05 / median if median < 100 else 0))
-        assert r[5] == "n/a" and r[6] == "n/a"  # no copy bandwidth, no NVML on a CPU
+        assert r[5] == r[6] == r[7] == "n/a"  # no copy bandwidth, no dense rate, no NVML on a CPU
     header = out.splitlines()[0]
     assert "torch" in header and "triton" in header and "commit" in header
     assert "config tiny" in out and "2 timed repeats after 1 warm-up" in out
@@ -351,3 +351,38 @@ def test_prefill_rerender_uses_the_runs_measured_rates(tmp_path, capsys):
     path.write_text(json.dumps({"fast": [row]}))  # written before the rates were measured
     assert main(["prefill", "--rerender", str(path)]) == 2
     assert "no measured rates in it" in capsys.readouterr().err
+
+
+def test_matrix_flops_by_hand():
+    """The compute floor's FLOPs: 2 per weight per token, one lm_head row, and per full-attention
+    layer QKᵀ and PV over the context and the causal prompt (2·2·pairs·head_dim·heads)."""
+    config = ModelConfig.tiny()
+    from reference import expected_shapes
+
+    weights = sum(s[0] * s[1] for n, s in expected_shapes(config).items() if len(s) == 2 and n != "model.embed_tokens.weight")
+    per_pair = 2 * 2 * config.head_dim * config.num_attention_heads * len(config.full_layers)
+    assert timing.matrix_flops(config, 5) == pytest.approx(2 * 5 * weights + 2 * config.vocab_size * config.hidden_size
+                                                          + per_pair * 15)  # 5 queries, 1+2+3+4+5 causal pairs
+    assert timing.matrix_flops(config, 5, 100) - timing.matrix_flops(config, 5) == pytest.approx(per_pair * 500)
+
+
+def test_pp_rows_on_top_of_a_context(tmp_path, capsys):
+    """--depth adds pp{N} @ d{D} rows (a prompt prefilled on top of a D-token context: the time to
+    first token of a turn that continues a conversation), each with its compute floor in the JSON
+    (the fraction needs a GPU's dense rate); one past the config's positions is left out with a note."""
+    path = tmp_path / "b.json"
+    status, out, _ = run(capsys, "--config", "tiny", "--tiers", "reference", "--pp", "4", "--tg", "0", "--depth", "8,5000",
+                         "--repeats", "1", "--json", str(path))
+    assert status == 0
+    assert [r[1] for r in table_rows(out)[1:]] == ["pp4", "pp4 @ d8"]
+    assert "pp4 @ d5000 left out: it needs 5004 positions" in out and "time to first token" in out
+    doc = json.loads(path.read_text())
+    recs = {r["test"]: r for r in doc["results"]}
+    deep = recs["pp4 @ d8"]
+    assert deep["context"] == 8 and deep["tokens"] == 4 and deep["floor_fraction"] is None and doc["dense_bf16_flops"] is None
+    assert deep["floor_flops"] == pytest.approx(timing.matrix_flops(ModelConfig.tiny(), 4, 8))
+    assert deep["ms_per_prefill"] == pytest.approx(4 * deep["ms_per_token"])
+    # with a rate (a GPU's), the fraction is the floor's time over the measured time
+    r = bench.Result("reference", bench.Workload("pp", 4, 8, depth=True), [0.01, 0.02, 0.04], 4)  # median 0.02 s
+    rec = bench.result_record(r, doc["bytes_per_step"], None, ModelConfig.tiny(), flop_rate=1e9)
+    assert rec["floor_fraction"] == pytest.approx(timing.matrix_flops(ModelConfig.tiny(), 4, 8) / 1e9 / 0.02)

@@ -134,7 +134,8 @@ def test_bench_batch_csv(capsys):
 
 
 def test_bench_batch_one_is_unchanged(tmp_path, capsys):
-    """Without --batch, or with --batch 1, the table, CSV and record fields are those of before."""
+    """Without --batch, or with --batch 1, the table, CSV and record fields are those of before (but
+    the floor column every row has since issue 21: pp rows' compute floor, tg rows' byte floor)."""
     plain, one = tmp_path / "plain.json", tmp_path / "one.json"
     argv = ["--config", "tiny", "--device", "cpu", "--pp", "4", "--tg", "3", "--depth", "0", "--repeats", "1",
             "--tiers", "reference"]
@@ -142,7 +143,7 @@ def test_bench_batch_one_is_unchanged(tmp_path, capsys):
     for out in outs:
         rows = table_rows(out)
         assert rows[0] == bench.RESULT_HEADER and [r[1] for r in rows[1:]] == ["pp4", "tg3"]
-        assert "| bf16 | batch 1 |" in out and "of floor" not in out
+        assert "| bf16 | batch 1 |" in out and "t/s/seq" not in out
     old_keys = {"tier", "test", "kind", "tokens", "context", "repeats", "tok_s", "ms_per_token", "bw_fraction",
                 "tok_per_joule", "seconds", "note"}
     for path in (plain, one):
