@@ -6,7 +6,9 @@
 #   - compare bench --layers (the Triton tier's parts now from its graph) with its roofline PNG;
 #   - python -m megakernel anatomy --batch 8 (where B = 8's step waits: per phase first / median /
 #     last arrival, the ring's full time);
-#   - compare bench --batch 1,2,4,8 of triton and megakernel (issue 19's same-run ratio, --vs triton).
+#   - compare bench --batch 1,2,4,8 of triton and megakernel (issue 19's same-run ratio, --vs triton);
+#   - compare bench --pp 256,520 --depth 16384: pp rows against their compute floor, and the time to
+#     first token of a 256-token turn on top of a 16k conversation (issue 21's new row).
 # Results into $OUT/r, packed as $OUT/results.tgz after every stage (only a few files come back).
 set -u
 OUT=${OUT:-gpu-results}; mkdir -p "$OUT/r"; ROOT=$PWD
@@ -23,6 +25,9 @@ echo "anatomy B=8: exit $?"; cat "$OUT/r/anatomy_b8.txt"; pack
 timeout 200 python3 -m compare bench --tiers triton,megakernel --batch 1,2,4,8 --pp 0 --depth 0 --repeats 3 --no-progress \
     --json "$OUT/r/bench_batch.json" > "$OUT/r/bench_batch.md" 2>&1
 echo "batch bench: exit $?"; grep -E "^\||over" "$OUT/r/bench_batch.md"; pack
+timeout 200 python3 -m compare bench --tiers triton,megakernel --pp 256,520 --tg 0 --depth 16384 --repeats 3 --no-progress \
+    --json "$OUT/r/bench_pp.json" > "$OUT/r/bench_pp.md" 2>&1
+echo "pp bench: exit $?"; grep -E "^\||floor" "$OUT/r/bench_pp.md"; pack
 timeout 240 python3 -m compare bench --layers --tiers triton,megakernel --repeats 3 --layer-steps 5 --no-progress \
     --json "$OUT/r/bench_layers.json" --png "$OUT/r/bench_layers.png" > "$OUT/r/bench_layers.md" 2>&1
 echo "bench --layers: exit $?"; tail -40 "$OUT/r/bench_layers.md"; pack
