@@ -186,7 +186,7 @@ def mk(model):
 
 
 def one_step_trace(tier, prompt, token):
-    state = tier.new_state(max_seq_len=512)
+    state = tier.new_state(max_seq_len=max(512, prompt.shape[1] + 8))
     tier.prefill(prompt, state)
     trace = {}
     tier.decode(token, state, trace=trace)
@@ -203,6 +203,31 @@ def test_every_layer_within_bf16_bounds(mk, ref32, bf16_baseline, prompt_len):
     name, base_tier = bf16_baseline
     base = one_step_trace(base_tier, prompt, token)
     keys = ["embed"] + [f"layers.{i}" for i in range(24)] + ["norm", "logits"]
+    assert_layers_within_bf16_bounds(got, oracle, base, name, keys)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("prompt_len", [3, 1100])
+def test_every_layer_within_bf16_bounds_on_hazard_weights(model, prompt_len):
+    """The cases random weights do not stress (issue 20, part 5): reference.hazard_weights (4
+    embedding channels 32x larger, DeltaNet decays near 0 and near 1) after a 3- and a 1,100-token
+    prompt: every layer within the bf16 bounds of the fp32 reference and 1.5x (+0.005) transformers'
+    bf16 error on the same weights."""
+    from reference import ReferenceTier, hazard_weights
+
+    config, weights = model[0], hazard_weights(model[1])
+    prompt, token = ids(prompt_len, 5), ids(1, 6)[0]
+    oracle = one_step_trace(ReferenceTier(config, weights, device="cuda", dtype=torch.float32), prompt, token)
+    got = one_step_trace(MegakernelTier(config, weights, device="cuda"), prompt, token)
+    if unavailable_reason("hf", "cuda") is None:
+        from compare.hf_tier import HFTier
+
+        name, base_tier = "hf", HFTier(config, weights, device="cuda", dtype=torch.bfloat16)
+    else:
+        name, base_tier = "reference-bf16", ReferenceTier(config, weights, device="cuda", dtype=torch.bfloat16)
+    base = one_step_trace(base_tier, prompt, token)
+    keys = ["embed"] + [f"layers.{i}" for i in range(config.num_layers)] + ["norm", "logits"]
     assert_layers_within_bf16_bounds(got, oracle, base, name, keys)
 
 

@@ -2,7 +2,8 @@
 # What the thirteenth session wrote for the GPU and could not run (its device time was spent), in one
 # device call (~8 min; from the repo root, .whl carried):
 #   - the new GPU tests: the Triton tier's per-part times from a profiled graph replay, the batch
-#     anatomy, and the batch tests once more on the final tree;
+#     anatomy, the megakernel on hazard weights (3- and 1,100-token prompts), and the batch tests
+#     once more on the final tree;
 #   - compare bench --layers (the Triton tier's parts now from its graph) with its roofline PNG;
 #   - python -m megakernel anatomy --batch 8 (where B = 8's step waits: per phase first / median /
 #     last arrival, the ring's full time);
@@ -17,8 +18,8 @@ export PYTHONPATH=$ROOT:/tmp/site PYTHONUNBUFFERED=1 QWEN35_MEGAKERNEL_CACHE=/tm
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/r/device.txt"
 timeout 300 python3 -c "import megakernel.build as b; b.load()" > "$OUT/r/build.log" 2>&1 || tail -5 "$OUT/r/build.log"
-timeout 200 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_triton_gpu.py tests/test_batch_gpu.py \
-    -k "graph_replay or anatomy or megakernel_batch" > "$OUT/r/gpu_tests.log" 2>&1
+timeout 240 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_triton_gpu.py tests/test_batch_gpu.py \
+    tests/test_megakernel.py -k "graph_replay or anatomy or megakernel_batch or hazard" > "$OUT/r/gpu_tests.log" 2>&1
 echo "gpu tests: exit $?"; grep -E "passed|failed|FAILED|Error" "$OUT/r/gpu_tests.log" | tail -8; pack
 timeout 120 python3 -m megakernel anatomy --batch 8 --context 64 > "$OUT/r/anatomy_b8.txt" 2>&1
 echo "anatomy B=8: exit $?"; cat "$OUT/r/anatomy_b8.txt"; pack
