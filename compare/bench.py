@@ -9,6 +9,8 @@ Workloads (names as llama-bench uses them; batch 1, bf16, seeded random prompt i
   tg{N} @ d{D}   the same after a D-token prompt (prefilled in chunks, untimed)
   tg{N} b{B}     (`--batch`) the tg rows with B sequences decoded together in one state,
                  each after its own prompt → total tokens/s (B × steps ÷ time)
+  tg{N} stream   (`--stream`) tg{N} with every token read on the host as it is produced
+                 (timing.stream_greedy, how `compare generate` streams)
 Each is run `--warmup` times untimed, then `--repeats` times; rows give the median
 tokens/s with min–max, ms/token, for tg the fraction of the copy bandwidth measured in
 this run (weight bytes read per step × steps/s ÷ copy bytes/s), and tokens per joule
@@ -40,7 +42,7 @@ from .common import UsageError, add_model_arguments, environment, load_model, pi
 from .progress import Progress
 from .timing import (TG_PROMPT, Clock, EnergyMeter, Summary, copy_bandwidth, dense_bf16_flops, floor_bytes_per_step,
                      matrix_flops, part_bytes_per_step, random_ids, sequence_bytes_per_step, time_pp, time_tg,
-                     weight_bytes_per_step)
+                     time_tg_stream, weight_bytes_per_step)
 from .tiers import TIERS, load_tier
 
 
@@ -51,11 +53,13 @@ class Workload:
     context: int = 0  # tokens in the state before the timed prefill (pp) or the first step (tg)
     depth: bool = False  # the context is a --depth (named "@ d{context}")
     batch: int = 1  # tg: sequences decoded together (named "b{batch}" above 1)
+    stream: bool = False  # tg: every token read on the host as it is produced (named "stream")
 
     @property
     def name(self) -> str:
         base = f"{self.kind}{self.n}"
         base = f"{base} @ d{self.context}" if self.depth else base
+        base = f"{base} stream" if self.stream else base
         return f"{base} b{self.batch}" if self.batch > 1 else base
 
 
@@ -91,6 +95,9 @@ def add_arguments(parser):
         help="batch sizes of the tg rows, comma-separated, e.g. 1,2,4,8: B sequences decoded together, each "
              f"after its own {TG_PROMPT}-token prompt; rows `tg{{N}} b{{B}}` give total and per-sequence tokens/s "
              "and the fraction of the byte floor (default: %(default)s)")
+    arg("--stream", action="store_true",
+        help="also tg{N} stream rows: the tg steps with every token read on the host as it is produced, as "
+             "`compare generate` streams (the next step queued before the token is read)")
     arg("--repeats", type=int, default=None, help="timed runs per row (default: 5, 2 with --quick)")
     arg("--warmup", type=int, default=1, help="untimed runs before them (default: %(default)s)")
     arg("--quick", action="store_true", help="fewer repeats (2) and per-layer steps (5)")
@@ -138,6 +145,8 @@ def plan(args, config, batches) -> tuple[list[Workload], list[str]]:
     workloads = [Workload("pp", n) for n in prompts]
     workloads += [Workload("pp", n, d, depth=True) for d in depths for n in prompts]
     workloads += [Workload("tg", n, TG_PROMPT, batch=b) for n in steps for b in batches]
+    if args.stream:
+        workloads += [Workload("tg", n, TG_PROMPT, stream=True) for n in steps]
     workloads += [Workload("tg", n, d, depth=True, batch=b) for d in depths for n in steps for b in batches]
     limit, notes, kept = config.max_position_embeddings, [], []
     for w in workloads:
@@ -154,6 +163,8 @@ def run_once(tier, w: Workload, steps: int, seed: int, clock: Clock):
     if w.kind == "pp":
         context = random_ids(tier.config, w.context, seed + 1, tier.device) if w.context else None
         return time_pp(tier, random_ids(tier.config, w.n, seed, tier.device), clock, context)
+    if w.stream:
+        return time_tg_stream(tier, w.context, steps, seed, clock)
     return time_tg(tier, w.context, steps, seed, clock, batch=w.batch)
 
 

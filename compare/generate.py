@@ -6,7 +6,9 @@ token's text is printed as it arrives, and generation stops at the checkpoint's 
 (config.json and generation_config.json) or after `--max-new-tokens`. Without one the
 built-in config runs on seeded random weights, which generate noise: token ids in
 (`--prompt-ids` or random), token ids out. Greedy unless `--temperature` > 0. Text goes
-to stdout; notes and the speed report go to stderr.
+to stdout; notes and the speed report go to stderr. Greedy decoding uses the tier's fused
+argmax and queues each step before the previous token is read (timing.stream_greedy): the
+device never waits for the printing, at the cost of one step past an EOS.
 
 `--num-return-sequences N` decodes N samples of the prompt together in one batch state
 (the prompt prefilled into every row at once), each row sampled with its own generator
@@ -30,6 +32,7 @@ from reference.config import is_count, read_json_object
 from .common import UsageError, add_nonfinite_argument, pick_device
 from .progress import Progress
 from .sampling import choose
+from .timing import stream_greedy
 from .tiers import TIERS, load_tier, unavailable_reason
 
 DEFAULT_TIER_ORDER = ("megakernel", "triton", "reference")  # on a GPU, the first this machine runs
@@ -246,26 +249,35 @@ def run(args) -> int:
     note(f"tier {tier_name} on {device} | {len(ids)} prompt tokens | {sampling}")
 
     t0 = time.perf_counter()
-    token = pick(tier.prefill(torch.tensor([ids]), state))  # choosing reads the logits: the GPU is done
-    t_prompt = time.perf_counter() - t0
-    new, steps, reason = 0, 0, f"--max-new-tokens {args.max_new_tokens}"
-    t0 = time.perf_counter()
-    while True:
-        if token in stop:
-            reason = f"EOS id {token}"
-            break
-        stream.push(token)
-        new += 1
-        if new >= args.max_new_tokens:
-            break
-        token = pick(tier.decode(torch.tensor([token]), state))
-        steps += 1
+    logits = tier.prefill(torch.tensor([ids]), state)
+    if args.temperature == 0:  # greedy: the fused argmax, each step queued before the last token is read
+        first = logits.argmax(-1)
+        int(first[0])  # (the prompt's time ends with its first token on the host)
+        t_prompt = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        tokens, reason, steps = stream_greedy(tier, first, state, args.max_new_tokens, stop, stream.push)
+        new, ahead = len(tokens), " (one queued ahead past the EOS)" if reason.startswith("EOS") and tokens else ""
+    else:
+        token = pick(logits)  # choosing reads the logits: the GPU is done
+        t_prompt = time.perf_counter() - t0
+        new, steps, reason, ahead = 0, 0, f"--max-new-tokens {args.max_new_tokens}", ""
+        t0 = time.perf_counter()
+        while True:
+            if token in stop:
+                reason = f"EOS id {token}"
+                break
+            stream.push(token)
+            new += 1
+            if new >= args.max_new_tokens:
+                break
+            token = pick(tier.decode(torch.tensor([token]), state))
+            steps += 1
     t_gen = time.perf_counter() - t0
     stream.end()
     gen_speed = f"{steps / t_gen:,.1f} tok/s" if steps and t_gen > 0 else "n/a"
     note(f"stopped at {reason}\n"
          f"prompt: {len(ids)} tokens in {t_prompt:.3f} s = {len(ids) / t_prompt:,.1f} tok/s\n"
-         f"generation: {new} new tokens, {steps} decode steps in {t_gen:.3f} s = {gen_speed}"
+         f"generation: {new} new tokens, {steps} decode steps{ahead} in {t_gen:.3f} s = {gen_speed}"
          " (the first new token comes with the prompt)")
     return 0
 

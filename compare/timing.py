@@ -188,6 +188,49 @@ def decode_steps(tier, token, state, steps: int):
     return token
 
 
+def stream_greedy(tier, first, state, limit: int, stop=(), on_token=None) -> tuple[list[int], str, int]:
+    """Greedy decoding that hands each new token to the host as it is produced while the device
+    never waits for the host: the step that consumes a token is queued before that token is read
+    (on a GPU through pinned memory and an event, so the read waits for that step alone), so one
+    step is always in flight. `first`: the first new token [1] on the tier's device (the prompt's
+    argmax). Stops after `limit` tokens or at an id in `stop` (not kept; the step queued ahead has
+    consumed it, so the state holds it: one decode step more than a loop that waits) → (the
+    tokens, why it stopped, the decode steps launched)."""
+    cuda = torch.device(tier.device).type == "cuda"
+    if cuda:  # two pinned words and events, used in turn: at most two reads are pending
+        words = [torch.empty(1, dtype=torch.int64, pin_memory=True) for _ in range(2)]
+        events = [torch.cuda.Event() for _ in range(2)]
+    turn = 0
+
+    def fetch(ids):
+        """→ a call that returns ids[0] on the host, waiting only for the work queued so far."""
+        nonlocal turn
+        if not cuda:
+            return lambda: int(ids[0])
+        word, event = words[turn], events[turn]
+        turn ^= 1
+        word.copy_(ids, non_blocking=True)
+        event.record()
+        return lambda: (event.synchronize(), int(word[0]))[1]
+
+    tokens, steps = [], 0
+    current, read = first, fetch(first)
+    while True:
+        if len(tokens) + 1 < limit:  # the token after this one may be wanted: queue its step first
+            current = tier.decode_argmax(current, state)
+            steps += 1
+            read_next = fetch(current)
+        token = read()
+        if token in stop:
+            return tokens, f"EOS id {token}", steps
+        tokens.append(token)
+        if on_token is not None:
+            on_token(token)
+        if len(tokens) >= limit:
+            return tokens, f"--max-new-tokens {limit}", steps
+        read = read_next
+
+
 class Clock:
     """Times one region (seconds) and, where a meter is given and NVML can, its energy (joules).
     The GPU is synchronized first, so the region holds only the work."""
@@ -213,6 +256,15 @@ def time_tg(tier, context: int, steps: int, seed: int, clock: Clock, batch: int 
     ids = random_ids(tier.config, context, seed, tier.device, rows=batch)
     token = prefill_chunked(tier, ids, state).argmax(-1)
     return clock(lambda: decode_steps(tier, token, state, steps))
+
+
+def time_tg_stream(tier, context: int, steps: int, seed: int, clock: Clock) -> tuple[float, float | None]:
+    """time_tg's steps with every token read on the host as it is produced (stream_greedy, as
+    `compare generate` streams them) → (seconds, joules | None)."""
+    state = tier.new_state(1, context + steps + 1)
+    ids = random_ids(tier.config, context, seed, tier.device)
+    first = prefill_chunked(tier, ids, state).argmax(-1)
+    return clock(lambda: stream_greedy(tier, first, state, steps + 1))
 
 
 def time_pp(tier, ids, clock: Clock, context_ids=None) -> tuple[float, float | None]:

@@ -386,3 +386,14 @@ def test_pp_rows_on_top_of_a_context(tmp_path, capsys):
     r = bench.Result("reference", bench.Workload("pp", 4, 8, depth=True), [0.01, 0.02, 0.04], 4)  # median 0.02 s
     rec = bench.result_record(r, doc["bytes_per_step"], None, ModelConfig.tiny(), flop_rate=1e9)
     assert rec["floor_fraction"] == pytest.approx(timing.matrix_flops(ModelConfig.tiny(), 4, 8) / 1e9 / 0.02)
+
+
+def test_stream_rows(tmp_path, capsys):
+    """--stream adds tg{N} stream rows (every token read on the host as it is produced), timed
+    like the tg rows: the same steps, tokens per second of decode steps."""
+    path = tmp_path / "s.json"
+    status, out, _ = run(capsys, "--config", "tiny", "--tiers", "reference", "--pp", "0", "--tg", "4", "--depth", "0",
+                         "--stream", "--repeats", "1", "--json", str(path))
+    assert status == 0 and [r[1] for r in table_rows(out)[1:]] == ["tg4", "tg4 stream"]
+    recs = {r["test"]: r for r in json.loads(path.read_text())["results"]}
+    assert recs["tg4 stream"]["tokens"] == recs["tg4"]["tokens"] == 4 and recs["tg4 stream"]["kind"] == "tg"

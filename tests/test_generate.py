@@ -83,9 +83,11 @@ def test_greedy_streams_text_and_stops_at_max_new_tokens(checkpoint, tier, capsy
     assert status == 0
     words = "".join(t for t, _ in out.writes).split()
     assert len(words) == 5 and all(w in WORDS or w.startswith("w") for w in words)
-    # streamed: the i-th word was written before decode step i ran (the first came with the prompt)
+    # streamed: word i is written once the step that consumes it is queued (the device never waits
+    # for the printing; on a CPU the step has run) and before the next one is (the first word came
+    # with the prompt); after the last word no step is queued
     word_writes = [n for t, n in out.writes if t.strip()]
-    assert word_writes == [0, 1, 2, 3, 4] and steps[0] == 4
+    assert word_writes == [1, 2, 3, 4, 4] and steps[0] == 4
     assert "stopped at --max-new-tokens 5" in err
     assert "prompt: 2 tokens in" in err and "generation: 5 new tokens, 4 decode steps in" in err and "tok/s" in err
 
@@ -179,3 +181,44 @@ def test_samples_stay_in_top_k_and_the_nucleus(values, top_k, top_p, seed):
     kth = torch.topk(logits, min(top_k, len(values))).values[-1]
     kept = torch.sort(logits[logits >= kth] / 0.7, descending=True).values
     assert torch.softmax(kept, -1)[:rank].sum() < top_p + 1e-5  # the likelier ones had not reached top_p
+
+
+def test_stream_greedy_against_a_loop_that_waits():
+    """timing.stream_greedy gives the tokens of a plain decode_argmax loop; at a stop id it returns
+    the tokens before it with one step launched past them (the one queued ahead), and with
+    limit 1 it launches none."""
+    import torch
+
+    from compare.timing import stream_greedy
+    from reference import ReferenceTier, random_weights
+
+    config = ModelConfig.tiny()
+    tier = ReferenceTier(config, random_weights(config, seed=0), device="cpu", dtype=torch.float32)
+    prompt = torch.tensor([[5, 6, 7]])
+
+    def fresh():
+        state = tier.new_state(1, 32)
+        return state, tier.prefill(prompt, state).argmax(-1)
+
+    state, ids = fresh()
+    want = [int(ids[0])]
+    for _ in range(5):
+        ids = tier.decode_argmax(ids, state)
+        want.append(int(ids[0]))
+    state, first = fresh()
+    seen = []
+    tokens, reason, steps = stream_greedy(tier, first, state, 6, on_token=seen.append)
+    assert tokens == seen == want and reason == "--max-new-tokens 6" and steps == 5 and state.seq_len == 3 + 5
+
+    class Scripted:  # a tier whose greedy ids are 11, 12, 13, ...: the stop logic alone
+        device = "cpu"
+
+        def decode_argmax(self, ids, state):
+            state.append(int(ids[0]))  # the ids this step consumed
+            return ids + 1
+
+    consumed = []
+    tokens, reason, steps = stream_greedy(Scripted(), torch.tensor([10]), consumed, 6, stop={13})
+    assert tokens == [10, 11, 12] and reason == "EOS id 13" and steps == 4 and consumed == [10, 11, 12, 13]
+    state, first = fresh()
+    assert stream_greedy(tier, first, state, 1) == ([want[0]], "--max-new-tokens 1", 0) and state.seq_len == 3

@@ -8,6 +8,8 @@
 #   - python -m megakernel anatomy --batch 8 (where B = 8's step waits: per phase first / median /
 #     last arrival, the ring's full time);
 #   - compare bench --batch 1,2,4,8 of triton and megakernel (issue 19's same-run ratio, --vs triton);
+#   - compare bench --stream: tg128 with every token read on the host as it is produced (how
+#     generate now streams greedy text) against tg128 without (issue 20's first bar: >= 95%);
 #   - compare bench --pp 256,520 --depth 16384: pp rows against their compute floor, and the time to
 #     first token of a 256-token turn on top of a 16k conversation (issue 21's new row).
 # Results into $OUT/r, packed as $OUT/results.tgz after every stage (only a few files come back).
@@ -26,6 +28,9 @@ echo "anatomy B=8: exit $?"; cat "$OUT/r/anatomy_b8.txt"; pack
 timeout 200 python3 -m compare bench --tiers triton,megakernel --batch 1,2,4,8 --pp 0 --depth 0 --repeats 3 --no-progress \
     --json "$OUT/r/bench_batch.json" > "$OUT/r/bench_batch.md" 2>&1
 echo "batch bench: exit $?"; grep -E "^\||over" "$OUT/r/bench_batch.md"; pack
+timeout 150 python3 -m compare bench --tiers triton,megakernel --pp 0 --depth 0 --stream --repeats 5 --no-progress \
+    --json "$OUT/r/bench_stream.json" > "$OUT/r/bench_stream.md" 2>&1
+echo "stream bench: exit $?"; grep -E "^\|" "$OUT/r/bench_stream.md"; pack
 timeout 200 python3 -m compare bench --tiers triton,megakernel --pp 256,520 --tg 0 --depth 16384 --repeats 3 --no-progress \
     --json "$OUT/r/bench_pp.json" > "$OUT/r/bench_pp.md" 2>&1
 echo "pp bench: exit $?"; grep -E "^\||floor" "$OUT/r/bench_pp.md"; pack
