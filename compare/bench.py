@@ -407,8 +407,9 @@ def render(doc, fmt: str) -> str:
             out += "\n" + tables.csv_text(header, rows)
         return out.rstrip("\n")
     parts = ["\n".join(header_lines(doc)), markdown_results(doc["results"], doc["skipped"], batched(doc))]
-    if doc.get("speedups") and speedup_table(doc):
-        parts.append(speedup_table(doc))
+    speedup = speedup_table(doc) if doc.get("speedups") else None
+    if speedup:
+        parts.append(speedup)
     if doc["notes"]:
         parts.append("\n".join(f"- {n}" for n in doc["notes"]))
     if doc.get("layers"):

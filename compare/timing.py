@@ -252,18 +252,22 @@ def time_tg(tier, context: int, steps: int, seed: int, clock: Clock, batch: int 
     `context`-token random prompt (prefilled together, in chunks, untimed), then `steps`
     greedy steps (`decode_steps`, every sequence one token a step) timed as one region
     → (seconds, joules | None)."""
+    state, token = prefilled_rows(tier, batch, context, steps, seed)
+    return clock(lambda: decode_steps(tier, token, state, steps))
+
+
+def prefilled_rows(tier, batch: int, context: int, steps: int, seed: int):
+    """A fresh state of `batch` rows with room for `steps` more tokens, each row holding its own
+    `context`-token random prompt (prefilled together, in chunks) → (state, the greedy next ids)."""
     state = tier.new_state(batch, context + steps)
     ids = random_ids(tier.config, context, seed, tier.device, rows=batch)
-    token = prefill_chunked(tier, ids, state).argmax(-1)
-    return clock(lambda: decode_steps(tier, token, state, steps))
+    return state, prefill_chunked(tier, ids, state).argmax(-1)
 
 
 def time_tg_stream(tier, context: int, steps: int, seed: int, clock: Clock) -> tuple[float, float | None]:
     """time_tg's steps with every token read on the host as it is produced (stream_greedy, as
     `compare generate` streams them) → (seconds, joules | None)."""
-    state = tier.new_state(1, context + steps + 1)
-    ids = random_ids(tier.config, context, seed, tier.device)
-    first = prefill_chunked(tier, ids, state).argmax(-1)
+    state, first = prefilled_rows(tier, 1, context, steps + 1, seed)
     return clock(lambda: stream_greedy(tier, first, state, steps + 1))
 
 

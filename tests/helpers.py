@@ -1,6 +1,7 @@
 """What the tests share: the relative-error check (reference/testing.py) and the
 conditions under which Triton kernels can run here."""
 
+import contextlib
 import os
 
 import pytest
@@ -18,6 +19,28 @@ TRITON_MARKS = [
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy, on values the interpreter masks away
     pytest.mark.skipif(not TRITON_CAN_RUN, reason="no GPU: Triton kernels need TRITON_INTERPRET=1 (set by tests/conftest.py)"),
 ]
+
+
+@contextlib.contextmanager
+def variant_restored(tier):
+    """The tier's variant attributes (grid, schedule, ring slots, ...) as they were, on leaving."""
+    saved = {name: getattr(tier, name) for name in tier.variant_attributes}
+    try:
+        yield tier
+    finally:
+        for name, value in saved.items():
+            setattr(tier, name, value)
+
+
+@contextlib.contextmanager
+def debug_poisoned(tier):
+    """The tier's debug_poison on (NaN in its workspace, outputs and unwritten cache rows before
+    each launch) inside the block."""
+    tier.debug_poison = True
+    try:
+        yield tier
+    finally:
+        tier.debug_poison = False
 
 
 def random_ids(n, seed, vocab_size=248320):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import assert_layers_within_bf16_bounds, random_ids
+from helpers import assert_layers_within_bf16_bounds, debug_poisoned, random_ids, variant_restored
 
 from compare import load_tier, unavailable_reason
 from reference import ModelState, TierInputError
@@ -253,24 +253,21 @@ def test_megakernel_batch_bits_on_any_grid(gpu_tier, B):
     fewest slots, and with small attention splits (every row's context over several split-K units,
     merged in the core): the same logits and state bits as one block per SM."""
     tier = rows_tier(gpu_tier, "megakernel", B)
-    saved = {name: getattr(tier, name) for name in tier.variant_attributes}
-    try:
+    grid0, slots0 = tier.grid, tier.ring_slots
+    with variant_restored(tier):
         for per_split in (32, 6):
             tier.positions_per_split = per_split
             state, first = prefilled(tier, B)
             ids = first.argmax(-1)
             ref = tier.clone_state(state)
             full = tier.decode(ids, ref)
-            for grid, slots in ((97, saved["ring_slots"]), (40, saved["ring_slots"]), (tier.max_grid, tier.k.RING_MIN_SLOTS)):
+            for grid, slots in ((97, slots0), (40, slots0), (tier.max_grid, tier.k.RING_MIN_SLOTS)):
                 tier.grid, tier.ring_slots = grid, slots
                 st = tier.clone_state(state)
                 assert torch.equal(tier.decode(ids, st), full), (per_split, grid, slots)
                 for k, v in state_tensors(ref).items():
                     assert torch.equal(v, state_tensors(st)[k]), (k, per_split, grid, slots)
-            tier.grid, tier.ring_slots = saved["grid"], saved["ring_slots"]
-    finally:
-        for name, value in saved.items():
-            setattr(tier, name, value)
+            tier.grid, tier.ring_slots = grid0, slots0
 
 
 @pytest.mark.parametrize("B", [b for b in BATCHES if b > 1])
@@ -284,12 +281,9 @@ def test_megakernel_batch_poison_proof(gpu_tier, B):
     tokens = first.argmax(-1)
     tc, tp = {}, {}
     lc = tier.decode(tokens, clean, trace=tc)
-    tier.debug_poison = True
-    try:
+    with debug_poisoned(tier):
         lp = tier.decode(tokens, poisoned, trace=tp)
         nxt = tier.decode_argmax(tokens, fused)
-    finally:
-        tier.debug_poison = False
     assert torch.isfinite(lc).all() and torch.equal(lc, lp), "a poisoned buffer reached the logits"
     for k in tc:
         assert torch.equal(tc[k], tp[k]), f"trace part {k} differs with the buffers poisoned"

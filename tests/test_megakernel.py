@@ -15,7 +15,7 @@ import sys
 
 import pytest
 import torch
-from helpers import assert_layers_within_bf16_bounds
+from helpers import assert_layers_within_bf16_bounds, debug_poisoned, variant_restored
 from helpers import random_ids as ids
 from helpers import rel_err as rel
 
@@ -284,12 +284,9 @@ def test_fused_argmax_repeatable_and_poison_proof(mk, prompt_len):
     t1, t2, t3 = {}, {}, {}
     l1 = mk.decode(token, s1, trace=t1)
     l2 = mk.decode(token, s2, trace=t2)
-    mk.debug_poison = True
-    try:
+    with debug_poisoned(mk):
         l3 = mk.decode(token, s3, trace=t3)
         nxt = mk.decode_argmax(token, s4)
-    finally:
-        mk.debug_poison = False
     assert torch.isfinite(l1).all()
     assert torch.equal(l1, l2) and torch.equal(l1, l3), "not bitwise repeatable (a race?) or read unwritten memory"
     for k in t1:
@@ -303,10 +300,8 @@ def test_fused_argmax_repeatable_and_poison_proof(mk, prompt_len):
 @pytest.fixture
 def variant(mk):
     """Restores the tier's variant attributes (grid, schedule, ring slots, positions per split) after a test."""
-    saved = {name: getattr(mk, name) for name in mk.variant_attributes}
-    yield mk
-    for name, value in saved.items():
-        setattr(mk, name, value)
+    with variant_restored(mk):
+        yield mk
 
 
 def schedules(mk):
