@@ -48,13 +48,14 @@ def random_ids(n, seed, vocab_size=248320):
     return torch.randint(0, vocab_size, (1, n), generator=torch.Generator().manual_seed(seed))
 
 
-def assert_layers_within_bf16_bounds(got, oracle, base, base_name, keys, tier="megakernel"):
-    """Every traced part of `got` within 8% of the fp32 `oracle` and within 1.5× (+0.005) of
-    the bf16 baseline's own error; the failure lists every part checked so far."""
+def assert_layers_within_bf16_bounds(got, oracle, base, base_name, keys, tier="megakernel", abs_bound=0.08):
+    """Every traced part of `got` within `abs_bound` (8%) of the fp32 `oracle` (None: no absolute
+    bound, where the bf16 baseline itself does not keep one) and within 1.5× (+0.005) of the bf16
+    baseline's own error; the failure lists every part checked so far."""
     report = []
     for k in keys:
         assert got[k].shape == oracle[k].shape, (k, got[k].shape, oracle[k].shape)
         e, eb = rel_err(got[k], oracle[k]), rel_err(base[k], oracle[k])
         report.append(f"{k}: {tier} {e:.2e}, {base_name} {eb:.2e}")
-        assert e < 0.08, "\n".join(report)
+        assert abs_bound is None or e < abs_bound, "\n".join(report)
         assert e <= 1.5 * eb + 5e-3, "\n".join(report)

@@ -206,29 +206,52 @@ def test_every_layer_within_bf16_bounds(mk, ref32, bf16_baseline, prompt_len):
     assert_layers_within_bf16_bounds(got, oracle, base, name, keys)
 
 
+_HAZARD_TRACES = {}
+
+
+def hazard_traces(model, prompt_len):
+    """(megakernel, fp32 reference, bf16 baseline name, its trace) of one decode step after a
+    `prompt_len`-token prompt on reference.hazard_weights, computed once per length."""
+    if prompt_len not in _HAZARD_TRACES:
+        from reference import ReferenceTier, hazard_weights
+
+        config, weights = model[0], hazard_weights(model[1])
+        prompt, token = ids(prompt_len, 5), ids(1, 6)[0]
+        oracle = one_step_trace(ReferenceTier(config, weights, device="cuda", dtype=torch.float32), prompt, token)
+        got = one_step_trace(MegakernelTier(config, weights, device="cuda"), prompt, token)
+        if unavailable_reason("hf", "cuda") is None:
+            from compare.hf_tier import HFTier
+
+            name, base_tier = "hf", HFTier(config, weights, device="cuda", dtype=torch.bfloat16)
+        else:
+            name, base_tier = "reference-bf16", ReferenceTier(config, weights, device="cuda", dtype=torch.bfloat16)
+        _HAZARD_TRACES[prompt_len] = got, oracle, name, one_step_trace(base_tier, prompt, token)
+    return _HAZARD_TRACES[prompt_len]
+
+
 @gpu
 @needs_gpu
 @pytest.mark.parametrize("prompt_len", [3, 1100])
 def test_every_layer_within_bf16_bounds_on_hazard_weights(model, prompt_len):
     """The cases random weights do not stress (issue 20, part 5): reference.hazard_weights (4
     embedding channels 32x larger, DeltaNet decays near 0 and near 1) after a 3- and a 1,100-token
-    prompt: every layer within the bf16 bounds of the fp32 reference and 1.5x (+0.005) transformers'
-    bf16 error on the same weights."""
-    from reference import ReferenceTier, hazard_weights
+    prompt: every layer and the final norm within 1.5x (+0.005) transformers' bf16 error against the
+    fp32 reference on the same weights. (No 8% bound here: transformers' own error passes it at
+    layer 18 after 1,100 tokens, measured 2026-11-25.)"""
+    got, oracle, name, base = hazard_traces(model, prompt_len)
+    keys = ["embed"] + [f"layers.{i}" for i in range(model[0].num_layers)] + ["norm"]
+    assert_layers_within_bf16_bounds(got, oracle, base, name, keys, abs_bound=None)
 
-    config, weights = model[0], hazard_weights(model[1])
-    prompt, token = ids(prompt_len, 5), ids(1, 6)[0]
-    oracle = one_step_trace(ReferenceTier(config, weights, device="cuda", dtype=torch.float32), prompt, token)
-    got = one_step_trace(MegakernelTier(config, weights, device="cuda"), prompt, token)
-    if unavailable_reason("hf", "cuda") is None:
-        from compare.hf_tier import HFTier
 
-        name, base_tier = "hf", HFTier(config, weights, device="cuda", dtype=torch.bfloat16)
-    else:
-        name, base_tier = "reference-bf16", ReferenceTier(config, weights, device="cuda", dtype=torch.bfloat16)
-    base = one_step_trace(base_tier, prompt, token)
-    keys = ["embed"] + [f"layers.{i}" for i in range(config.num_layers)] + ["norm", "logits"]
-    assert_layers_within_bf16_bounds(got, oracle, base, name, keys)
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("prompt_len", [3, 1100])
+def test_logits_within_bf16_bounds_on_hazard_weights(model, prompt_len):
+    """The logits on the same cases within 1.5x (+0.005) transformers' bf16 error: the 4 large
+    embedding channels dominate every logit (the lm_head is the tied embedding), so the logits'
+    error is those channels' rounding in the bf16 residual stream."""
+    got, oracle, name, base = hazard_traces(model, prompt_len)
+    assert_layers_within_bf16_bounds(got, oracle, base, name, ["logits"], abs_bound=None)
 
 
 @gpu
@@ -335,14 +358,17 @@ def test_any_grid_and_schedule_gives_the_same_bits(variant):
 
 @gpu
 @needs_gpu
-@pytest.mark.parametrize("per_split", [2, 6, 32])
-def test_split_k_paths_give_the_same_bits_on_any_grid(variant, per_split):
+@pytest.mark.parametrize("per_split,prompt_len", [(2, 40), (6, 40), (32, 40), (64, 300), (1000, 300)])
+def test_split_k_paths_give_the_same_bits_on_any_grid(variant, per_split, prompt_len):
     """41 positions over 21 splits (past OUT_MERGE_MAX: the last unit of a kv head merges), 7 and 2
-    splits (the out-proj merges the partials), on both schedules and a grid smaller than the units:
-    each path is deterministic whatever the grid (the merges run in a fixed order)."""
+    splits (the out-proj merges the partials); 301 positions over 5 splits (4 ring chunks of past
+    K/V a unit: one item) and in one split (19 chunks: 5 items, the last chunk partial), on both
+    schedules (the ring's block's first unit reads its K/V from the ring, the register schedule
+    from global memory) and a grid smaller than the units: each path is deterministic whatever the
+    grid (the merges run in a fixed order) and both read the same K/V."""
     mk = variant
-    prompt, token = ids(40, 16), ids(1, 17)[0]
-    s0 = mk.new_state(max_seq_len=64)
+    prompt, token = ids(prompt_len, 16), ids(1, 17)[0]
+    s0 = mk.new_state(max_seq_len=prompt_len + 24)
     mk.prefill(prompt, s0)
     mk.positions_per_split = per_split
     ref = mk.clone_state(s0)

@@ -7,7 +7,9 @@
 //             units u, u+G, ... of block u. All threads: q/k RMSNorm and partial
 //             RoPE (thread t: q elements t and t + 512, k[t] for t < 256); the unit of the last split
 //             writes the new k, v to the cache at pos. Warp w: q heads 2(w/8), 2(w/8)+1 over positions
-//             p0 + (w % 8) + 8 i with an online softmax (lane: 8 dims); the 8 position slots of a head
+//             p0 + (w % 8) + 8 i with an online softmax (lane: 8 dims), reading the past K/V rows of
+//             the block's first unit from the ring (the producer streamed them during the in-proj:
+//             schedule.cuh att_kv_slice), any other unit's from global memory; the 8 position slots of a head
 //             pair are merged in shared memory, thread t then owns head t/128, dims 2(t%128), +1.
 //             With one split the unit writes the gated output; at batch 1 with 2..OUT_MERGE_MAX splits
 //             it writes its partial (m, l, acc) and the out-proj merges them; with more (and with any
@@ -134,10 +136,7 @@ __device__ __forceinline__ void att_put(float* wm, float* wl, float* wacc, int e
   }
 }
 
-// unit u of a launch: batch row b (rows in order, row b has FA_HKV * nsplit[b] units), kv head g, split s
-struct AttUnit {
-  int b, g, s;
-};
+// unit u of a launch (schedule.cuh AttUnit)
 template <int NB>
 __device__ __forceinline__ AttUnit att_unit(const Args& a, int u) {
   int b = 0;
@@ -154,8 +153,49 @@ __device__ __forceinline__ int att_units(const Args& a) {
   return n;
 }
 
-template <int NB>
-__device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 params) {
+// one position's K and V rows (lane: dims 8 lane .. 8 lane + 7) into the warp's online softmax of
+// q heads 2 hg, 2 hg + 1 (q in shared memory)
+__device__ __forceinline__ void att_score(const float* qf, int hg, int lane, const uint4 kv, const uint4 vv, float (&m)[2],
+                                          float (&lsum)[2], float (&acc)[2][8]) {
+  float sc[2];
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const float* qh = qf + (2 * hg + hh) * FA_HD + lane * 8;
+    const float4 qa = reinterpret_cast<const float4*>(qh)[0];
+    const float4 qb = reinterpret_cast<const float4*>(qh)[1];
+    float dd = 0.f;
+    dd = fmaf(qa.x, lo(kv.x), dd); dd = fmaf(qa.y, hi(kv.x), dd); dd = fmaf(qa.z, lo(kv.y), dd); dd = fmaf(qa.w, hi(kv.y), dd);
+    dd = fmaf(qb.x, lo(kv.z), dd); dd = fmaf(qb.y, hi(kv.z), dd); dd = fmaf(qb.z, lo(kv.w), dd); dd = fmaf(qb.w, hi(kv.w), dd);
+    sc[hh] = dd;
+  }
+#pragma unroll
+  for (int o = 16; o; o >>= 1) {
+    sc[0] += __shfl_xor_sync(0xffffffffu, sc[0], o);
+    sc[1] += __shfl_xor_sync(0xffffffffu, sc[1], o);
+  }
+  float vx[8];
+  unpack8(vv, vx);
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const float scv = sc[hh] * (1.f / 16.f);  // 256^-1/2
+    const float mn = fmaxf(m[hh], scv);
+    const float corr = expf(m[hh] - mn);
+    const float pw = expf(scv - mn);
+    lsum[hh] = lsum[hh] * corr + pw;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[hh][i] = fmaf(pw, vx[i], acc[hh][i] * corr);
+    m[hh] = mn;
+  }
+}
+
+// RING: the block's first unit takes its past K/V rows from the ring (att_kv_slice: chunk c holds
+// positions p0 + 16 c .. p0 + 16 c + 15), ATT_ITEM_CHUNKS chunks between two releases; each warp
+// scores the same positions in the same order as from global memory (the bits do not change)
+constexpr int ATT_ITEM_CHUNKS = 4;
+static_assert(ATT_ITEM_CHUNKS <= RING_MIN_SLOTS && ATT_RING_ROWS % 8 == 0, "the attention core's ring items");
+
+template <bool RING, int NB>
+__device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 params, Stream& st) {
   float* qf = reinterpret_cast<float*>(sm + SM_AT_Q);
   float* kf = reinterpret_cast<float*>(sm + SM_AT_K);
   uint16_t* kb = reinterpret_cast<uint16_t*>(sm + SM_AT_KB);
@@ -246,43 +286,29 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
     }
     const uint16_t* kc = a.k_cache + cache_row + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
     const uint16_t* vc = a.v_cache + cache_row + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
-    for (int p = p0 + slot8; p < p1; p += 8) {
-      uint4 kv, vv;
-      if (p == pos) {
-        kv = reinterpret_cast<const uint4*>(kb)[lane];
-        vv = reinterpret_cast<const uint4*>(vb)[lane];
-      } else {
-        kv = ld_x16(kc + (size_t)p * FA_HD + lane * 8);
-        vv = ld_x16(vc + (size_t)p * FA_HD + lane * 8);
+    if (RING && u == (int)blockIdx.x) {  // past positions from the ring, then pos from shared memory
+      const int rows = p1 - p0 - (s == ns - 1 ? 1 : 0), nch = (rows + ATT_RING_ROWS - 1) / ATT_RING_ROWS;
+      for (int c0 = 0; c0 < nch; c0 += ATT_ITEM_CHUNKS) {
+        const int k = min(ATT_ITEM_CHUNKS, nch - c0);
+        for (int c = 0; c < k; ++c) {
+          const uint32_t ch = chunk_wait(st, c);
+#pragma unroll
+          for (int j = slot8; j < ATT_RING_ROWS; j += 8)
+            if ((c0 + c) * ATT_RING_ROWS + j < rows) {
+              const uint32_t kr = ch + (j * FA_HD + lane * 8) * 2;
+              att_score(qf, hg, lane, lds128(kr), lds128(kr + RING_SLOT / 2), m, lsum, acc);
+            }
+        }
+        chunks_done(st, k);
       }
-      float sc[2];
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {  // q stays in shared memory
-        const float* qh = qf + (2 * hg + hh) * FA_HD + lane * 8;
-        const float4 qa = reinterpret_cast<const float4*>(qh)[0];
-        const float4 qb = reinterpret_cast<const float4*>(qh)[1];
-        float dd = 0.f;
-        dd = fmaf(qa.x, lo(kv.x), dd); dd = fmaf(qa.y, hi(kv.x), dd); dd = fmaf(qa.z, lo(kv.y), dd); dd = fmaf(qa.w, hi(kv.y), dd);
-        dd = fmaf(qb.x, lo(kv.z), dd); dd = fmaf(qb.y, hi(kv.z), dd); dd = fmaf(qb.z, lo(kv.w), dd); dd = fmaf(qb.w, hi(kv.w), dd);
-        sc[hh] = dd;
-      }
-#pragma unroll
-      for (int o = 16; o; o >>= 1) {
-        sc[0] += __shfl_xor_sync(0xffffffffu, sc[0], o);
-        sc[1] += __shfl_xor_sync(0xffffffffu, sc[1], o);
-      }
-      float vx[8];
-      unpack8(vv, vx);
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const float scv = sc[hh] * (1.f / 16.f);  // 256^-1/2
-        const float mn = fmaxf(m[hh], scv);
-        const float corr = expf(m[hh] - mn);
-        const float pw = expf(scv - mn);
-        lsum[hh] = lsum[hh] * corr + pw;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[hh][i] = fmaf(pw, vx[i], acc[hh][i] * corr);
-        m[hh] = mn;
+      if (s == ns - 1 && (pos - p0) % 8 == slot8)
+        att_score(qf, hg, lane, reinterpret_cast<const uint4*>(kb)[lane], reinterpret_cast<const uint4*>(vb)[lane], m, lsum, acc);
+    } else {
+      for (int p = p0 + slot8; p < p1; p += 8) {
+        if (p == pos)
+          att_score(qf, hg, lane, reinterpret_cast<const uint4*>(kb)[lane], reinterpret_cast<const uint4*>(vb)[lane], m, lsum, acc);
+        else
+          att_score(qf, hg, lane, ld_x16(kc + (size_t)p * FA_HD + lane * 8), ld_x16(vc + (size_t)p * FA_HD + lane * 8), m, lsum, acc);
       }
     }
     if (stamp) stamps[1] = globaltimer();  // warp 0 has scored its positions

@@ -16,7 +16,9 @@
 //           gated_attention.cuh; the lm_head and argmax: lm_head.cuh.
 // Between a barrier's arrive and its wait every warp loads what the next phase starts with and no
 // block writes in this phase (prepare_phase): the ring schedule the core's state row, conv taps and
-// past inputs and the phase's norm / RoPE parameters; the register schedule its first weights.
+// past inputs and the phase's norm / RoPE parameters; the register schedule its first weights. (The
+// ring's producer runs on through the barriers: it also copies an attention core's past K/V rows,
+// schedule.cuh att_kv_slice, while the in-projection before it still runs.)
 #include "megakernel.cuh"
 
 #include "delta_rule.cuh"
@@ -67,7 +69,7 @@ template <bool RING, int NB>
 __device__ __forceinline__ void run_phase(const Args& a, int q, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
   const int l = phase_layer(q);
   if (phase_kind(q) == PH_CORE) {
-    if (is_full_attention(l)) gated_attention<NB>(a, l, sm, params);
+    if (is_full_attention(l)) gated_attention<RING, NB>(a, l, sm, params, st);
     else gated_delta_rule_recurrent<NB>(a, l, sm, wv);
     return;
   }

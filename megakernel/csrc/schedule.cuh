@@ -4,7 +4,9 @@
 // loop that runs them in megakernel.cu.
 //
 //   phase q = 5 l + 0   in-proj    every block: norm(hidden), its rows of the packed in-projection
-//           = 5 l + 1   core       DeltaNet: 128 recurrence units; attention: 2 x nsplit split-K units
+//           = 5 l + 1   core       DeltaNet: 128 recurrence units (no matrix); attention: 2 x nsplit
+//                                  split-K units, the block's first unit's past K/V rows streamed
+//                                  through the ring like a matrix's (att_kv_slice)
 //           = 5 l + 2   out-proj   every block: its rows of the out-projection, + the residual
 //           = 5 l + 3   gate/up    every block: norm(hidden), its units of silu(gate) * up
 //           = 5 l + 4   down       every block: its rows of the down projection, + the residual
@@ -23,14 +25,47 @@ __device__ __forceinline__ int phase_kind(int q) { return q % PHASES_PER_LAYER; 
 
 // The block's slice of the matrix a phase reads, as both schedules fetch it: whole rows, in order
 // (the ring's producer copies them chunk by chunk, the register schedule's warps load them
-// straight into registers). rows = 0: the phase reads no matrix (a core) or the launch stops before it.
+// straight into registers). rows = 0: the phase reads no matrix (a DeltaNet core, an attention core's
+// block with no unit) or the launch stops before it.
 struct PhaseSlice {
   const uint16_t* w;   // the block's first row
-  const uint16_t* w2;  // gate/up: the first up row (a chunk's second half); else null
-  int rows;            // rows in the slice (gate/up: units, each a gate and an up row)
+  const uint16_t* w2;  // gate/up: the first up row (a chunk's second half); an attention core: the first V row; else null
+  int rows;            // rows in the slice (gate/up: units, each a gate and an up row; attention: positions)
   int rpc;             // rows per ring chunk (RING_SLOT / (2 * k); gate/up: 4 units of 2 half-slots)
   int k;               // row length
 };
+
+// attention unit u of a launch: batch row b (rows in order, row b has FA_HKV * nsplit[b] units), kv
+// head g, split s; its positions [p0, p1) of the row's context 0..pos[b]
+struct AttUnit {
+  int b, g, s;
+};
+// the block's first attention unit, for any batch (the core's own att_unit<NB> gives the same map);
+// false: the block has none
+__device__ __forceinline__ bool first_att_unit(const Args& a, AttUnit& un) {
+  int u = blockIdx.x;
+  for (int b = 0; b < a.batch; ++b) {
+    const int n = FA_HKV * a.nsplit[b];
+    if (u < n) {
+      un = AttUnit{b, u / a.nsplit[b], u % a.nsplit[b]};
+      return true;
+    }
+    u -= n;
+  }
+  return false;
+}
+// The past K/V rows of a unit as a ring slice: positions [p0, p1) less the row's own position pos
+// (always p1 - 1 of the last split: this launch writes it, the unit takes it from shared memory),
+// ATT_RING_ROWS positions a chunk, the K rows in the slot's first half and the same positions' V
+// rows in its second. No block writes these rows in this launch, so the producer may copy them
+// before the core's barrier, during the in-proj.
+constexpr int ATT_RING_ROWS = RING_SLOT / 2 / (FA_HD * 2);  // 16 positions a chunk
+__device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const AttUnit& un) {
+  const int pos = a.pos[un.b], ns = a.nsplit[un.b];
+  const int p0 = part(pos + 1, un.s, ns), p1 = part(pos + 1, un.s + 1, ns) - (un.s == ns - 1 ? 1 : 0);
+  const size_t head = (size_t)un.b * NFA * FA_HKV * a.max_seq * FA_HD + ((size_t)(fa_index(l) * FA_HKV + un.g) * a.max_seq + p0) * FA_HD;
+  return {a.k_cache + head, a.v_cache + head, p1 - p0, ATT_RING_ROWS, FA_HD};
+}
 
 __device__ PhaseSlice phase_slice(const Args& a, int q) {
   const int G = gridDim.x, b = blockIdx.x;
@@ -52,11 +87,16 @@ __device__ PhaseSlice phase_slice(const Args& a, int q) {
       return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, part(INTER, b + 1, G) - u0, 4, D};
     }
     case PH_DOWN: return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, r1 - r0, 2, INTER};
-    default: return {nullptr, nullptr, 0, 1, D};  // a core: no matrix
+    default: {  // a core: the DeltaNet's reads no matrix; an attention core's first unit its past K/V
+      AttUnit un;
+      if (is_full_attention(l) && first_att_unit(a, un)) return att_kv_slice(a, l, un);
+      return {nullptr, nullptr, 0, 1, D};
+    }
   }
 }
 static_assert(DN_VAL == FA_OIN, "phase_slice: both kinds of out-projection have rows of DN_VAL");
 static_assert(RING_SLOT == 8 * 2 * D && RING_SLOT == 4 * 2 * DN_VAL && RING_SLOT >= 2 * 2 * INTER, "rows per chunk");
+static_assert(ATT_RING_ROWS * FA_HD * 2 * 2 == RING_SLOT, "att_kv_slice: K and V rows of 16 positions fill a slot");
 
 // The small parameters phase q starts with, as this thread's float / bf16-pair bits: the norm
 // weight pair of an in-proj, gate/up or the lm_head; the gated norm's 4 weights of a DeltaNet
