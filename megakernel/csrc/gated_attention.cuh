@@ -108,38 +108,6 @@ __device__ __forceinline__ Merge<NACC> merge_splits(const float* base, int ns, i
   return r;
 }
 
-// q head h's ns split partials merged, dims d .. d+NACC-1, for any ns (up to ATT_MAX_SPLIT): the
-// same arithmetic in the same order as merge_splits, the loads in groups (the m's MAX_GROUP at a time,
-// then MERGE_GROUP partials at a time: one L2 round trip per group, not per partial: at 64 splits a
-// serial loop was two x 64 round trips on the attention layer's critical path, NOTES v17)
-constexpr int MAX_GROUP = 16, MERGE_GROUP = 4;  // (8 partials a group made the batch-1 kernel spill 96 B)
-template <int NACC>
-__device__ __forceinline__ Merge<NACC> merge_splits_grouped(const float* base, int ns, int d) {
-  float M = -INFINITY;
-  for (int s0 = 0; s0 < ns; s0 += MAX_GROUP) {
-    float pm[MAX_GROUP];
-#pragma unroll
-    for (int i = 0; i < MAX_GROUP; ++i) pm[i] = s0 + i < ns ? __ldcg(base + (size_t)(s0 + i) * PARTIAL_STRIDE) : -INFINITY;
-#pragma unroll
-    for (int i = 0; i < MAX_GROUP; ++i) M = fmaxf(M, pm[i]);
-  }
-  Merge<NACC> r(M);
-  for (int s0 = 0; s0 < ns; s0 += MERGE_GROUP) {
-    float pm[MERGE_GROUP], pl[MERGE_GROUP], pa[MERGE_GROUP][NACC];
-#pragma unroll
-    for (int i = 0; i < MERGE_GROUP; ++i) {
-      const float* pp = base + (size_t)(s0 + i < ns ? s0 + i : s0) * PARTIAL_STRIDE;  // (past ns: loaded, not used)
-      pm[i] = __ldcg(pp);
-      pl[i] = __ldcg(pp + 1);
-      load_acc(pp, d, pa[i]);
-    }
-#pragma unroll
-    for (int i = 0; i < MERGE_GROUP; ++i)
-      if (s0 + i < ns) r.add(pm[i], pl[i], pa[i]);
-  }
-  return r;
-}
-
 // the out-proj's input for batch row b with 2..OUT_MERGE_MAX splits: each attention output the gated
 // merge of its head's partials; thread t makes outputs 4t .. 4t+3 (q head t / 64) of xs (row b's)
 __device__ __forceinline__ void load_attn_merged(const Args& a, int b, uint16_t* xs) {
@@ -401,7 +369,16 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
       sync_warps();
       if (misc[0]) {  // the last unit of kv head g: merge the ns partials in order
         const int hh = t >> 7, dd = (t & 127) * 2;
-        const Merge<2> r = merge_splits_grouped<2>(partial(a, b, g, 0, hh), ns, dd);
+        const float* base = partial(a, b, g, 0, hh);
+        float M = -INFINITY;
+        for (int si = 0; si < ns; ++si) M = fmaxf(M, __ldcg(base + (size_t)si * PARTIAL_STRIDE));
+        Merge<2> r(M);
+        for (int si = 0; si < ns; ++si) {
+          const float* pp = base + (size_t)si * PARTIAL_STRIDE;
+          float pa[2];
+          load_acc(pp, dd, pa);
+          r.add(__ldcg(pp), __ldcg(pp + 1), pa);
+        }
         attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, lo(gates));
         attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, hi(gates));
         if (t == 0) atomicExch(count, 0u);
