@@ -121,7 +121,8 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
     prompt = ids(start + 90, 40)
     eager = FastPrefill(mk, use_graph=False)
     states = []
-    for run in (eager, mk.fast_prefill, mk.fast_prefill):  # graph: the first call captures, the second replays
+    # graph: the shape's first prefill runs eagerly, the second captures and replays, the third replays
+    for run in (eager, mk.fast_prefill, mk.fast_prefill, mk.fast_prefill):
         s = mk.new_state(max_seq_len=200)
         if start:
             mk.prefill(prompt[:, :start], s)
