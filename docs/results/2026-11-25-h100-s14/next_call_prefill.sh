@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# For the next session (not run): the fast prefill after earlier tokens. Main (a shape's graph
+# captured at its second prefill: 4e9c6f3) against main + variant_prefill_lower_right_causal.patch
+# (.ab_var: the causal mask as a lower-right bias, SDPA's flash kernel): the prefill GPU tests of
+# both (generous limits: the fla kernels compile on a fresh machine), then pp256 / pp520 fresh and
+# on top of a 16k context, base and variant alternating (session 14's call 1, 6aa122a: pp256 @
+# d16384 6,348 tok/s against the Triton tier's 31,861). Prepare .ab_var first:
+#   rm -rf .ab_var && mkdir .ab_var && git archive HEAD reference compare triton_kernels megakernel \
+#     pyproject.toml tests | tar -x -C .ab_var && (cd .ab_var && patch -p1 < ../docs/results/2026-11-25-h100-s14/variant_prefill_lower_right_causal.patch)
+# and run with carry [".whl", ".ab_var"].
+set -u
+OUT=${OUT:-gpu-results}; mkdir -p "$OUT/r"; ROOT=$PWD; VAR=$ROOT/.ab_var
+pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/r/device.txt"
+for side in new var; do
+  dir=$ROOT; [ $side = var ] && dir=$VAR
+  (cd "$dir" && QWEN35_MEGAKERNEL_CACHE=/tmp/mk-$side PYTHONPATH=$dir:/tmp/site timeout 240 python3 -m pytest -q -m gpu -rs -p no:cacheprovider \
+      tests/test_megakernel_prefill.py > "$OUT/r/prefill_tests_$side.log" 2>&1)
+  echo "prefill tests $side: exit $?"; grep -E "passed|failed|FAILED" "$OUT/r/prefill_tests_$side.log" | tail -4; pack
+done
+for round in 1 2; do
+  for side in new var; do
+    dir=$ROOT; [ $side = var ] && dir=$VAR
+    (cd "$dir" && QWEN35_MEGAKERNEL_CACHE=/tmp/mk-$side PYTHONPATH=$dir:/tmp/site timeout 120 python3 -m compare bench --tiers megakernel \
+        --pp 256,520 --tg 0 --depth 16384 --repeats 3 --no-progress --json "$OUT/r/pp_${side}_$round.json" > "$OUT/r/pp_${side}_$round.md" 2>&1)
+    echo "pp $side $round: exit $?"; grep -E "^\| megakernel" "$OUT/r/pp_${side}_$round.md" | cut -c1-70; pack
+  done
+done
