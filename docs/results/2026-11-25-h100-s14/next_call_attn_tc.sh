@@ -6,7 +6,9 @@
 # both, alternating (session 14, bf341ca: d32768 1,012 tok/s; the bar 1,100). Prepare .ab_var:
 #   rm -rf .ab_var && mkdir .ab_var && git archive attn-tc reference compare triton_kernels megakernel \
 #     pyproject.toml tests | tar -x -C .ab_var
-# and run with carry [".whl", ".ab_var"].
+# then `git rev-parse --short HEAD > COMMIT` (main) and the variant's commit into .ab_var/COMMIT (the bench
+# headers name them: WORKBENCH_COMMIT; the device copy's own git HEAD is stale), and run with carry
+# [".whl", ".ab_var"].
 set -u
 OUT=${OUT:-gpu-results}; mkdir -p "$OUT/r"; ROOT=$PWD; VAR=$ROOT/.ab_var
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
@@ -22,7 +24,7 @@ echo "gpu tests var: exit $?"; grep -E "passed|failed|FAILED" "$OUT/r/gpu_tests_
 for round in 1 2; do
   for side in new var; do
     dir=$ROOT; [ $side = var ] && dir=$VAR
-    (cd "$dir" && QWEN35_MEGAKERNEL_CACHE=/tmp/mk-$side PYTHONPATH=$dir:/tmp/site timeout 100 python3 -m compare bench --tiers megakernel \
+    (cd "$dir" && WORKBENCH_COMMIT=$(cat "$dir/COMMIT" 2>/dev/null || echo unknown) QWEN35_MEGAKERNEL_CACHE=/tmp/mk-$side PYTHONPATH=$dir:/tmp/site timeout 100 python3 -m compare bench --tiers megakernel \
         --pp 0 --tg 128 --depth 4096,32768 --batch 1,8 --repeats 3 --no-progress --json "$OUT/r/bench_${side}_$round.json" > "$OUT/r/bench_${side}_$round.md" 2>&1)
     echo "$side $round: exit $?"; grep -E "^\| megakernel" "$OUT/r/bench_${side}_$round.md" | cut -c1-60; pack
   done
