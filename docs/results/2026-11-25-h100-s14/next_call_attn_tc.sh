@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# For the next session (not run): the attention core on the tensor cores (branch attn-tc, 75b744e:
-# compiles within the spill bound, never ran). Main against the branch
+# For the next session (not run): the attention core on the tensor cores (branch attn-tc, c2d63dd:
+# compiles, no ring kernel spills, never ran). Main against the branch
 # (.ab_var): the branch's split-K / schedule / grid / every-layer / teacher-forced GPU tests (its
 # bits differ from main's: P in bf16, the mma's sums), then tg128 at d0, d4096, d32768 and B = 8 of
 # both, alternating (session 14, bf341ca: d32768 1,012 tok/s; the bar 1,100). Prepare .ab_var:
