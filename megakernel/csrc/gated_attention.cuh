@@ -287,6 +287,7 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
     const uint16_t* kc = a.k_cache + cache_row + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
     const uint16_t* vc = a.v_cache + cache_row + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
     if (RING && u == (int)blockIdx.x) {  // past positions from the ring, then pos from shared memory
+      // (att_kv_slice's rows and chunk count, which the producer copies: computed here from p0, p1)
       const int rows = p1 - p0 - (s == ns - 1 ? 1 : 0), nch = (rows + ATT_RING_ROWS - 1) / ATT_RING_ROWS;
       for (int c0 = 0; c0 < nch; c0 += ATT_ITEM_CHUNKS) {
         const int k = min(ATT_ITEM_CHUNKS, nch - c0);

@@ -10,23 +10,9 @@
 # then `git rev-parse --short HEAD > COMMIT` (main) and the variant's commit into .ab_var/COMMIT (the bench
 # headers name them: WORKBENCH_COMMIT; the device copy's own git HEAD is stale), and run with carry
 # [".whl", ".ab_var"].
-set -u
-OUT=${OUT:-gpu-results}; mkdir -p "$OUT/r"; ROOT=$PWD; VAR=$ROOT/.ab_var
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/r/device.txt"
+source "$(dirname "$0")/next_call_common.sh"
 for side in new var; do
-  dir=$ROOT; [ $side = var ] && dir=$VAR
-  (cd "$dir" && WORKBENCH_COMMIT=$(cat "$dir/COMMIT" 2>/dev/null || echo unknown) QWEN35_MEGAKERNEL_CACHE=/tmp/mk-$side PYTHONPATH=$dir:/tmp/site timeout 240 python3 -m pytest -q -m gpu -rs -p no:cacheprovider \
-      tests/test_megakernel_prefill.py > "$OUT/r/prefill_tests_$side.log" 2>&1)
+  in_tree $side 240 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel_prefill.py > "$OUT/r/prefill_tests_$side.log" 2>&1
   echo "prefill tests $side: exit $?"; grep -E "passed|failed|FAILED" "$OUT/r/prefill_tests_$side.log" | tail -4; pack
 done
-for round in 1 2; do
-  for side in new var; do
-    dir=$ROOT; [ $side = var ] && dir=$VAR
-    (cd "$dir" && WORKBENCH_COMMIT=$(cat "$dir/COMMIT" 2>/dev/null || echo unknown) QWEN35_MEGAKERNEL_CACHE=/tmp/mk-$side PYTHONPATH=$dir:/tmp/site timeout 120 python3 -m compare bench --tiers megakernel \
-        --pp 256,520 --tg 0 --depth 16384 --repeats 3 --no-progress --json "$OUT/r/pp_${side}_$round.json" > "$OUT/r/pp_${side}_$round.md" 2>&1)
-    echo "pp $side $round: exit $?"; grep -E "^\| megakernel" "$OUT/r/pp_${side}_$round.md" | cut -c1-70; pack
-  done
-done
+ab_bench pp 120 --pp 256,520 --tg 0 --depth 16384
