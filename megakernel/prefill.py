@@ -5,8 +5,8 @@ Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu
     add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v], cuBLAS) →
     DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → fla's chunked delta rule (state read and
               written in the decode kernel's [V][K] layout) → state copy → gated norm + conv ring
-    attention: q/k norm + RoPE + cache write (1 kernel) → flash causal attention (torch SDPA) →
-              output gate
+    attention: q/k norm + RoPE + cache write (1 kernel) → flash causal attention (torch SDPA,
+              lower-right aligned: after earlier tokens query i sees keys <= start + i) → output gate
     → out-proj GEMM → add+RMSNorm → gate/up GEMM → SwiGLU → down GEMM
 then the final norm of the last position and the lm_head GEMV: no logits for the rest of
 the prompt. Why a graph of ~300 launches and not one kernel: megakernel/NOTES.md ("Prefill").
@@ -24,6 +24,8 @@ import collections
 
 import torch
 import torch.nn.functional as F
+
+from torch.nn.attention.bias import causal_lower_right
 
 from reference import record
 from reference.config import LINEAR
@@ -95,9 +97,9 @@ class PrefillPlan:
         self.h0 = torch.empty(k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=f32, device=dev)
         self.qbuf = torch.empty(1, k.FA_HQ, T, k.FA_HD, dtype=bf, device=dev)
         self.kv = torch.empty(2, 1, k.FA_HKV, n_ctx, k.FA_HD, dtype=bf, device=dev)
-        # a prefill after earlier tokens: query i (position start + i) sees keys <= start + i
-        self.mask = None if start == 0 else (torch.arange(n_ctx, device=dev)[None, :]
-                                             <= torch.arange(start, n_ctx, device=dev)[:, None])
+        # query i (position start + i) sees keys <= start + i: causal, aligned to the lower right
+        # (no mask is materialised, so SDPA keeps its flash kernel after earlier tokens too)
+        self.causal = causal_lower_right(T, n_ctx)
         self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
         self.graph = None
         self.uses = 0  # prefills of this shape so far (the graph is captured at the second)
@@ -150,8 +152,8 @@ class PrefillPlan:
         op["prefill_attn_prep"](proj, w["q_norm"], w["k_norm"], self.table, slot, self.start, self.max_seq, self.qbuf,
                                 self.kv, self.eps)
         op["prefill_kv_prefix"](self.table, slot, self.start, self.max_seq, self.kv)
-        o = F.scaled_dot_product_attention(self.qbuf, self.kv[0], self.kv[1], attn_mask=self.mask,
-                                           is_causal=self.mask is None, scale=k.FA_HD ** -0.5, enable_gqa=True)
+        o = F.scaled_dot_product_attention(self.qbuf, self.kv[0], self.kv[1], attn_mask=self.causal,
+                                           scale=k.FA_HD ** -0.5, enable_gqa=True)
         op["prefill_attn_gate"](o, proj, self.mix)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 

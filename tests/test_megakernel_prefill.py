@@ -34,6 +34,24 @@ KEYS = ["embed"] + [f"layers.{i}" for i in range(24)] + ["norm", "logits"]
 
 
 
+@pytest.mark.parametrize("T,start", [(1, 0), (5, 0), (5, 3), (7, 40), (16, 16)])
+def test_lower_right_causal_is_the_continuing_prompts_mask(T, start):
+    """The prefill's attention after `start` earlier tokens: SDPA with the lower-right causal bias
+    (no mask materialised: its flash kernel on the GPU) equals the explicit mask "query i sees keys
+    <= start + i", with the 8 q heads over 2 kv heads (GQA) as prefill.py calls it."""
+    from torch.nn.attention.bias import causal_lower_right
+    import torch.nn.functional as F
+
+    n = start + T
+    gen = torch.Generator().manual_seed(T * 100 + start)
+    q = torch.randn(1, 8, T, 32, generator=gen)
+    k, v = torch.randn(2, 1, 2, n, 32, generator=gen)
+    mask = torch.arange(n)[None, :] <= torch.arange(start, n)[:, None]
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=32 ** -0.5, enable_gqa=True)
+    got = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(T, n), scale=32 ** -0.5, enable_gqa=True)
+    assert torch.allclose(got, want, atol=1e-6, rtol=1e-5)
+
+
 def test_unknown_prefill_path_is_a_clear_error():
     config = ModelConfig.qwen3_5_0_8b()
     with pytest.raises(TierInputError, match=r"prefill='flash'; expected one of \['fast', 'reference'\]"):
