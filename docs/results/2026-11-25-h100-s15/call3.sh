@@ -19,3 +19,7 @@ in_tree var 200 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_m
     -k "split_k_paths or any_grid_and_schedule or teacher or (every_layer and not hazard) or poison or memcheck-ring or synccheck-ring" > "$OUT/r/gpu_tests_var.log" 2>&1
 echo "one-step + memcheck tests: exit $?"; grep -E "passed|failed|FAILED" "$OUT/r/gpu_tests_var.log" | tail -8; pack
 ab_bench bench 70 --pp 0 --tg 128 --depth 0 --batch 1,8 --stream
+# main's prefill: the graph-replay test (a shape's graph captured at its second prefill), which call 2's
+# prefill test runs did not reach before their limits
+in_tree new 120 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel_prefill.py -k "graph_replay" > "$OUT/r/prefill_graph_tests_new.log" 2>&1
+echo "prefill graph-replay tests (main): exit $?"; grep -E "passed|failed|FAILED" "$OUT/r/prefill_graph_tests_new.log" | tail -4; pack
