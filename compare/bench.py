@@ -10,7 +10,8 @@ Workloads (names as llama-bench uses them; batch 1, bf16, seeded random prompt i
   tg{N} b{B}     (`--batch`) the tg rows with B sequences decoded together in one state,
                  each after its own prompt → total tokens/s (B × steps ÷ time)
   tg{N} stream   (`--stream`) tg{N} with every token read on the host as it is produced
-                 (timing.stream_greedy, how `compare generate` streams)
+                 (timing.greedy_tokens, how `compare generate` streams: a tier with
+                 many_tokens_per_launch, the megakernel, runs all N steps in ONE launch)
 Each is run `--warmup` times untimed, then `--repeats` times; rows give the median
 tokens/s with min–max, ms/token, for tg the fraction of the copy bandwidth measured in
 this run (weight bytes read per step × steps/s ÷ copy bytes/s), and tokens per joule
@@ -97,7 +98,8 @@ def add_arguments(parser):
              "and the fraction of the byte floor (default: %(default)s)")
     arg("--stream", action="store_true",
         help="also tg{N} stream rows: the tg steps with every token read on the host as it is produced, as "
-             "`compare generate` streams (the next step queued before the token is read)")
+             "`compare generate` streams (the megakernel: every step in one launch; the others: the next step "
+             "queued before the token is read)")
     arg("--repeats", type=int, default=None, help="timed runs per row (default: 5, 2 with --quick)")
     arg("--warmup", type=int, default=1, help="untimed runs before them (default: %(default)s)")
     arg("--quick", action="store_true", help="fewer repeats (2) and per-layer steps (5)")

@@ -6,9 +6,11 @@ token's text is printed as it arrives, and generation stops at the checkpoint's 
 (config.json and generation_config.json) or after `--max-new-tokens`. Without one the
 built-in config runs on seeded random weights, which generate noise: token ids in
 (`--prompt-ids` or random), token ids out. Greedy unless `--temperature` > 0. Text goes
-to stdout; notes and the speed report go to stderr. Greedy decoding uses the tier's fused
-argmax and queues each step before the previous token is read (timing.stream_greedy): the
-device never waits for the printing, at the cost of one step past an EOS.
+to stdout; notes and the speed report go to stderr. Greedy decoding streams each token as it
+is produced and the device never waits for the printing (timing.greedy_tokens): the megakernel
+runs every step in ONE launch (`decode_greedy`, each token landing in pinned host memory as its
+step ends, the launch ending at the EOS); the other tiers use their fused argmax and queue each
+step before the previous token is read (at the cost of one step past an EOS).
 
 `--num-return-sequences N` decodes N samples of the prompt together in one batch state
 (the prompt prefilled into every row at once), each row sampled with its own generator
@@ -32,7 +34,7 @@ from reference.config import is_count, read_json_object
 from .common import UsageError, add_nonfinite_argument, pick_device
 from .progress import Progress
 from .sampling import choose
-from .timing import stream_greedy
+from .timing import greedy_tokens
 from .tiers import TIERS, load_tier, unavailable_reason
 
 DEFAULT_TIER_ORDER = ("megakernel", "triton", "reference")  # on a GPU, the first this machine runs
@@ -250,13 +252,17 @@ def run(args) -> int:
 
     t0 = time.perf_counter()
     logits = tier.prefill(torch.tensor([ids]), state)
-    if args.temperature == 0:  # greedy: the fused argmax, each step queued before the last token is read
+    if args.temperature == 0:  # greedy: every token streamed as it is produced (greedy_tokens)
         first = logits.argmax(-1)
         int(first[0])  # (the prompt's time ends with its first token on the host)
         t_prompt = time.perf_counter() - t0
         t0 = time.perf_counter()
-        tokens, reason, steps = stream_greedy(tier, first, state, args.max_new_tokens, stop, stream.push)
-        new, ahead = len(tokens), " (one queued ahead past the EOS)" if reason.startswith("EOS") and tokens else ""
+        tokens, reason, steps = greedy_tokens(tier, first, state, args.max_new_tokens, stop, stream.push)
+        if tier.many_tokens_per_launch:
+            ahead = " in one launch" if steps else ""
+        else:
+            ahead = " (one queued ahead past the EOS)" if reason.startswith("EOS") and tokens else ""
+        new = len(tokens)
     else:
         token = pick(logits)  # choosing reads the logits: the GPU is done
         t_prompt = time.perf_counter() - t0

@@ -188,6 +188,42 @@ def decode_steps(tier, token, state, steps: int):
     return token
 
 
+def greedy_tokens(tier, first, state, limit: int, stop=(), on_token=None) -> tuple[list[int], str, int]:
+    """Greedy decoding with each new token handed to the host as it is produced, the tier's
+    fastest way: one launch for every step where the tier runs many tokens per launch
+    (launch_greedy), else one launch a step with a step always in flight (stream_greedy).
+    `first`: the first new token [1] on the tier's device. → (the tokens, why it stopped, the
+    decode steps run)."""
+    run = launch_greedy if tier.many_tokens_per_launch else stream_greedy
+    return run(tier, first, state, limit, stop, on_token)
+
+
+def launch_greedy(tier, first, state, limit: int, stop=(), on_token=None) -> tuple[list[int], str, int]:
+    """Greedy decoding through `tier.decode_greedy` (the megakernel: ONE launch runs every step,
+    each step's token lands in pinned host memory as the step ends and is handed on from there):
+    `limit` tokens at most, the first of them `first`; stops at an id in `stop` (not kept, and not
+    consumed: the launch ends after the step that produced it) → (the tokens, why, decode steps run)."""
+    stop, token = set(stop), int(first[0])
+    if token in stop:
+        return [], f"EOS id {token}", 0
+    tokens, reason = [token], [f"--max-new-tokens {limit}"]
+    if on_token is not None:
+        on_token(token)
+    if limit <= 1:
+        return tokens, reason[0], 0
+
+    def on_step(i, ids):
+        if ids[0] in stop:
+            reason[0] = f"EOS id {ids[0]}"
+            return
+        tokens.append(ids[0])
+        if on_token is not None:
+            on_token(ids[0])
+
+    ran = tier.decode_greedy(first.reshape(1), state, limit - 1, stop_ids=sorted(stop), on_step=on_step)
+    return tokens, reason[0], ran.shape[0]
+
+
 def stream_greedy(tier, first, state, limit: int, stop=(), on_token=None) -> tuple[list[int], str, int]:
     """Greedy decoding that hands each new token to the host as it is produced while the device
     never waits for the host: the step that consumes a token is queued before that token is read
@@ -265,10 +301,10 @@ def prefilled_rows(tier, batch: int, context: int, steps: int, seed: int):
 
 
 def time_tg_stream(tier, context: int, steps: int, seed: int, clock: Clock) -> tuple[float, float | None]:
-    """time_tg's steps with every token read on the host as it is produced (stream_greedy, as
-    `compare generate` streams them) → (seconds, joules | None)."""
+    """time_tg's steps with every token read on the host as it is produced (greedy_tokens, as
+    `compare generate` streams them: the megakernel in one launch) → (seconds, joules | None)."""
     state, first = prefilled_rows(tier, 1, context, steps + 1, seed)
-    return clock(lambda: stream_greedy(tier, first, state, steps + 1))
+    return clock(lambda: greedy_tokens(tier, first, state, steps + 1))
 
 
 def time_pp(tier, ids, clock: Clock, context_ids=None) -> tuple[float, float | None]:

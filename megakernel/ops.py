@@ -3,11 +3,13 @@
 `load(device)` builds the extension just in time (megakernel/build.py) and registers its ops:
 
     decode(layer_table, embed, final_norm, dn_state!, conv_ring!, k_cache!, v_cache!, rope,
-           workspace!, sync!, token, next_token!, fault!, logits!, trace!, times!,
-           pos[B], nsplit[B], grid, schedule, ring_slots, stop_after) -> ()
-        one decode step of B = dn_state.shape[0] rows, row b at position pos[b]
-        (csrc/megakernel.cu); `!` marks what it writes. logits / trace / times are filled when
-        they are not empty (numel 0: not asked for).
+           workspace!, sync!, token, next_token!, fault!, logits!, trace!, times!, stream!,
+           pos[B], positions_per_split, steps, stop_ids, grid, schedule, ring_slots, stop_after) -> ()
+        `steps` decode steps of B = dn_state.shape[0] rows, row b at position pos[b] at the first
+        (csrc/megakernel.cu), each later step fed the last one's argmax; next_token [steps, B];
+        ends after the step where every row has produced one of stop_ids. `!` marks what it
+        writes. logits / trace / times (one-step launches) and stream (pinned host memory
+        [steps, B], written as each step ends) are filled when they are not empty.
     prefill_add_rms_norm, prefill_dn_prep, prefill_dn_out_norm, prefill_dn_state_in,
     prefill_dn_state_out, prefill_silu_mul, prefill_attn_prep, prefill_kv_prefix,
     prefill_attn_gate, prefill_lm_head

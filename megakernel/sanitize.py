@@ -7,7 +7,8 @@ Weights are drawn on the GPU (seeded, std 0.02, norms off their init values), th
 is filled with a random 5-token context (no prefill: see `random_context`), then `steps`
 decode launches run (logits, trace and argmax paths,
 and one with a split attention), then a step the kernel refuses (an id outside the vocabulary:
-the device-side check's path). Prints one line per step and exits non-zero on NaN or when the
+the device-side check's path); with the ring schedule, two many-token launches (decode_greedy:
+4 steps, then the same 4 ending after the second at its stop ids, the producer left waiting). Prints one line per step and exits non-zero on NaN or when the
 refused step is not reported. `--batch B` (the ring schedule): a state of B rows at different
 positions (5, 6, ...; the split-K steps mix rows at 40 and 300 tokens), the refused id in the last row.
 
@@ -113,6 +114,20 @@ def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None =
         ok = bool(torch.isfinite(logits).all())
         bad += not ok
         print(f"split-K step: positions {state2.positions}, finite {ok}", flush=True)
+    if tier.schedule == "ring":  # many tokens per launch: to the end, and ended early at stop ids
+        runs = []
+        for stop in ((), None):
+            many = tier.new_state(batch_size=B, max_seq_len=64)
+            random_context(many, [5 + b for b in range(B)], seed=4)
+            stop = stop if stop is not None else runs[0][1].tolist()
+            print(f"many tokens: one launch of 4 steps, stop ids {list(stop)}", flush=True)
+            runs.append(tier.decode_greedy(ids, many, 4, stop_ids=stop))
+            print(f"many tokens: ids {runs[-1].tolist()}", flush=True)
+        first = runs[0].tolist()  # it ends after the first step by which every row has produced a stop id
+        n = next(i + 1 for i in range(4) if all(any(first[j][b] in first[1] for j in range(i + 1)) for b in range(B)))
+        same = runs[1].shape[0] == n and torch.equal(runs[1], runs[0][:n])
+        bad += not same
+        print(f"many tokens: the launch with stop ids ended after step {n} with the same ids: {same}", flush=True)
     return 1 if bad else 0
 
 

@@ -153,6 +153,7 @@ class MegakernelTier(Tier):
     part_timing = "kernel timer"
     device_checks = True  # the kernel refuses an id outside the vocabulary (csrc/step_check.cuh)
     per_row_positions = True  # each row's position, split-K and caches are its own (Args::pos, nsplit)
+    many_tokens_per_launch = True  # decode_greedy: one launch (the ring schedule; the others fall back to a launch a step)
     # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
     # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split
     variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split")
@@ -417,22 +418,27 @@ class MegakernelTier(Tier):
         """The ring's slots at this batch size: tier.ring_slots, or fewer where that many do not fit."""
         return min(self.ring_slots, self.ring_slots_by_batch[batch_size - 1])
 
-    def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1):
-        """One decode launch, row b at position state.positions[b] (the caller advances them)."""
+    def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1,
+                steps=1, stop_ids=(), stream=None):
+        """One decode launch, row b at position state.positions[b] (the caller advances them): one
+        step, or `steps` (out_token [steps, B]; `stream`: pinned [steps, B] the kernel writes as each
+        step ends; ends early after the step where every row has produced one of `stop_ids`)."""
         self._check_variant()
         if state.batch_size > 1 and self.schedule == "register":
             raise TierInputError(f"schedule='register' decodes batch 1 only (its warps hold their weights in registers); "
                                  f"this state has {state.batch_size} rows: use schedule='ring' (batch 1..{self.max_batch})")
+        if steps > 1 and self.schedule != "ring":
+            raise TierInputError(f"schedule={self.schedule!r} runs one step per launch; decode_greedy's many-token "
+                                 "launch needs schedule='ring'")
         if self.debug_poison:
             self.poison(state)
-        pos = state.positions
-        nsplit = [attention_splits(p, self.positions_per_split, self.k.ATT_MAX_SPLIT) for p in pos]
         none32, none64 = self._nothing[torch.float32], self._nothing[torch.int64]
         self._decode_op(
             self.layer_table, self.weights["model.embed_tokens.weight"], self.weights["model.norm.weight"],
             state.dn_state, state.conv_ring, state.k_cache, state.v_cache, state.rope, self.workspace, self.sync,
             token_ids.contiguous(), out_token, state.fault, none32 if logits is None else logits, none32 if trace is None else trace,
-            none64 if times is None else times, pos, nsplit, self.grid, SCHEDULES.index(self.schedule),
+            none64 if times is None else times, none64 if stream is None else stream, state.positions,
+            self.positions_per_split, steps, list(stop_ids), self.grid, SCHEDULES.index(self.schedule),
             self.ring_slots_for(state.batch_size), stop_after)
 
     def _decode(self, token_ids, state, trace):
@@ -452,6 +458,48 @@ class MegakernelTier(Tier):
         out = self._out(state.batch_size, dtype=torch.int64)
         self._launch(state, token_ids, out)
         return out
+
+    # ---- many tokens per launch -------------------------------------------------------
+    def _decode_greedy(self, token_ids, state, steps, stop_ids, on_step):
+        """decode_greedy as ONE launch (the ring schedule): every step's ids come from the last
+        step's argmax on the device, and each step's ids land in pinned host memory as the step
+        ends, where this loop polls them and hands them to on_step while the launch runs on."""
+        if self.schedule != "ring":
+            return super()._decode_greedy(token_ids, state, steps, stop_ids, on_step)
+        if len(stop_ids) > self.k.MAX_STOP_IDS:
+            raise TierInputError(f"{len(stop_ids)} stop ids; the many-token launch takes at most {self.k.MAX_STOP_IDS}")
+        B = state.batch_size
+        out = torch.full((steps, B), -1, dtype=torch.int64, device=self.device)  # unwritten: -1
+        stream = torch.full((steps, B), -1, dtype=torch.int64, pin_memory=True)
+        words = stream.numpy()  # the same memory: reads see the kernel's writes as they land
+        self._launch(state, token_ids, out, steps=steps, stop_ids=stop_ids, stream=stream)
+        done = torch.cuda.Event()
+        done.record()
+        stops, stopped, n = set(stop_ids), [False] * B, 0
+        try:
+            while n < steps and not all(stopped):
+                if (words[n] >= 0).all():
+                    ids = words[n].tolist()
+                    stopped = [s or i in stops for s, i in zip(stopped, ids)]
+                    n += 1
+                    if on_step is not None:
+                        on_step(n - 1, ids)
+                elif done.query() and not (words[n] >= 0).all():
+                    break  # the launch ended without this step: refused (state.fault), read below
+        finally:  # (on_step may raise: the launch runs to its end whatever the host does, so count what it ran)
+            done.synchronize()
+            refused = int(state.fault[0]) != self.k.FAULT_NONE  # (then out[0] holds the input ids, nothing ran)
+            ran = 0 if refused else int((out[:, 0] >= 0).sum())
+            state.positions = [p + ran for p in state.positions]
+        if refused:  # check() raises the refusal as a queued step's and leaves the state where it was
+            state.positions = [p + 1 for p in state.positions]
+            state.unchecked += 1
+            self.check(state)
+        result = out[:ran].cpu()
+        if ran != n or not torch.equal(result, torch.from_numpy(words[:ran].copy())):
+            raise RuntimeError(f"the many-token launch ran {ran} step(s), the host stream saw {n}, or their ids differ: "
+                               "the kernel and the host disagree about where it stops")
+        return result
 
     # ---- the in-kernel clock ----------------------------------------------------------
     def times_words(self) -> int:

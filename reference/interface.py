@@ -6,6 +6,10 @@ A tier is built from (config, weights, device, dtype) and offers
     prefill(input_ids [1, T] int64, state, row=r)      → fp32 logits [1, vocab]: row r of a batch state alone
     decode(token_ids [B] int64, state, trace=None)    → fp32 logits [B, vocab]
     decode_argmax(token_ids [B] int64, state)         → next ids [B] int64 on the device (no host sync)
+    decode_greedy(token_ids [B] int64, state, steps, stop_ids=(), on_step=None)
+                                                      → ids [n, B] int64 on the CPU: up to `steps` greedy
+                                                        steps, each fed the last one's ids, handed to
+                                                        on_step(i, ids) as they arrive
     reset_row(state, r)                               → row r empty again (position 0), the others untouched
     check(state)                                      → raises what the device refused since the last check
 
@@ -143,6 +147,9 @@ class Tier(abc.ABC):
     device_checks: bool = False
     """`decode_argmax` checks the ids' range in the tier's kernels (no host sync): a refused step
     writes nothing but `state.fault`, and `check(state)` raises it. False: checked on the host."""
+    many_tokens_per_launch: bool = False
+    """`decode_greedy` runs its steps in one device launch, each step's ids handed to the host as
+    the step ends (no launch or sync per token). False: one `decode_argmax` per step, each read back."""
 
     def __init__(self, config: ModelConfig, weights: dict, device="cpu", dtype=torch.bfloat16):
         if not isinstance(config, ModelConfig):
@@ -255,6 +262,43 @@ class Tier(abc.ABC):
         next_ids = self._decode_argmax(ids, state)
         self._advance_unchecked(state)
         return next_ids
+
+    def decode_greedy(self, token_ids, state, steps, stop_ids=(), on_step=None) -> torch.Tensor:
+        """Up to `steps` greedy decode steps: the first fed `token_ids` [B], each later one the last
+        one's ids. → the ids [n, B] int64 on the CPU (row i: step i's argmax), n <= steps: it ends
+        early after the step where every row has produced an id in `stop_ids` (a row that did so
+        earlier decodes on with the batch; its later ids are in the result). `on_step(i, ids)` (ids:
+        a list of B ints) is called on the host as each step's ids arrive. The state advances n
+        steps, exactly as n `decode_argmax` calls would leave it (the last ids are not consumed);
+        if on_step raises, the state still counts every step that ran."""
+        ids = self._check_step_ids(token_ids, state)
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise TierInputError(f"steps={steps!r}; expected an int >= 1")
+        stops = tuple(dict.fromkeys(stop_ids))  # (each once, in order)
+        V = self.config.vocab_size
+        bad = [s for s in stops if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < V]
+        if bad:
+            raise TierInputError(f"stop_ids holds {bad[0]!r}; expected token ids (ints in [0, {V}))")
+        if on_step is not None and not callable(on_step):
+            raise TierInputError(f"on_step must be callable (on_step(i, ids)) or None; got {type(on_step).__name__}")
+        self.check(state)
+        self._check_state(state, ids.shape[0], steps, step=True)
+        return self._decode_greedy(ids, state, steps, stops, on_step)
+
+    def _decode_greedy(self, token_ids, state, steps, stop_ids, on_step):
+        """One decode_argmax per step, each step's ids read on the host before the next step."""
+        stops, stopped, rows, cur = set(stop_ids), [False] * state.batch_size, [], token_ids
+        for i in range(steps):
+            cur = self.decode_argmax(cur, state)
+            ids = cur.tolist()
+            self.check(state)  # (a refused step raises here, the state back where that step started)
+            rows.append(ids)
+            stopped = [s or t in stops for s, t in zip(stopped, ids)]
+            if on_step is not None:
+                on_step(i, ids)
+            if all(stopped):
+                break
+        return torch.tensor(rows, dtype=torch.int64)
 
     def _check_step_ids(self, token_ids, state, synced=False):
         """The checks of one decode step. `synced` (decode): the range on the host and a refusal

@@ -222,3 +222,69 @@ def test_stream_greedy_against_a_loop_that_waits():
     assert tokens == [10, 11, 12] and reason == "EOS id 13" and steps == 4 and consumed == [10, 11, 12, 13]
     state, first = fresh()
     assert stream_greedy(tier, first, state, 1) == ([want[0]], "--max-new-tokens 1", 0) and state.seq_len == 3
+
+
+def test_launch_greedy_stops_at_a_stop_id_without_consuming_it():
+    """timing.launch_greedy (decode_greedy underneath: the megakernel's one launch, here the
+    reference's step-by-step default) gives the tokens of a plain decode_argmax loop; at a stop id
+    it returns the tokens before it and the state has consumed exactly those; limit 1 runs no step;
+    greedy_tokens picks it for a tier with many_tokens_per_launch."""
+    import torch
+
+    from compare import timing
+    from reference import ReferenceTier, random_weights
+
+    config = ModelConfig.tiny()
+    tier = ReferenceTier(config, random_weights(config, seed=0), device="cpu", dtype=torch.float32)
+    prompt = torch.tensor([[5, 6, 7]])
+
+    def fresh():
+        state = tier.new_state(1, 32)
+        return state, tier.prefill(prompt, state).argmax(-1)
+
+    state, ids = fresh()
+    want = [int(ids[0])]
+    for _ in range(7):
+        ids = tier.decode_argmax(ids, state)
+        want.append(int(ids[0]))
+    state, first = fresh()
+    seen = []
+    tokens, reason, steps = timing.launch_greedy(tier, first, state, 6, on_token=seen.append)
+    assert tokens == seen == want[:6] and reason == "--max-new-tokens 6" and steps == 5 and state.seq_len == 3 + 5
+    state, first = fresh()
+    assert timing.launch_greedy(tier, first, state, 1) == ([want[0]], "--max-new-tokens 1", 0) and state.seq_len == 3
+    assert timing.launch_greedy(tier, first, state, 5, stop={want[0]}) == ([], f"EOS id {want[0]}", 0)
+
+    class Scripted:  # greedy ids 11, 12, 13, ...: the stop logic alone (decode_greedy's contract)
+        def decode_greedy(self, ids, consumed, steps, stop_ids=(), on_step=None):
+            rows = []
+            for i in range(steps):
+                consumed.append(int(ids[0]))
+                ids = ids + 1
+                rows.append([int(ids[0])])
+                on_step(i, rows[-1])
+                if rows[-1][0] in stop_ids:
+                    break
+            return torch.tensor(rows)
+
+    consumed = []
+    tokens, reason, steps = timing.launch_greedy(Scripted(), torch.tensor([10]), consumed, 8, stop={13})
+    assert tokens == [10, 11, 12] and reason == "EOS id 13" and steps == 3 and consumed == [10, 11, 12]
+
+    class Many:
+        many_tokens_per_launch = True
+
+    class One:
+        many_tokens_per_launch = False
+
+    calls = []
+    for cls in (Many, One):
+        try:
+            orig = (timing.launch_greedy, timing.stream_greedy)
+            timing.launch_greedy = lambda *a: calls.append("launch") or ([], "", 0)
+            timing.stream_greedy = lambda *a: calls.append("stream") or ([], "", 0)
+            timing.greedy_tokens(cls(), None, None, 3)
+        finally:
+            timing.launch_greedy, timing.stream_greedy = orig
+    assert calls == ["launch", "stream"]
+

@@ -82,6 +82,24 @@ def test_attention_splits():
     assert attention_splits(100000, max_split=16) == 16
 
 
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_attention_splits_is_the_kernels_formula(tmp_path):
+    """The kernel computes every step's split-K units with shapes.cuh's attention_splits (the
+    binding the first step's, a many-token launch the later ones'); the tier's Python function,
+    which the tests and the anatomy predict with, gives the same number everywhere."""
+    src = tmp_path / "splits.cpp"
+    src.write_text('#include <cstdio>\n#include <initializer_list>\n#include "shapes.cuh"\nint main() { for (int per : {1, 2, 6, 32, 1000})'
+                   ' for (int p = 0; p < 70000; p += (p < 3000 ? 1 : 97)) std::printf("%d %d %d\\n", per, p, '
+                   'mk::attention_splits(p, per)); }\n')
+    exe = tmp_path / "splits"
+    subprocess.run(["g++", "-std=c++17", f"-I{CSRC}", str(src), "-o", str(exe)], check=True, capture_output=True)
+    rows = [tuple(map(int, line.split())) for line in subprocess.run([str(exe)], check=True, capture_output=True,
+                                                                     text=True).stdout.splitlines()]
+    assert len(rows) > 10000
+    wrong = [(per, p, n) for per, p, n in rows if attention_splits(p, per, 64) != n]
+    assert not wrong, wrong[:5]
+
+
 def shapes_header() -> dict:
     """csrc/shapes.cuh's `constexpr int NAME = <integer>;` lines (the model's primary numbers)."""
     text = open(os.path.join(CSRC, "shapes.cuh")).read()
@@ -590,8 +608,8 @@ def decode_args(mk, state, token, out, logits, pos=None):
     nothing = torch.empty(0, dtype=torch.float32, device=mk.device)
     return (mk.layer_table, mk.weights["model.embed_tokens.weight"], mk.weights["model.norm.weight"], state.dn_state,
             state.conv_ring, state.k_cache, state.v_cache, state.rope, mk.workspace, mk.sync, token, out, state.fault, logits,
-            nothing, torch.empty(0, dtype=torch.int64, device=mk.device), [pos], [attention_splits(pos)], mk.grid,
-            tier_mod.SCHEDULES.index(mk.schedule), mk.ring_slots, -1)
+            nothing, torch.empty(0, dtype=torch.int64, device=mk.device), torch.empty(0, dtype=torch.int64, device=mk.device),
+            [pos], mk.positions_per_split, 1, [], mk.grid, tier_mod.SCHEDULES.index(mk.schedule), mk.ring_slots, -1)
 
 
 @gpu

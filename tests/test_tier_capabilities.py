@@ -79,3 +79,79 @@ def test_triton_variants_and_its_eager_timed_step(name, tiny_config, tiny_weight
     tier.prefill(torch.tensor([[1, 2]]), state)
     tier.decode_timed(torch.tensor([3]), state, Marks("cpu"))
     assert tier.cuda_graph is True and state.seq_len == 3 and int(state.pos) == 3
+
+
+@pytest.mark.parametrize("name", tiers_here())
+def test_decode_greedy_is_decode_argmax_step_by_step(name, tiny_config, tiny_weights):
+    """decode_greedy: the same ids and the same state as one decode_argmax per step, each step's ids
+    handed to on_step in order, the state advanced by the steps run; a batch whose rows sit at
+    different positions; stop ids end it after the step where every row has produced one."""
+    tier = load_tier(name, tiny_config, tiny_weights, device="cpu", dtype=torch.float32)
+    state = tier.new_state(batch_size=2, max_seq_len=32)
+    if tier.per_row_positions:
+        tier.prefill(torch.tensor([[1, 2, 3]]), state, row=0)
+        tier.prefill(torch.tensor([[4, 5, 6, 7, 8]]), state, row=1)
+    else:
+        tier.prefill(torch.tensor([[1, 2, 3], [4, 5, 6]]), state)
+    start = list(state.positions)
+    ref, cur, want = tier.clone_state(state), torch.tensor([9, 10]), []
+    for _ in range(6):
+        cur = tier.decode_argmax(cur, ref)
+        want.append(cur.tolist())
+    seen = []
+    got = tier.decode_greedy(torch.tensor([9, 10]), state, 6, on_step=lambda i, ids: seen.append((i, ids)))
+    assert got.dtype == torch.int64 and got.tolist() == want
+    assert seen == list(enumerate(want)) and state.positions == [p + 6 for p in start]
+    # stop ids: it ends after the first step by which every row has produced one (at the latest
+    # step 4: row 0's id of step 1, row 1's of step 3)
+    stop = (want[1][0], want[3][1])
+    rows_done = [i for i in range(6) if all(any(w[b] in stop for w in want[:i + 1]) for b in range(2))]
+    assert rows_done[0] <= 3
+    s2 = tier.new_state(batch_size=2, max_seq_len=32)  # (the state before the steps, again)
+    if tier.per_row_positions:
+        tier.prefill(torch.tensor([[1, 2, 3]]), s2, row=0)
+        tier.prefill(torch.tensor([[4, 5, 6, 7, 8]]), s2, row=1)
+    else:
+        tier.prefill(torch.tensor([[1, 2, 3], [4, 5, 6]]), s2)
+    got = tier.decode_greedy(torch.tensor([9, 10]), s2, 6, stop_ids=stop)
+    n = rows_done[0] + 1
+    assert got.tolist() == want[:n] and s2.positions == [p + n for p in start]
+
+
+@pytest.mark.parametrize("name", tiers_here())
+def test_decode_greedy_refuses_bad_input_and_leaves_the_state(name, tiny_config, tiny_weights):
+    tier = load_tier(name, tiny_config, tiny_weights, device="cpu", dtype=torch.float32)
+    state = tier.new_state(max_seq_len=8)
+    tier.prefill(torch.tensor([[1, 2, 3]]), state)
+    V = tiny_config.vocab_size
+    for kwargs, match in (({"steps": 0}, "steps=0"), ({"steps": True}, "steps=True"), ({"steps": 6}, "exceed"),
+                          ({"steps": 2, "stop_ids": [V]}, f"stop_ids holds {V}"),
+                          ({"steps": 2, "stop_ids": ["a"]}, "stop_ids holds 'a'"),
+                          ({"steps": 2, "on_step": 3}, "on_step must be callable")):
+        with pytest.raises(TierInputError, match=match):
+            tier.decode_greedy(torch.tensor([4]), state, **kwargs)
+        assert state.positions == [3]
+    with pytest.raises(TierInputError, match="outside the vocabulary"):
+        tier.decode_greedy(torch.tensor([V]), state, 2)
+    assert state.positions == [3]
+    with pytest.raises(TierInputError, match="empty state"):
+        tier.decode_greedy(torch.tensor([4]), tier.new_state(max_seq_len=8), 2)
+
+
+@pytest.mark.parametrize("name", tiers_here())
+def test_decode_greedy_counts_the_steps_run_when_on_step_raises(name, tiny_config, tiny_weights):
+    """A consumer that stops reading (on_step raises) loses nothing: the state counts every step that ran."""
+    tier = load_tier(name, tiny_config, tiny_weights, device="cpu", dtype=torch.float32)
+    state = tier.new_state(max_seq_len=16)
+    tier.prefill(torch.tensor([[1, 2, 3]]), state)
+
+    def stop_reading(i, ids):
+        if i == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        tier.decode_greedy(torch.tensor([4]), state, 5, on_step=stop_reading)
+    ran = state.positions[0] - 3
+    assert ran >= 3  # (a tier whose launch runs on may have run all 5)
+    tier.decode_argmax(torch.tensor([4]), state)  # and the state decodes on from there
+    assert state.positions == [4 + ran]

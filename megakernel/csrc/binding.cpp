@@ -1,5 +1,5 @@
 // The megakernel tier's kernels as torch operators (namespace qwen35_megakernel, CUDA only):
-//   decode                one decode step: the megakernel (megakernel.cuh)
+//   decode                one decode step, or many (each fed the last one's argmax): the megakernel (megakernel.cuh)
 //   prefill_*             the fast prefill's fused kernels (prefill.cuh)
 // Every op has a named schema (the tensors it writes marked `(a!)`), checks what it is given
 // (dtype, device, shape against shapes.cuh) before launching on the current stream, and has a
@@ -71,8 +71,9 @@ py::dict configure_py(int64_t device) {
 void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_norm, const Tensor& dn_state,
             const Tensor& conv_ring, const Tensor& k_cache, const Tensor& v_cache, const Tensor& rope,
             const Tensor& workspace, const Tensor& sync, const Tensor& token, const Tensor& next_token,
-            const Tensor& fault, const Tensor& logits, const Tensor& trace, const Tensor& times, c10::IntArrayRef pos,
-            c10::IntArrayRef nsplit, int64_t grid, int64_t schedule, int64_t ring_slots, int64_t stop_after) {
+            const Tensor& fault, const Tensor& logits, const Tensor& trace, const Tensor& times, const Tensor& stream,
+            c10::IntArrayRef pos, int64_t positions_per_split, int64_t steps, c10::IntArrayRef stop_ids, int64_t grid,
+            int64_t schedule, int64_t ring_slots, int64_t stop_after) {
   using namespace mk;
   const char* op = "qwen35_megakernel.decode";
   const auto bf = torch::kBFloat16, f32 = torch::kFloat32;
@@ -92,12 +93,35 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   check_tensor(workspace, op, "workspace", torch::kUInt8, {WS_BYTES});
   check_tensor(sync, op, "sync", torch::kInt32, {SYNC_WORDS});
   check_tensor(token, op, "token", torch::kInt64, {B});
-  check_tensor(next_token, op, "next_token", torch::kInt64, {B});
+  TORCH_CHECK(steps >= 1 && steps <= max_seq, op, ": steps ", steps, " outside [1, max_seq=", max_seq, "]");
+  TORCH_CHECK(steps == 1 || (!logits.numel() && !trace.numel() && !times.numel() && stop_after == -1 && schedule != SCHEDULE_STREAM_ONLY),
+              op, ": a launch of ", steps, " steps writes no logits, trace or stamps and runs to the end (stop_after -1), "
+              "never in the stream-only schedule");
+  check_tensor(next_token, op, "next_token", torch::kInt64, {});
+  TORCH_CHECK(next_token.numel() == steps * B, op, ": next_token has ", next_token.numel(), " elements; expected steps x B = ",
+              steps * B);
+  TORCH_CHECK((int64_t)stop_ids.size() <= MAX_STOP_IDS, op, ": ", stop_ids.size(), " stop ids; at most ", MAX_STOP_IDS);
+  for (int64_t id : stop_ids) TORCH_CHECK(id >= 0 && id < VOCAB, op, ": stop id ", id, " outside [0, ", VOCAB, ")");
+  int64_t* stream_ptr = nullptr;
+  if (stream.numel()) {  // host memory the kernel writes as each step ends: pinned, mapped into the device's address space
+    TORCH_CHECK(stream.device().is_cpu() && stream.is_pinned(), op, ": stream must be pinned host memory (pin_memory=True)");
+    TORCH_CHECK(stream.scalar_type() == torch::kInt64 && stream.is_contiguous() && stream.numel() == steps * B, op,
+                ": stream must be a contiguous int64 buffer of steps x B = ", steps * B, " words (got ", stream.scalar_type(),
+                ", ", stream.numel(), ")");
+    cudaPointerAttributes at{};
+    const cudaError_t e = cudaPointerGetAttributes(&at, stream.data_ptr());
+    if (e != cudaSuccess) cudaGetLastError();  // (clear it: reported below)
+    TORCH_CHECK(e == cudaSuccess && at.type == cudaMemoryTypeHost && at.devicePointer != nullptr, op,
+                ": stream's pinned memory is not mapped into the device's address space (",
+                e == cudaSuccess ? "no device pointer" : cudaGetErrorString(e), ")");
+    stream_ptr = static_cast<int64_t*>(at.devicePointer);
+  }
   check_tensor(fault, op, "fault", torch::kInt64, {FAULT_WORDS});
   if (logits.numel()) check_tensor(logits, op, "logits", f32, {B, VOCAB});
   if (trace.numel()) check_tensor(trace, op, "trace", f32, {B, NLAYER + 2, D});
-  TORCH_CHECK((int64_t)pos.size() == B && (int64_t)nsplit.size() == B, op, ": pos and nsplit need one entry per row (",
-              B, "); got ", pos.size(), " and ", nsplit.size());
+  TORCH_CHECK((int64_t)pos.size() == B, op, ": pos needs one entry per row (", B, "); got ", pos.size());
+  TORCH_CHECK(positions_per_split >= 1 && positions_per_split <= (1 << 20), op, ": positions_per_split ", positions_per_split,
+              " outside [1, 2^20]");
   if (times.numel()) check_tensor(times, op, "times", torch::kInt64, {times_words(static_cast<int>(grid))});
   for (const Tensor* t : {&embed, &final_norm, &dn_state, &conv_ring, &k_cache, &v_cache, &rope, &workspace, &sync, &token,
                           &next_token, &fault})
@@ -115,9 +139,8 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
               ": the ring schedule at batch ", B, " needs ", RING_MIN_SLOTS, "..", fit, " slots (configure() found room for ",
               fit, " on this GPU); got ring_slots ", ring_slots);
   for (int64_t b = 0; b < B; ++b) {
-    TORCH_CHECK(pos[b] >= 0 && pos[b] < max_seq, op, ": pos[", b, "] = ", pos[b], " outside [0, max_seq=", max_seq, ")");
-    TORCH_CHECK(nsplit[b] >= 1 && nsplit[b] <= ATT_MAX_SPLIT && nsplit[b] <= pos[b] + 1, op, ": nsplit[", b, "] = ",
-                nsplit[b], " outside [1, min(", ATT_MAX_SPLIT, ", pos + 1)]");
+    TORCH_CHECK(pos[b] >= 0 && pos[b] + steps <= max_seq, op, ": pos[", b, "] = ", pos[b], " and ", steps,
+                " step(s) outside [0, max_seq=", max_seq, ")");
   }
   TORCH_CHECK(stop_after >= -1 && stop_after < NPHASES, op, ": stop_after ", stop_after, " outside [-1, ", NPHASES, ")");
   Args a{};
@@ -143,15 +166,20 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   a.sync = ptr<unsigned>(sync);
   a.token = ptr<const int64_t>(token);
   a.out_token = ptr<int64_t>(next_token);
+  a.stream = stream_ptr;
   a.fault = ptr<int64_t>(fault);
   a.logits = ptr<float>(logits);
   a.trace = ptr<float>(trace);
   a.times = ptr<unsigned long long>(times);
   a.batch = static_cast<int>(B);
+  a.positions_per_split = static_cast<int>(positions_per_split);
   for (int64_t b = 0; b < B; ++b) {
     a.pos[b] = static_cast<int>(pos[b]);
-    a.nsplit[b] = static_cast<int>(nsplit[b]);
+    a.nsplit[b] = attention_splits(a.pos[b], a.positions_per_split);
   }
+  a.steps = static_cast<int>(steps);
+  a.n_stop_ids = static_cast<int>(stop_ids.size());
+  for (size_t i = 0; i < stop_ids.size(); ++i) a.stop_ids[i] = static_cast<int>(stop_ids[i]);
   a.stop_after = static_cast<int>(stop_after);
   a.schedule = static_cast<int>(schedule);
   a.ring_slots = static_cast<int>(ring_slots);
@@ -315,7 +343,7 @@ py::dict constants() {
   MK_EXPORT(DN_WIN); MK_EXPORT(FA_GROUP); MK_EXPORT(FA_WIN_K); MK_EXPORT(FA_WIN_V); MK_EXPORT(FA_QKV); MK_EXPORT(FA_OIN);
   MK_EXPORT(THREADS); MK_EXPORT(NWARPS); MK_EXPORT(PHASES_PER_LAYER); MK_EXPORT(NPHASES); MK_EXPORT(NBARRIERS);
   MK_EXPORT(DN_VSLICES); MK_EXPORT(DN_UNITS); MK_EXPORT(ATT_MAX_SPLIT); MK_EXPORT(ATT_PART); MK_EXPORT(OUT_MERGE_MAX);
-  MK_EXPORT(MAX_GRID); MK_EXPORT(MAX_BATCH); MK_EXPORT(ZAB_W); MK_EXPORT(APART_W); MK_EXPORT(RING_SLOT); MK_EXPORT(RING_MIN_SLOTS); MK_EXPORT(RING_MAX_SLOTS);
+  MK_EXPORT(MAX_GRID); MK_EXPORT(MAX_BATCH); MK_EXPORT(MAX_STOP_IDS); MK_EXPORT(STEP_BARRIERS); MK_EXPORT(ZAB_W); MK_EXPORT(APART_W); MK_EXPORT(RING_SLOT); MK_EXPORT(RING_MIN_SLOTS); MK_EXPORT(RING_MAX_SLOTS);
   MK_EXPORT(SCHEDULE_RING); MK_EXPORT(SCHEDULE_REGISTER); MK_EXPORT(SCHEDULE_STREAM_ONLY);
   MK_EXPORT(SL_IN_NORM); MK_EXPORT(SL_POST_NORM); MK_EXPORT(SL_WIN); MK_EXPORT(SL_CONV_W); MK_EXPORT(SL_A_LOG);
   MK_EXPORT(SL_DT_BIAS); MK_EXPORT(SL_GNORM); MK_EXPORT(SL_Q_NORM); MK_EXPORT(SL_K_NORM); MK_EXPORT(SL_OUT);
@@ -339,8 +367,8 @@ TORCH_LIBRARY(qwen35_megakernel, m) {
   m.def(
       "decode(Tensor layer_table, Tensor embed, Tensor final_norm, Tensor(a!) dn_state, Tensor(b!) conv_ring, "
       "Tensor(c!) k_cache, Tensor(d!) v_cache, Tensor rope, Tensor(e!) workspace, Tensor(f!) sync, Tensor token, "
-      "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, int[] pos, int[] nsplit, int grid, "
-      "int schedule, int ring_slots, int stop_after) -> ()");
+      "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, Tensor(l!) stream, "
+      "int[] pos, int positions_per_split, int steps, int[] stop_ids, int grid, int schedule, int ring_slots, int stop_after) -> ()");
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");
   m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, int start, Tensor conv_w, Tensor a_log, "

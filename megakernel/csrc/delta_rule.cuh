@@ -24,16 +24,17 @@ static_assert(NWARPS == DN_DV / DN_VSLICES, "recurrence: one warp per v row of a
 static_assert(DN_DK == 32 * 4, "recurrence: a lane owns 4 k of a state row");
 
 template <int NB, class Loader>
-__device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
+__device__ __forceinline__ void dn_in_proj(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16], Loader& ld,
+                                           const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
-  if (l == 0) {  // the embedding rows are the residual streams entering layer 0
-    block_rmsnorm<NB>([&](int b) { return a.embed + (size_t)a.token[b] * D; }, true, params.x, xs, red);
+  if (l == 0) {  // the embedding rows of the step's input ids are the residual streams entering layer 0
+    block_rmsnorm<NB>([&](int b) { return a.embed + (size_t)step_token(a, sm, step, b) * D; }, true, params.x, xs, red);
     if (blockIdx.x == 0) {
       if (a.times && threadIdx.x == 0) a.times[NPHASES + 2] = globaltimer();
 #pragma unroll
       for (int b = 0; b < NB; ++b) {
-        const uint16_t* e = a.embed + (size_t)a.token[b] * D;
+        const uint16_t* e = a.embed + (size_t)step_token(a, sm, step, b) * D;
         for (int i = threadIdx.x; i < D; i += THREADS) {
           const uint16_t v = __ldg(e + i);
           a.hidden[b * D + i] = v;
@@ -45,7 +46,9 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, uint8_t* sm, ui
     block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, red);
   }
   // row b's conv ring column pos[b] % 4 of this layer (batch 1: computed once, before the rows)
-  const auto conv_col = [&](int b) { return a.conv_ring + (size_t)b * CONV_ROW + (size_t)(dn_index(l) * CONV_K + (a.pos[b] & 3)) * DN_CONV; };
+  const auto conv_col = [&](int b) {
+    return a.conv_ring + (size_t)b * CONV_ROW + (size_t)(dn_index(l) * CONV_K + (row_pos(a, b, step) & 3)) * DN_CONV;
+  };
   uint16_t* const conv0 = conv_col(0);
   const int r0 = part(DN_WIN, blockIdx.x, gridDim.x);
   matvec_rows<NB>(ld, part(DN_WIN, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) {
@@ -75,13 +78,13 @@ __device__ __forceinline__ float* dn_state_row(const Args& a, int l, DnUnit n, i
 // before the barrier that precedes the core (the first unit) or while the previous unit runs:
 // in[0] = this warp's state row (lane: 4 k); in[1] = dt_bias[h], A_log[h]; for a channel thread
 // in[2] = its 4 conv taps, in[3] = its inputs at positions pos-3 .. pos-1 of the unit's row.
-__device__ __forceinline__ void core_inputs(const Args& a, int l, int u, uint4 (&in)[4]) {
+__device__ __forceinline__ void core_inputs(const Args& a, int l, int step, int u, uint4 (&in)[4]) {
   const int t = threadIdx.x;
   const DnUnit n = dn_unit(u);
   in[0] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, n, n.j * 16 + (t >> 5))) + (t & 31));
   in[1] = make_uint4(__float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_DT_BIAS) + n.h)), __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + n.h)), 0, 0);
   if (t < 2 * DN_DK + 16) {
-    const int c = dn_channel(t, n.h, n.j), pos = a.pos[n.b];
+    const int c = dn_channel(t, n.h, n.j), pos = row_pos(a, n.b, step);
     const uint2 w = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_CONV_W) + c * CONV_K));
     in[2] = make_uint4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u);
     const uint16_t* ring = a.conv_ring + (size_t)n.b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV + c;
@@ -93,7 +96,7 @@ __device__ __forceinline__ void core_inputs(const Args& a, int l, int u, uint4 (
 
 // Batch 1: unit u = (head h, v-slice j); in[] of the block's first unit arrive in wv[0..3], loaded
 // before the barrier (core_inputs)
-__device__ __forceinline__ void dn_core_one(const Args& a, int l, uint8_t* sm, const uint4 (&wv)[16]) {
+__device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint8_t* sm, const uint4 (&wv)[16]) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);
   float* ks = reinterpret_cast<float*>(sm + SM_DN_K);
   float* vs = reinterpret_cast<float*>(sm + SM_DN_V);
@@ -101,7 +104,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, uint8_t* sm, c
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   for (int u = blockIdx.x; u < DN_UNITS; u += gridDim.x) {
     const DnUnit n = dn_unit(u);
-    const int h = n.h, j = n.j, v = j * 16 + warp, pos = a.pos[n.b];
+    const int h = n.h, j = n.j, v = j * 16 + warp, pos = row_pos(a, n.b, step);
     const uint16_t* ring = a.conv_ring + (size_t)n.b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV;
     const uint16_t* zab = a.zab + n.b * ZAB_W;
     uint4 in[4];
@@ -109,7 +112,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, uint8_t* sm, c
 #pragma unroll
       for (int i = 0; i < 4; ++i) in[i] = wv[i];
     } else {
-      core_inputs(a, l, u, in);
+      core_inputs(a, l, step, u, in);
     }
     const float4 s = make_float4(__uint_as_float(in[0].x), __uint_as_float(in[0].y), __uint_as_float(in[0].z), __uint_as_float(in[0].w));
     const float a_raw = ld_x1(zab + DN_VAL + DN_H + h), b_raw = ld_x1(zab + DN_VAL + h);
@@ -185,11 +188,11 @@ __device__ __forceinline__ int dn_head_channel(int t, int h) {
 // channel's past three taps summed (taps 0-2 times positions pos-3 .. pos-1, in that order), tap 3,
 // dt_bias[h], A_log[h]}. (The state rows are loaded at the core's start: held across the barrier
 // they made every batch kernel spill, and the phase before the core waited for them: NOTES v16.)
-__device__ __forceinline__ void head_inputs(const Args& a, int l, int u, uint4& in) {
+__device__ __forceinline__ void head_inputs(const Args& a, int l, int step, int u, uint4& in) {
   const int t = threadIdx.x, b = u / DN_H, h = u % DN_H;
   float past = 0.f, tap3 = 0.f;
   if (t < DN_HEAD_CH) {
-    const int c = dn_head_channel(t, h), pos = a.pos[b];
+    const int c = dn_head_channel(t, h), pos = row_pos(a, b, step);
     const uint2 w = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_CONV_W) + c * CONV_K));
     const uint16_t* ring = a.conv_ring + (size_t)b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV + c;
     past = fmaf(lo(w.x), ld_x1(ring + (size_t)((pos - 3) & 3) * DN_CONV), past);
@@ -202,7 +205,7 @@ __device__ __forceinline__ void head_inputs(const Args& a, int l, int u, uint4& 
 }
 
 template <int NB>
-__device__ __forceinline__ void dn_core_heads(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
+__device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16]) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);  // q | k | v of the head, in the channels' order
   float* os = reinterpret_cast<float*>(sm + SM_DN_O);
   float* gates = reinterpret_cast<float*>(sm + SM_DN_GATES);
@@ -210,7 +213,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, uint8_t* sm,
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   for (int u = blockIdx.x; u < NB * DN_H; u += gridDim.x) {
     const int b = u / DN_H, h = u % DN_H;
-    if (u != (int)blockIdx.x) head_inputs(a, l, u, wv[0]);  // (the first unit's came before the barrier)
+    if (u != (int)blockIdx.x) head_inputs(a, l, step, u, wv[0]);  // (the first unit's came before the barrier)
     uint4 st[DN_ROWS_PER_WARP];  // this warp's state rows (lane: 4 k), in flight during the conv and the norms
 #pragma unroll
     for (int i = 0; i < DN_ROWS_PER_WARP; ++i)
@@ -225,7 +228,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, uint8_t* sm,
     float y = 0.f;
     if (t < DN_HEAD_CH) {  // conv (tap 3 multiplies this token, written by the in-proj) + SiLU
       const uint16_t* ring = a.conv_ring + (size_t)b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV;
-      const float acc = fmaf(__uint_as_float(wv[0].y), ld_x1(ring + (size_t)(a.pos[b] & 3) * DN_CONV + dn_head_channel(t, h)),
+      const float acc = fmaf(__uint_as_float(wv[0].y), ld_x1(ring + (size_t)(row_pos(a, b, step) & 3) * DN_CONV + dn_head_channel(t, h)),
                              __uint_as_float(wv[0].x));
       y = bfr(siluf_(bfr(acc)));
       qs[t] = y;
@@ -281,9 +284,9 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, uint8_t* sm,
 }
 
 template <int NB>
-__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16]) {
-  if constexpr (NB == 1) dn_core_one(a, l, sm, wv);
-  else dn_core_heads<NB>(a, l, sm, wv);
+__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16]) {
+  if constexpr (NB == 1) dn_core_one(a, l, step, sm, wv);
+  else dn_core_heads<NB>(a, l, step, sm, wv);
 }
 
 template <int NB, class Loader>

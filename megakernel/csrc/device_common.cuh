@@ -19,7 +19,11 @@ namespace {
 constexpr int SM_RED = 0;                             // float [NWARPS * MAX_BATCH] reductions
 constexpr int SM_MISC = SM_RED + NWARPS * MAX_BATCH * 4;  // int [MISC_INTS]: warp results, flags
 constexpr int MISC_LAST = NWARPS * MAX_BATCH;         //   misc[MISC_LAST]: "this block is the last" (grid_sync.cuh)
+constexpr int MISC_ENDED = MISC_LAST + 1;             //   misc[MISC_ENDED]: the compute warps ended the launch early (the producer stops)
+constexpr int MISC_STOPPED = MISC_LAST + 2;           //   misc[MISC_STOPPED]: bit b: row b has produced a stop id (a many-token launch)
+constexpr int MISC_TOKENS = MISC_LAST + 8;            //   misc[MISC_TOKENS + b]: row b's input id of the current step
 constexpr int MISC_INTS = MISC_LAST + 32;
+static_assert(MISC_TOKENS + MAX_BATCH <= MISC_INTS, "misc");
 constexpr int SM_EPOCH = SM_MISC + MISC_INTS * 4;     // uint32: the launch's epoch (grid_sync.cuh)
 constexpr int SM_XS = SM_EPOCH + 128;                 // bf16 [B][K] a matrix phase's input vectors (K <= xs_k(B))
 constexpr int SM_U = SM_XS;                           // a mixer core's area:
@@ -106,6 +110,19 @@ __device__ __forceinline__ unsigned long long globaltimer() {
 // block b of G owns rows [part(n, b, G), part(n, b + 1, G)) of an n-row range (32-bit products:
 // n <= VOCAB, G <= MAX_GRID)
 __device__ __forceinline__ int part(int n, int b, int G) { return (int)((unsigned)n * (unsigned)b / (unsigned)G); }
+
+// row b's position at step `step` of the launch, and its attention split-K units per kv head there
+// (the first step's from Args, where a one-step launch reads them; a many-token launch computes the
+// later steps')
+__device__ __forceinline__ int row_pos(const Args& a, int b, int step) { return a.pos[b] + step; }
+__device__ __forceinline__ int row_splits(const Args& a, int b, int step) {
+  return step == 0 ? a.nsplit[b] : attention_splits(a.pos[b] + step, a.positions_per_split);
+}
+// row b's input id at step `step`: the launch's first step Args::token (checked: step_check.cuh),
+// then the last step's argmax, which every block keeps in its misc[MISC_TOKENS + b] (lm_head.cuh)
+__device__ __forceinline__ int64_t step_token(const Args& a, const uint8_t* sm, int step, int b) {
+  return step == 0 ? a.token[b] : reinterpret_cast<const int*>(sm + SM_MISC)[MISC_TOKENS + b];
+}
 
 template <class T>
 __device__ __forceinline__ const T* lw(const Args& a, int layer, int slot) {

@@ -110,10 +110,10 @@ __device__ __forceinline__ Merge<NACC> merge_splits(const float* base, int ns, i
 
 // the out-proj's input for batch row b with 2..OUT_MERGE_MAX splits: each attention output the gated
 // merge of its head's partials; thread t makes outputs 4t .. 4t+3 (q head t / 64) of xs (row b's)
-__device__ __forceinline__ void load_attn_merged(const Args& a, int b, uint16_t* xs) {
+__device__ __forceinline__ void load_attn_merged(const Args& a, int b, int ns, uint16_t* xs) {
   const int t = threadIdx.x, h = t >> 6, d = (t & 63) * 4;
   const uint2 gw = __ldcg(reinterpret_cast<const uint2*>(a.qkv + b * FA_QKV + h * 2 * FA_HD + FA_HD + d));
-  const Merge<4> r = merge_splits<4, OUT_MERGE_MAX>(partial(a, b, h / FA_GROUP, 0, h % FA_GROUP), a.nsplit[b], d);
+  const Merge<4> r = merge_splits<4, OUT_MERGE_MAX>(partial(a, b, h / FA_GROUP, 0, h % FA_GROUP), ns, d);
   const float gate[4] = {lo(gw.x), hi(gw.x), lo(gw.y), hi(gw.y)};
   uint16_t o[4];
 #pragma unroll
@@ -136,20 +136,21 @@ __device__ __forceinline__ void att_put(float* wm, float* wl, float* wacc, int e
   }
 }
 
-// unit u of a launch (schedule.cuh AttUnit)
+// unit u of step `step` of a launch (schedule.cuh AttUnit)
 template <int NB>
-__device__ __forceinline__ AttUnit att_unit(const Args& a, int u) {
+__device__ __forceinline__ AttUnit att_unit(const Args& a, int step, int u) {
   int b = 0;
 #pragma unroll
   for (int i = 0; i < NB - 1; ++i)
-    if (u >= FA_HKV * a.nsplit[b]) u -= FA_HKV * a.nsplit[b++];
-  return AttUnit{b, u / a.nsplit[b], u % a.nsplit[b]};
+    if (u >= FA_HKV * row_splits(a, b, step)) u -= FA_HKV * row_splits(a, b++, step);
+  const int ns = row_splits(a, b, step);
+  return AttUnit{b, u / ns, u % ns};
 }
 template <int NB>
-__device__ __forceinline__ int att_units(const Args& a) {
+__device__ __forceinline__ int att_units(const Args& a, int step) {
   int n = 0;
 #pragma unroll
-  for (int b = 0; b < NB; ++b) n += FA_HKV * a.nsplit[b];
+  for (int b = 0; b < NB; ++b) n += FA_HKV * row_splits(a, b, step);
   return n;
 }
 
@@ -195,7 +196,7 @@ constexpr int ATT_ITEM_CHUNKS = 4;
 static_assert(ATT_ITEM_CHUNKS <= RING_MIN_SLOTS && ATT_RING_ROWS % 8 == 0, "the attention core's ring items");
 
 template <bool RING, int NB>
-__device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 params, Stream& st) {
+__device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, const uint4 params, Stream& st) {
   float* qf = reinterpret_cast<float*>(sm + SM_AT_Q);
   float* kf = reinterpret_cast<float*>(sm + SM_AT_K);
   uint16_t* kb = reinterpret_cast<uint16_t*>(sm + SM_AT_KB);
@@ -206,10 +207,10 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-  const int li = fa_index(l), units = att_units<NB>(a);
+  const int li = fa_index(l), units = att_units<NB>(a, step);
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
-    const AttUnit un = att_unit<NB>(a, u);
-    const int b = un.b, g = un.g, s = un.s, pos = a.pos[b], ctx = pos + 1, ns = a.nsplit[b];
+    const AttUnit un = att_unit<NB>(a, step, u);
+    const int b = un.b, g = un.g, s = un.s, pos = row_pos(a, b, step), ctx = pos + 1, ns = row_splits(a, b, step);
     // the last unit of a kv head merges the partials: past OUT_MERGE_MAX splits, or any split with a
     // batch (whose out-projection reads its input straight from global memory)
     const bool counted = ns > (NB > 1 ? 1 : OUT_MERGE_MAX);
@@ -391,14 +392,15 @@ __device__ void gated_attention(const Args& a, int l, uint8_t* sm, const uint4 p
 }
 
 template <int NB, class Loader>
-__device__ __forceinline__ void fa_out_proj(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
+__device__ __forceinline__ void fa_out_proj(const Args& a, int step, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
   if constexpr (NB > 1) {  // a batch: the core wrote the gated output; each warp reads its piece from global memory
     matvec_half_rows<FA_OIN, NB, true>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.attn, a.hidden,
                                        reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
     return;
   }
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
-  if (out_proj_merges(a.nsplit[0])) load_attn_merged(a, 0, xs);
+  const int ns = row_splits(a, 0, step);
+  if (out_proj_merges(ns)) load_attn_merged(a, 0, ns, xs);
   else load_vec(a.attn, xs, FA_OIN);
   matvec_half_rows<FA_OIN, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
                               reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);

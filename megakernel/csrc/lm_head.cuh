@@ -4,8 +4,11 @@
 //                 logits (bf16-rounded, fp32 out) when asked; each warp's best (value, index) (at
 //                 batch 1 of its rows; with a batch, warps 2b and 2b+1 see all of row b's), then the
 //                 block's (thread b: row b), in the workspace's amax areas
-//   the last block to finish (grid_sync.cuh last_block_done): warp b reduces row b's G block
-//                 results and writes row b's next token
+//   the argmax    warp b reduces row b's G block results: at a launch's last step in the last block
+//                 to finish (grid_sync.cuh last_block_done: no grid barrier), at the other steps of a
+//                 many-token launch in every block after one more grid barrier (each block feeds the
+//                 ids to its own next step). Block 0 (or the last block) writes them out: out_token,
+//                 and the host-mapped stream as each step ends.
 #pragma once
 #include "matvec.cuh"
 
@@ -14,7 +17,8 @@ namespace {
 
 __device__ __forceinline__ bool better(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
 
-template <int NB, class Loader>
+// (MANY: a many-token launch's kernel, which writes no trace, stamps or logits: compiled out there)
+template <int NB, bool MANY, class Loader>
 __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
@@ -22,7 +26,7 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int G = gridDim.x, blk = blockIdx.x;
   block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, red);
-  if (blk == 0) {
+  if (!MANY && blk == 0) {
     if (a.trace)
       for (int i = t; i < NB * D; i += THREADS) a.trace[(size_t)(i / D) * (NLAYER + 2) * D + (size_t)(NLAYER + 1) * D + i % D] = f16b(xs[i]);
     if (a.times && t == 0) a.times[NPHASES + 1] = globaltimer();
@@ -34,7 +38,7 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
   int besti = 0x7fffffff;
   matvec_rows<NB>(ld, n, xs, wv, [&](int i, int b, float dot) {
     const float v = bfr(dot);  // logits are bf16 in the model dtype
-    if (a.logits) a.logits[(size_t)b * VOCAB + r0 + i] = v;
+    if (!MANY && a.logits) a.logits[(size_t)b * VOCAB + r0 + i] = v;
     if (better(v, r0 + i, best, besti)) { best = v; besti = r0 + i; }
   });
   if constexpr (NB > 1) {
@@ -60,26 +64,68 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
     a.amax_val[t * MAX_GRID + blk] = bv;
     a.amax_idx[t * MAX_GRID + blk] = bi;
   }
-  if (last_block_done(a.sync, sm, NBARRIERS) && warp < NB) {  // warp b: batch row b's G block results
-    const int b = warp;
-    float bv = -INFINITY;
-    int bi = 0x7fffffff;
-    for (int i = lane; i < G; i += 32) {
-      const float v = __ldcg(a.amax_val + b * MAX_GRID + i);
-      const int ix = __ldcg(a.amax_idx + b * MAX_GRID + i);
-      if (better(v, ix, bv, bi)) { bv = v; bi = ix; }
-    }
+}
+
+// warp b: row b's argmax over the G blocks' results (every lane gets it)
+__device__ __forceinline__ int row_argmax(const Args& a, int b) {
+  const int lane = threadIdx.x & 31;
+  float bv = -INFINITY;
+  int bi = 0x7fffffff;
+  for (int i = lane; i < (int)gridDim.x; i += 32) {
+    const float v = __ldcg(a.amax_val + b * MAX_GRID + i);
+    const int ix = __ldcg(a.amax_idx + b * MAX_GRID + i);
+    if (better(v, ix, bv, bi)) { bv = v; bi = ix; }
+  }
 #pragma unroll
-    for (int o = 16; o; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (better(ov, oi, bv, bi)) { bv = ov; bi = oi; }
-    }
-    if (lane == 0) {
-      a.out_token[b] = (int64_t)bi;
-      if (a.times && b == 0) a.times[NPHASES] = globaltimer();
+  for (int o = 16; o; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (better(ov, oi, bv, bi)) { bv = ov; bi = oi; }
+  }
+  return bi;
+}
+
+// row b's id of step `step` out: the device buffer, and the host-mapped stream (a relaxed store at
+// system scope: nothing waits for it; the host polls the word until it is no longer -1)
+__device__ __forceinline__ void put_token(const Args& a, int step, int b, int id) {
+  a.out_token[(size_t)step * a.batch + b] = id;
+  if (a.stream) asm volatile("st.relaxed.sys.global.b64 [%0], %1;" ::"l"(a.stream + (size_t)step * a.batch + b), "l"((int64_t)id) : "memory");
+}
+
+// the launch's last step (`barriers`: grid barriers the launch passed): the last block to finish
+// reduces every row's argmax and writes it out
+template <int NB>
+__device__ __forceinline__ void argmax_last_block(const Args& a, uint8_t* sm, int step, int barriers) {
+  const int warp = threadIdx.x >> 5;
+  if (last_block_done(a.sync, sm, barriers) && warp < NB) {
+    const int id = row_argmax(a, warp);
+    if ((threadIdx.x & 31) == 0) {
+      put_token(a, step, warp, id);
+      if (a.times && warp == 0) a.times[NPHASES] = globaltimer();  // (null in a many-token launch)
     }
   }
+}
+
+// a many-token launch's other steps, after the grid barrier that follows the lm_head: every block
+// reduces every row's argmax into its step_token slots (the next step's input ids; block 0 writes
+// them out); lane 0 of warp b adds row b to the rows that have produced a stop id (misc[MISC_STOPPED])
+// -> whether every row has
+template <int NB>
+__device__ __forceinline__ bool argmax_every_block(const Args& a, uint8_t* sm, int step) {
+  int* misc = reinterpret_cast<int*>(sm + SM_MISC);
+  const int warp = threadIdx.x >> 5;
+  if (warp < NB) {
+    const int id = row_argmax(a, warp);
+    if ((threadIdx.x & 31) == 0) {
+      misc[MISC_TOKENS + warp] = id;
+      if (blockIdx.x == 0) put_token(a, step, warp, id);
+      bool stop = false;
+      for (int i = 0; i < a.n_stop_ids; ++i) stop |= id == a.stop_ids[i];
+      if (stop) atomicOr(reinterpret_cast<unsigned*>(misc + MISC_STOPPED), 1u << warp);
+    }
+  }
+  sync_warps();
+  return misc[MISC_STOPPED] == (1 << NB) - 1;
 }
 
 }  // namespace

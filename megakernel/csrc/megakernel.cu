@@ -1,7 +1,9 @@
-// Qwen3.5-0.8B decode megakernel: one persistent launch per token (of each of the batch's 1..8
-// rows, every weight read once for all of them) runs the embedding rows, the 18 Gated DeltaNet and
+// Qwen3.5-0.8B decode megakernel: one persistent launch runs a decode step (of each of the batch's
+// 1..8 rows, every weight read once for all of them): the embedding rows, the 18 Gated DeltaNet and
 // 6 gated attention layers, the final norm, the lm_head and the greedy argmax (and writes the
-// logits, the per-layer hidden states and globaltimer stamps when asked).
+// logits, the per-layer hidden states and globaltimer stamps when asked) -- or many steps, each
+// fed the last one's argmax on the device, until a.steps or until every row produced a stop id
+// (each step's ids written to a host-mapped stream as the step ends).
 // This file holds the phase loop, configure() and launch(); the design in two pages:
 // megakernel/DESIGN.md; the measurements that chose it: megakernel/NOTES.md.
 //
@@ -9,7 +11,9 @@
 //   grid    one block per SM, all resident (cooperative launch); block b owns a contiguous slice
 //           of every matrix's rows (schedule.cuh phase_slice) and units b, b+G, ... of each core.
 //   phase   schedule.cuh: 5 per layer and the lm_head; a grid barrier (grid_sync.cuh) after every
-//           layer phase. Every block recomputes the RMSNorm of the D-wide hidden state itself.
+//           layer phase (and, between the steps of a many-token launch, after the lm_head: every
+//           block then reduces the argmax itself, lm_head.cuh). Every block recomputes the RMSNorm
+//           of the D-wide hidden state itself.
 //   block   16 compute warps (512 threads); in the ring schedule a 17th warp, the producer, streams
 //           the block's weights into shared memory ahead of the phases (weight_ring.cuh).
 //   warp    matrix phases: matvec.cuh (a batch: matvec_mma.cuh); the DeltaNet core: delta_rule.cuh; the attention core:
@@ -35,21 +39,21 @@ namespace {
 // head_inputs); the ring schedule also wv[4] = phase_params(q); the register
 // schedule each warp's first item of q's weights.
 template <bool RING, int NB>
-__device__ __forceinline__ void prepare_phase(const Args& a, int q, uint4 (&wv)[16]) {
+__device__ __forceinline__ void prepare_phase(const Args& a, int q, int step, uint4 (&wv)[16]) {
   if (q >= NPHASES) return;
   const int kind = phase_kind(q), l = phase_layer(q);
   const int dn_units = NB == 1 ? DN_UNITS : NB * DN_H;
   const bool dn_core = !is_lm_head(q) && kind == PH_CORE && !is_full_attention(l) && (int)blockIdx.x < dn_units;
   if (dn_core && NB == 1) {
     uint4 in[4];
-    core_inputs(a, l, blockIdx.x, in);
+    core_inputs(a, l, step, blockIdx.x, in);
 #pragma unroll
     for (int i = 0; i < 4; ++i) wv[i] = in[i];
   } else if (dn_core) {  // a batch: the block's first (row, head) unit (delta_rule.cuh dn_core_heads)
-    head_inputs(a, l, blockIdx.x, wv[0]);
+    head_inputs(a, l, step, blockIdx.x, wv[0]);
   }
-  if constexpr (RING) wv[4] = phase_params(a, q);
-  else if (is_lm_head(q) || kind != PH_CORE) issue_first_item(is_lm_head(q) ? PH_IN_PROJ : kind, phase_slice(a, q), wv);
+  if constexpr (RING) wv[4] = phase_params(a, q, step);
+  else if (is_lm_head(q) || kind != PH_CORE) issue_first_item(is_lm_head(q) ? PH_IN_PROJ : kind, phase_slice(a, q, step), wv);
 }
 
 // where phase q's weights come from in this schedule (matvec.cuh)
@@ -57,30 +61,33 @@ template <bool RING>
 struct LoaderOf;
 template <>
 struct LoaderOf<true> {
-  __device__ __forceinline__ static RingLoader make(const Args&, int, Stream& st) { return RingLoader{st}; }
+  __device__ __forceinline__ static RingLoader make(const Args&, int, int, Stream& st) { return RingLoader{st}; }
 };
 template <>
 struct LoaderOf<false> {
-  __device__ __forceinline__ static RegisterLoader make(const Args& a, int q, Stream&) { return RegisterLoader{phase_slice(a, q), true}; }
+  __device__ __forceinline__ static RegisterLoader make(const Args& a, int q, int step, Stream&) {
+    return RegisterLoader{phase_slice(a, q, step), true};
+  }
 };
 
-// phase q of a layer
+// phase q of a layer, at step `step` of the launch
 template <bool RING, int NB>
-__device__ __forceinline__ void run_phase(const Args& a, int q, uint8_t* sm, uint4 (&wv)[16], Stream& st, const uint4 params) {
+__device__ __forceinline__ void run_phase(const Args& a, int q, int step, uint8_t* sm, uint4 (&wv)[16], Stream& st,
+                                          const uint4 params) {
   const int l = phase_layer(q);
   if (phase_kind(q) == PH_CORE) {
-    if (is_full_attention(l)) gated_attention<RING, NB>(a, l, sm, params, st);
-    else gated_delta_rule_recurrent<NB>(a, l, sm, wv);
+    if (is_full_attention(l)) gated_attention<RING, NB>(a, l, step, sm, params, st);
+    else gated_delta_rule_recurrent<NB>(a, l, step, sm, wv);
     return;
   }
-  auto ld = LoaderOf<RING>::make(a, q, st);
+  auto ld = LoaderOf<RING>::make(a, q, step, st);
   switch (phase_kind(q)) {
     case PH_IN_PROJ:
       if (is_full_attention(l)) fa_in_proj<NB>(a, l, sm, wv, ld, params);
-      else dn_in_proj<NB>(a, l, sm, wv, ld, params);
+      else dn_in_proj<NB>(a, l, step, sm, wv, ld, params);
       break;
     case PH_OUT_PROJ:
-      if (is_full_attention(l)) fa_out_proj<NB>(a, sm, wv, ld);
+      if (is_full_attention(l)) fa_out_proj<NB>(a, step, sm, wv, ld);
       else dn_out_proj<NB>(a, sm, wv, ld, params);
       break;
     case PH_GATE_UP: mlp_gate_up<NB>(a, sm, wv, ld, params); break;
@@ -91,8 +98,10 @@ __device__ __forceinline__ void run_phase(const Args& a, int q, uint8_t* sm, uin
 // RING: the ring schedule (THREADS + 32 threads: 16 compute warps and the producer), also the
 // stream-only measurement; else the register schedule (THREADS threads). NB: the batch's rows
 // (a.batch), one kernel per value: every weight read once per launch and applied to every row.
-// (__grid_constant__: the phases index a.pos / a.nsplit by row without a local copy of Args.)
-template <bool RING, int NB>
+// MANY: a many-token launch (the ring schedule: a.steps >= 1), else one step (its own kernel, so
+// the one-step kernels keep their registers: step 0 is a constant there).
+// (__grid_constant__: the phases index a.pos by row without a local copy of Args.)
+template <bool RING, int NB, bool MANY>
 __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_kernel(const __grid_constant__ Args a) {
   extern __shared__ __align__(128) uint8_t sm[];
   const int t = threadIdx.x;
@@ -105,8 +114,8 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
   if constexpr (RING) {
     stream_start(a, st, sm, sm_ring(NB));
     if (t >= THREADS) {
-      if (a.times) produce<true>(a, st, in);
-      else produce<false>(a, st, in);
+      if (a.times) produce<true, NB, MANY>(a, st, in, sm);
+      else produce<false, NB, MANY>(a, st, in, sm);
       return;
     }
     if (a.schedule == SCHEDULE_STREAM_ONLY) {
@@ -116,47 +125,68 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
       return;
     }
   }
-  prepare_phase<RING, NB>(a, 0, wv);
+  prepare_phase<RING, NB>(a, 0, 0, wv);
   if (step_refused(a, in)) return record_refused_step(a, in);  // (the producer stops at its first wait)
   keep_epoch(epoch, sm);
-  for (int q = 0; q < NPHASES; ++q) {
-    if (a.stop_after >= 0 && q > a.stop_after) {  // debug: stop early (q <= NBARRIERS barriers passed)
+  if (t == 0) reinterpret_cast<int*>(sm + SM_MISC)[MISC_STOPPED] = 0;  // (read after the first step's block barriers)
+  int step = 0;  // of the launch (grid barriers passed before its phase q: step * STEP_BARRIERS + q)
+  for (int q = 0;; ++q) {  // (one loop over the steps' phases, not a loop of steps: the nested loop spilled)
+    if (!MANY && a.stop_after >= 0 && q > a.stop_after) {  // debug (one-step launches): stop early (q <= NBARRIERS barriers passed)
       last_block_done(a.sync, sm, q);
       return;
     }
-    const uint4 params = RING ? wv[4] : phase_params(a, q);  // (the ring schedule loaded them before the barrier)
+    const uint4 params = RING ? wv[4] : phase_params(a, q, step);  // (the ring schedule loaded them before the barrier)
     if (is_lm_head(q)) {
-      auto ld = LoaderOf<RING>::make(a, q, st);
-      lm_head<NB>(a, sm, wv, ld, params);
-      return;
+      auto ld = LoaderOf<RING>::make(a, q, step, st);
+      lm_head<NB, MANY>(a, sm, wv, ld, params);
+      const int k = step * STEP_BARRIERS + NBARRIERS;
+      if (!MANY || step == a.steps - 1) return argmax_last_block<NB>(a, sm, step, k);
+      // a many-token launch between two steps: one more grid barrier, then every block the argmax
+      barrier_arrive(a.sync);
+      if (!bar_warp) prepare_phase<RING, NB>(a, 0, step + 1, wv);
+      barrier_wait(a.sync, sm, k);
+      if (bar_warp) prepare_phase<RING, NB>(a, 0, step + 1, wv);
+      if (argmax_every_block<NB>(a, sm, step)) {  // every row has produced a stop id: the launch ends after this step
+        if (t == 0) reinterpret_cast<volatile int*>(sm + SM_MISC)[MISC_ENDED] = 1;  // (the producer stops)
+        last_block_done(a.sync, sm, k + 1);
+        return;
+      }
+      ++step;
+      q = -1;
+      continue;
     }
-    run_phase<RING, NB>(a, q, sm, wv, st, params);
-    if (a.times && t == BAR_THREAD) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
+    run_phase<RING, NB>(a, q, step, sm, wv, st, params);
+    if (!MANY && a.times && t == BAR_THREAD) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
     barrier_arrive(a.sync);
     // the next phase's loads stream while the block waits; the polling warp issues its own after
     // the wait, so its polls are not queued behind them
-    if (!bar_warp) prepare_phase<RING, NB>(a, q + 1, wv);
-    barrier_wait(a.sync, sm, q);
-    if (bar_warp) prepare_phase<RING, NB>(a, q + 1, wv);
-    if (a.times && blockIdx.x == 0 && t == 0) a.times[q + 1] = globaltimer();
+    if (!bar_warp) prepare_phase<RING, NB>(a, q + 1, step, wv);
+    barrier_wait(a.sync, sm, step * STEP_BARRIERS + q);
+    if (bar_warp) prepare_phase<RING, NB>(a, q + 1, step, wv);
+    if (!MANY && a.times && blockIdx.x == 0 && t == 0) a.times[q + 1] = globaltimer();
   }
 }
 
 // The register schedule decodes batch 1 only (its warps hold 16 pieces of weights in registers: with
 // a batch's sums beside them it would spill); the ring schedule any batch 1..MAX_BATCH.
+// (many: the ring's many-token kernel of that batch)
 static_assert(MAX_BATCH == 8, "kernel_fn: one ring kernel per batch size 1..8");
-const void* kernel_fn(bool ring, int batch) {
-  if (!ring) return reinterpret_cast<const void*>(mk_decode_kernel<false, 1>);
+template <bool MANY>
+const void* ring_kernel(int batch) {
   switch (batch) {
-    case 1: return reinterpret_cast<const void*>(mk_decode_kernel<true, 1>);
-    case 2: return reinterpret_cast<const void*>(mk_decode_kernel<true, 2>);
-    case 3: return reinterpret_cast<const void*>(mk_decode_kernel<true, 3>);
-    case 4: return reinterpret_cast<const void*>(mk_decode_kernel<true, 4>);
-    case 5: return reinterpret_cast<const void*>(mk_decode_kernel<true, 5>);
-    case 6: return reinterpret_cast<const void*>(mk_decode_kernel<true, 6>);
-    case 7: return reinterpret_cast<const void*>(mk_decode_kernel<true, 7>);
-    default: return reinterpret_cast<const void*>(mk_decode_kernel<true, 8>);
+    case 1: return reinterpret_cast<const void*>(mk_decode_kernel<true, 1, MANY>);
+    case 2: return reinterpret_cast<const void*>(mk_decode_kernel<true, 2, MANY>);
+    case 3: return reinterpret_cast<const void*>(mk_decode_kernel<true, 3, MANY>);
+    case 4: return reinterpret_cast<const void*>(mk_decode_kernel<true, 4, MANY>);
+    case 5: return reinterpret_cast<const void*>(mk_decode_kernel<true, 5, MANY>);
+    case 6: return reinterpret_cast<const void*>(mk_decode_kernel<true, 6, MANY>);
+    case 7: return reinterpret_cast<const void*>(mk_decode_kernel<true, 7, MANY>);
+    default: return reinterpret_cast<const void*>(mk_decode_kernel<true, 8, MANY>);
   }
+}
+const void* kernel_fn(bool ring, int batch, bool many) {
+  if (!ring) return reinterpret_cast<const void*>(mk_decode_kernel<false, 1, false>);
+  return many ? ring_kernel<true>(batch) : ring_kernel<false>(batch);
 }
 
 }  // namespace
@@ -174,8 +204,8 @@ cudaError_t configure(int device, Config* out) {
     const int i = nb - 1;
     int n = 0;
     if (nb == 1) {  // the register schedule: batch 1 only
-      e = cudaFuncSetAttribute(kernel_fn(false, nb), cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(nb));
-      if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(false, nb), THREADS, smem_bytes(nb));
+      e = cudaFuncSetAttribute(kernel_fn(false, nb, false), cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes(nb));
+      if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(false, nb, false), THREADS, smem_bytes(nb));
       if (e != cudaSuccess) return e;
       c.blocks_per_sm = n;
       c.smem_bytes[i] = smem_bytes(nb);
@@ -184,12 +214,15 @@ cudaError_t configure(int device, Config* out) {
     int slots = (optin - sm_ring(nb)) / (RING_SLOT + 16);
     slots = slots > RING_MAX_SLOTS ? RING_MAX_SLOTS : slots;
     if (slots >= RING_MIN_SLOTS) {
-      e = cudaFuncSetAttribute(kernel_fn(true, nb), cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem_bytes(nb, slots));
-      n = 0;
-      if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_fn(true, nb), THREADS + 32, ring_smem_bytes(nb, slots));
-      if (e != cudaSuccess) return e;
-      if (n >= 1) {
+      int n_many = 0;  // (the one-step and the many-token kernel of the batch: the same block)
+      for (bool many : {false, true}) {
+        e = cudaFuncSetAttribute(kernel_fn(true, nb, many), cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem_bytes(nb, slots));
+        if (e == cudaSuccess)
+          e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(many ? &n_many : &n, kernel_fn(true, nb, many), THREADS + 32,
+                                                            ring_smem_bytes(nb, slots));
+        if (e != cudaSuccess) return e;
+      }
+      if (n >= 1 && n_many >= 1) {
         c.ring_slots[i] = slots;
         c.ring_smem_bytes[i] = ring_smem_bytes(nb, slots);
       }
@@ -203,9 +236,13 @@ cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
   const bool ring = a.schedule != SCHEDULE_REGISTER;
   if (grid < 1 || grid > MAX_GRID || a.batch < 1 || a.batch > (ring ? MAX_BATCH : 1)) return cudaErrorInvalidValue;
   if (ring && (a.ring_slots < RING_MIN_SLOTS || a.ring_slots > RING_MAX_SLOTS)) return cudaErrorInvalidValue;
+  if (a.positions_per_split < 1 || a.n_stop_ids < 0 || a.n_stop_ids > MAX_STOP_IDS) return cudaErrorInvalidValue;
+  // many steps: the ring schedule, no logits, trace, stamps or early stop (one step's worth of each)
+  if (a.steps < 1 || (a.steps > 1 && (a.logits || a.trace || a.times || a.stop_after >= 0 || a.schedule != SCHEDULE_RING)))
+    return cudaErrorInvalidValue;
   Args copy = a;
   void* params[] = {&copy};
-  return cudaLaunchCooperativeKernel(kernel_fn(ring, a.batch), dim3(grid), dim3(ring ? THREADS + 32 : THREADS), params,
+  return cudaLaunchCooperativeKernel(kernel_fn(ring, a.batch, a.steps > 1), dim3(grid), dim3(ring ? THREADS + 32 : THREADS), params,
                                      ring ? ring_smem_bytes(a.batch, a.ring_slots) : smem_bytes(a.batch), stream);
 }
 

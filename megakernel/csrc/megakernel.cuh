@@ -33,17 +33,24 @@ struct Args {
   float* amax_val;
   int* amax_idx;
   unsigned* sync;
-  // this step, for each of the batch's rows b < batch
-  const int64_t* token;       // [B] input token ids
-  int64_t* out_token;         // [B] greedy next ids (a refused step: the input ids)
+  // the launch's steps (one, or many: each step's input ids the previous step's argmax), for each of
+  // the batch's rows b < batch
+  const int64_t* token;       // [B] the first step's input ids
+  int64_t* out_token;         // [steps][B] each step's greedy next ids (a refused launch: [0] = the input ids)
+  int64_t* stream;            // [steps][B] the same ids in host-mapped memory as each step ends (the host
+                              // set every word to -1 and polls), or null
   int64_t* fault;             // [FAULT_WORDS] the state's fault words (step_check.cuh)
-  float* logits;              // [B][VOCAB] fp32, or null
-  float* trace;               // [B][NLAYER + 2][D] fp32 (embed, layers.0..23, norm), or null
-  unsigned long long* times;  // times_words(grid) globaltimer stamps (shapes.cuh), or null
+  float* logits;              // [B][VOCAB] fp32, or null (one-step launches)
+  float* trace;               // [B][NLAYER + 2][D] fp32 (embed, layers.0..23, norm), or null (one-step launches)
+  unsigned long long* times;  // times_words(grid) globaltimer stamps (shapes.cuh), or null (one-step launches)
   int batch;                  // B: rows in the state, 1..MAX_BATCH (the kernel is compiled per B)
-  int pos[MAX_BATCH];         // row b's token position (= tokens already in its cache)
-  int nsplit[MAX_BATCH];      // row b's attention split-K units per kv head, 1..min(ATT_MAX_SPLIT, pos[b] + 1)
-  int stop_after;             // debug: the last phase to run (-1: all)
+  int pos[MAX_BATCH];         // row b's position at the first step (= tokens already in its cache); step s: pos[b] + s
+  int positions_per_split;    // attention split-K: one unit per this many positions (shapes.cuh attention_splits)
+  int nsplit[MAX_BATCH];      // the first step's split-K units of row b: attention_splits(pos[b], positions_per_split)
+  int steps;                  // steps the launch runs at most (1: the one-step entry)
+  int stop_ids[MAX_STOP_IDS]; // the launch ends after the step where every row has produced one of these
+  int n_stop_ids;             //   (a row that has keeps decoding with the batch until then)
+  int stop_after;             // debug: the last phase to run (-1: all; one-step launches)
   int schedule;               // Schedule
   int ring_slots;             // the ring's slots (RING_MIN_SLOTS..the most configure() found room for)
 };
@@ -60,7 +67,7 @@ int smem_bytes(int batch);                // the register schedule
 int ring_smem_bytes(int batch, int slots);  // the ring schedule with that many slots
 // Sets every kernel's shared-memory limits on `device` (once per process and device).
 cudaError_t configure(int device, Config* out);
-// One decode step of a.batch rows: a cooperative launch of `grid` blocks (all resident; grid <= MAX_GRID).
+// a.steps decode steps of a.batch rows: a cooperative launch of `grid` blocks (all resident; grid <= MAX_GRID).
 cudaError_t launch(const Args& a, int grid, cudaStream_t stream);
 
 }  // namespace mk

@@ -4,7 +4,7 @@
 // loop that runs them in megakernel.cu.
 //
 //   phase q = 5 l + 0   in-proj    every block: norm(hidden), its rows of the packed in-projection
-//           = 5 l + 1   core       DeltaNet: 128 recurrence units (no matrix); attention: 2 x nsplit
+//           = 5 l + 1   core       DeltaNet: 128 recurrence units (no matrix); attention: 2 x row_splits
 //                                  split-K units, the block's first unit's past K/V rows streamed
 //                                  through the ring like a matrix's (att_kv_slice)
 //           = 5 l + 2   out-proj   every block: its rows of the out-projection, + the residual
@@ -35,19 +35,19 @@ struct PhaseSlice {
   int k;               // row length
 };
 
-// attention unit u of a launch: batch row b (rows in order, row b has FA_HKV * nsplit[b] units), kv
+// attention unit u of a step: batch row b (rows in order, row b has FA_HKV * row_splits(b) units), kv
 // head g, split s; its positions [p0, p1) of the row's context 0..pos[b]
 struct AttUnit {
   int b, g, s;
 };
-// the block's first attention unit, for any batch (the core's own att_unit<NB> gives the same map);
-// false: the block has none
-__device__ __forceinline__ bool first_att_unit(const Args& a, AttUnit& un) {
+// the block's first attention unit at step `step` of the launch, for any batch (the core's own
+// att_unit<NB> gives the same map); false: the block has none
+__device__ __forceinline__ bool first_att_unit(const Args& a, int step, AttUnit& un) {
   int u = blockIdx.x;
   for (int b = 0; b < a.batch; ++b) {
-    const int n = FA_HKV * a.nsplit[b];
+    const int ns = row_splits(a, b, step), n = FA_HKV * ns;
     if (u < n) {
-      un = AttUnit{b, u / a.nsplit[b], u % a.nsplit[b]};
+      un = AttUnit{b, u / ns, u % ns};
       return true;
     }
     u -= n;
@@ -60,14 +60,15 @@ __device__ __forceinline__ bool first_att_unit(const Args& a, AttUnit& un) {
 // rows in its second. No block writes these rows in this launch, so the producer may copy them
 // before the core's barrier, during the in-proj.
 constexpr int ATT_RING_ROWS = RING_SLOT / 2 / (FA_HD * 2);  // 16 positions a chunk
-__device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const AttUnit& un) {
-  const int pos = a.pos[un.b], ns = a.nsplit[un.b];
+__device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const AttUnit& un, int step) {
+  const int pos = row_pos(a, un.b, step), ns = row_splits(a, un.b, step);
   const int p0 = part(pos + 1, un.s, ns), p1 = part(pos + 1, un.s + 1, ns) - (un.s == ns - 1 ? 1 : 0);
   const size_t head = (size_t)un.b * NFA * FA_HKV * a.max_seq * FA_HD + ((size_t)(fa_index(l) * FA_HKV + un.g) * a.max_seq + p0) * FA_HD;
   return {a.k_cache + head, a.v_cache + head, p1 - p0, ATT_RING_ROWS, FA_HD};
 }
 
-__device__ PhaseSlice phase_slice(const Args& a, int q) {
+// (step: of the launch; only an attention core's slice depends on it)
+__device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
   const int G = gridDim.x, b = blockIdx.x;
   if (q >= NPHASES || (a.stop_after >= 0 && q > a.stop_after)) return {nullptr, nullptr, 0, 1, D};
   if (is_lm_head(q)) {
@@ -89,7 +90,7 @@ __device__ PhaseSlice phase_slice(const Args& a, int q) {
     case PH_DOWN: return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, r1 - r0, 2, INTER};
     default: {  // a core: the DeltaNet's reads no matrix; an attention core's first unit its past K/V
       AttUnit un;
-      if (is_full_attention(l) && first_att_unit(a, un)) return att_kv_slice(a, l, un);
+      if (is_full_attention(l) && first_att_unit(a, step, un)) return att_kv_slice(a, l, un, step);
       return {nullptr, nullptr, 0, 1, D};
     }
   }
@@ -102,7 +103,7 @@ static_assert(ATT_RING_ROWS * FA_HD * 2 * 2 == RING_SLOT, "att_kv_slice: K and V
 // weight pair of an in-proj, gate/up or the lm_head; the gated norm's 4 weights of a DeltaNet
 // out-proj; q-norm, k-norm weight and RoPE cos, sin of an attention core. (The ring schedule loads
 // them before the barrier that precedes q; the register schedule, out of registers, at q's start.)
-__device__ __forceinline__ uint4 phase_params(const Args& a, int q) {
+__device__ __forceinline__ uint4 phase_params(const Args& a, int q, int step) {
   const int t = threadIdx.x;
   if (q >= NPHASES) return make_uint4(0, 0, 0, 0);
   if (is_lm_head(q)) return make_uint4(norm_pair(a.final_norm), 0, 0, 0);
@@ -119,7 +120,7 @@ __device__ __forceinline__ uint4 phase_params(const Args& a, int q) {
     case PH_CORE:
       if (is_full_attention(l)) {
         const int d = t & (FA_HD - 1), i = d & (FA_ROT / 2 - 1);
-        const uint16_t* rope = a.rope + (size_t)a.pos[0] * FA_ROT;  // (batch row 0's; a batch loads each row's in the unit)
+        const uint16_t* rope = a.rope + (size_t)row_pos(a, 0, step) * FA_ROT;  // (batch row 0's; a batch loads each row's in the unit)
         return make_uint4(__float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_Q_NORM) + d)),
                           __float_as_uint(t < FA_HD ? ld_w1(lw<uint16_t>(a, l, SL_K_NORM) + t) : 0.f),
                           __float_as_uint(d < FA_ROT ? ld_w1(rope + i) : 0.f),

@@ -80,7 +80,16 @@ constexpr int ATT_MAX_SPLIT = 64;                    // attention split-K units 
 constexpr int ATT_PART = FA_HD + 4;                  // one partial: m, l, 2 pad, acc[256]
 constexpr int OUT_MERGE_MAX = 8;                     // 2..8 splits: the out-projection merges the partials
 constexpr int MAX_GRID = 1024;                       // blocks (the argmax areas; part()'s 32-bit products)
+constexpr int MAX_STOP_IDS = 8;                      // stop ids a many-token launch takes (Args::stop_ids)
+constexpr int STEP_BARRIERS = NBARRIERS + 1;         // grid barriers per step of a many-token launch (+ the argmax's)
 static_assert((long long)VOCAB * MAX_GRID < (1ll << 32), "part(): 32-bit products");
+
+// attention split-K units per kv head for a token at position pos (context pos + 1): one per
+// `per_split` positions, at most ATT_MAX_SPLIT (the kernel computes it for every step; the tier's
+// Python attention_splits is the same formula, for predictions and tests)
+MK_HOST_DEVICE constexpr int attention_splits(int pos, int per_split) {
+  return (pos + per_split) / per_split < ATT_MAX_SPLIT ? (pos + per_split) / per_split : ATT_MAX_SPLIT;
+}
 
 // the weight ring (the default schedule): slots of 16 KB in shared memory
 constexpr int RING_SLOT = 16384;                     // bytes: 8 rows of K=1024, 4 of K=2048, 2 of K=3584

@@ -1,5 +1,6 @@
-// The device-side input check of a decode step: the batch's token ids (fed back from the previous
-// step's argmax, never seen by the host) and positions, checked before the step writes anything.
+// The device-side input check of a decode launch: the batch's token ids (fed back from the previous
+// launch's argmax, never seen by the host) and positions, checked before the launch writes anything
+// (a many-token launch's later steps take their ids from its own argmax).
 //
 // Who owns what: every thread of every block loads the id and the state's fault word at the
 // launch's start (step_inputs) and decides alone, with no barrier, whether the step runs: all
@@ -33,7 +34,8 @@ __device__ __forceinline__ StepInputs<NB> step_inputs(const Args& a) {
 }
 
 __device__ __forceinline__ bool bad_token(int64_t token) { return token < 0 || token >= VOCAB; }
-__device__ __forceinline__ bool bad_position(const Args& a, int b) { return a.pos[b] < 0 || a.pos[b] >= a.max_seq; }
+// (every step of the launch: positions pos[b] .. pos[b] + steps - 1 inside the caches)
+__device__ __forceinline__ bool bad_position(const Args& a, int b) { return a.pos[b] < 0 || a.pos[b] > a.max_seq - a.steps; }
 
 template <int NB>
 __device__ __forceinline__ bool step_refused(const Args& a, const StepInputs<NB>& in) {

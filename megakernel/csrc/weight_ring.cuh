@@ -12,7 +12,9 @@
 //          shared memory, and release the item's chunks after a block barrier (chunks_done).
 // Each slot has two mbarriers: "full" (32 arrivals: each producer lane once its copies have
 // landed, or the bulk copy's bytes) and "empty" (one arrival: the compute warps released it).
-// A block's stream is the order of phase_slice(): chunk n of the launch is chunk i of phase q; a
+// A block's stream is the order of phase_slice(), step after step of the launch: chunk n of the
+// launch is chunk i of phase q of step `step` (a many-token launch: the next step's first phases
+// stream while this step's lm_head and argmax run); a
 // chunk is whole rows of one matrix (8 rows of K = 1024, 4 of K = 2048, 2 of K = 3584, or 4 gate
 // rows in the first half of the slot with the same 4 up rows in the second). Chunk n lives in slot
 // n mod S, fill n / S of that slot; neither side divides: the producer steps its slot and fill
@@ -37,17 +39,21 @@ __device__ __forceinline__ void fence_bar_init() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 #endif
 }
+// whether the barrier's phase with this parity has completed (sm_90: after waiting a while for it)
+__device__ __forceinline__ bool bar_try(uint32_t bar, unsigned parity) {
+  uint32_t done;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+#else
+  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+#endif
+  return done;
+}
 // spin until the barrier's phase with this parity has completed
 __device__ __forceinline__ void bar_wait(uint32_t bar, unsigned parity) {
-  uint32_t done = 0;
-  while (!done) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-#else
-    asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-#endif
+  while (!bar_try(bar, parity)) {
   }
 }
 __device__ __forceinline__ void bar_arrive(uint32_t bar) {
@@ -97,18 +103,25 @@ __device__ __forceinline__ void lane_arrive_on_copies(uint32_t bar) {
 
 __device__ __forceinline__ int nchunks(const PhaseSlice& p) { return (p.rows + p.rpc - 1) / p.rpc; }
 
-// a position in the block's stream: chunk number n = chunk i of phase q (slice p)
+// a position in the block's stream: chunk number n = chunk i of phase q (slice p) of step `step`
 struct Cursor {
-  int n, q, i;
+  int n, step, q, i;
   PhaseSlice p;
 };
-// move past phases with no chunks left; false at the end of the stream
+// move past phases with no chunks left (after the lm_head: the next step's first phase); false at
+// the end of the launch's stream (MANY: a many-token launch's kernel, else one step)
+template <bool MANY>
 __device__ __forceinline__ bool cursor_valid(const Args& a, Cursor& c) {
-  while (c.q < NPHASES && c.i >= nchunks(c.p)) {
-    c.p = phase_slice(a, ++c.q);
+  const int steps = MANY ? a.steps : 1;
+  while (c.step < steps && c.i >= nchunks(c.p)) {
+    if (++c.q == NPHASES) {
+      c.q = 0;
+      ++c.step;
+    }
+    c.p = phase_slice(a, c.q, c.step);
     c.i = 0;
   }
-  return c.q < NPHASES;
+  return c.step < steps;
 }
 
 struct Stream {
@@ -125,6 +138,7 @@ __device__ void stream_start(const Args& a, Stream& s, uint8_t* sm, int ring_at)
   s.full = s.slots + s.S * RING_SLOT;
   s.empty = s.full + 8 * s.S;
   s.cons = 0;
+  if (threadIdx.x == 0) reinterpret_cast<int*>(sm + SM_MISC)[MISC_ENDED] = 0;
   if (threadIdx.x < s.S) {
     ring::bar_init(s.full + 8 * threadIdx.x, 32);  // every producer lane arrives once per fill
     ring::bar_init(s.empty + 8 * threadIdx.x, 1);
@@ -141,22 +155,26 @@ __device__ __forceinline__ int next_slot(int slot, int S, unsigned& fill) {
 }
 
 // The producer warp's whole launch. TIMED (timing mode): how long the layers' chunks waited for a
-// free slot, stored per block. A step the compute warps refuse (step_check.cuh) releases no slot:
-// the producer checks the same inputs before its first wait and stops there.
-template <bool TIMED, int NB>
-__device__ void produce(const Args& a, const Stream& s, const StepInputs<NB>& in) {
+// free slot, stored per block. A launch the compute warps refuse (step_check.cuh) releases no slot:
+// the producer checks the same inputs before its first wait and stops there. A many-token launch
+// the compute warps end early (every row produced a stop id) leaves the next step's chunks
+// unreleased: the producer, waiting for a slot, sees MISC_ENDED and stops (its copies landed).
+template <bool TIMED, int NB, bool MANY>
+__device__ void produce(const Args& a, const Stream& s, const StepInputs<NB>& in, const uint8_t* sm) {
   const int lane = threadIdx.x & 31, S = s.S;
   const uint64_t pol = ring::evict_first_policy();
+  const volatile int* ended = reinterpret_cast<const volatile int*>(sm + SM_MISC) + MISC_ENDED;
   unsigned long long full_ns = 0;
-  Cursor c{0, 0, 0, phase_slice(a, 0)};
+  Cursor c{0, 0, 0, 0, phase_slice(a, 0, 0)};
   int slot = 0;       // chunk n's slot, n mod S
   unsigned fill = 0;  // how often that slot was filled before chunk n, mod 2: (n / S) mod 2
-  for (; cursor_valid(a, c); ++c.n, ++c.i, slot = next_slot(slot, S, fill)) {
+  for (; cursor_valid<MANY>(a, c); ++c.n, ++c.i, slot = next_slot(slot, S, fill)) {
     const bool lm = is_lm_head(c.q);
     if (c.n >= S) {  // wait until chunk n - S has been released
       if (c.n == S && step_refused(a, in)) return ring::wait_all_copies();
       const unsigned long long t0 = TIMED ? globaltimer() : 0;
-      ring::bar_wait(s.empty + 8 * slot, fill ^ 1u);
+      while (!ring::bar_try(s.empty + 8 * slot, fill ^ 1u))
+        if (MANY && *ended) return ring::wait_all_copies();
       if (TIMED && !lm) full_ns += globaltimer() - t0;
     }
     const int r = c.i * c.p.rpc;
@@ -214,7 +232,7 @@ __device__ int consume_stream_only(const Args& a, Stream& s) {
   int barriers = 0;
   for (int q = 0; q < NPHASES; ++q) {
     if (a.stop_after >= 0 && q > a.stop_after) break;
-    const int n = nchunks(phase_slice(a, q));
+    const int n = nchunks(phase_slice(a, q, 0));
     for (int c = 0; c < n; c += 8) {
       const int k = min(8, n - c);
       if (warp < k) chunk_wait(s, warp);
