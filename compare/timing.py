@@ -246,7 +246,7 @@ def stream_greedy(tier, first, state, limit: int, stop=(), on_token=None) -> tup
         word, event = words[turn], events[turn]
         turn ^= 1
         word.copy_(ids, non_blocking=True)
-        event.record()
+        event.record(torch.cuda.current_stream(tier.device))  # (the tier's device's stream, whatever device is current)
         return lambda: (event.synchronize(), int(word[0]))[1]
 
     tokens, steps = [], 0

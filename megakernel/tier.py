@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from dataclasses import dataclass
 
 import torch
@@ -153,11 +154,15 @@ class MegakernelTier(Tier):
     part_timing = "kernel timer"
     device_checks = True  # the kernel refuses an id outside the vocabulary (csrc/step_check.cuh)
     per_row_positions = True  # each row's position, split-K and caches are its own (Args::pos, nsplit)
-    many_tokens_per_launch = True  # decode_greedy: one launch (the ring schedule; the others fall back to a launch a step)
     # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
     # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split
     variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split")
     positions_per_split = ATT_POSITIONS_PER_SPLIT
+
+    @property
+    def many_tokens_per_launch(self) -> bool:
+        """decode_greedy runs in one launch in the ring schedule (the others: a launch a step)."""
+        return self.schedule == "ring"
 
     @classmethod
     def unavailable_reason(cls, device) -> str | None:
@@ -464,29 +469,35 @@ class MegakernelTier(Tier):
         """decode_greedy as ONE launch (the ring schedule): every step's ids come from the last
         step's argmax on the device, and each step's ids land in pinned host memory as the step
         ends, where this loop polls them and hands them to on_step while the launch runs on."""
-        if self.schedule != "ring":
+        if self.schedule != "ring" or len(stop_ids) > self.k.MAX_STOP_IDS:  # (the kernel holds MAX_STOP_IDS stop ids)
             return super()._decode_greedy(token_ids, state, steps, stop_ids, on_step)
-        if len(stop_ids) > self.k.MAX_STOP_IDS:
-            raise TierInputError(f"{len(stop_ids)} stop ids; the many-token launch takes at most {self.k.MAX_STOP_IDS}")
-        B = state.batch_size
+        B, V = state.batch_size, self.k.VOCAB
+        landed = lambda row: bool(((row >= 0) & (row < 2 ** 31)).all())  # noqa: E731  (an unwritten word is -1; a
+        # half-written one is negative or >= 2^31; a row with NaN logits has the id 2^31 - 1: the launch ends there)
         out = torch.full((steps, B), -1, dtype=torch.int64, device=self.device)  # unwritten: -1
         stream = torch.full((steps, B), -1, dtype=torch.int64, pin_memory=True)
         words = stream.numpy()  # the same memory: reads see the kernel's writes as they land
         self._launch(state, token_ids, out, steps=steps, stop_ids=stop_ids, stream=stream)
         done = torch.cuda.Event()
-        done.record()
+        done.record(torch.cuda.current_stream(self.device))  # (the launch's stream: this tier's device's current one)
         stops, stopped, n = set(stop_ids), [False] * B, 0
         try:
             while n < steps and not all(stopped):
-                if (words[n] >= 0).all():
+                if landed(words[n]):
                     ids = words[n].tolist()
-                    stopped = [s or i in stops for s, i in zip(stopped, ids)]
+                    stopped = [s or i in stops or i >= V for s, i in zip(stopped, ids)]
                     n += 1
                     if on_step is not None:
                         on_step(n - 1, ids)
-                elif done.query() and not (words[n] >= 0).all():
+                elif done.query() and not landed(words[n]):
                     break  # the launch ended without this step: refused (state.fault), read below
-        finally:  # (on_step may raise: the launch runs to its end whatever the host does, so count what it ran)
+                else:
+                    time.sleep(0)  # (let other threads run between polls)
+        except BaseException as e:  # on_step raised: the launch runs to its end whatever the host does
+            done.synchronize()
+            e.decoded_ids = out[:int((out[:, 0] >= 0).sum())].cpu()  # every step that ran (the last row: the input to go on from)
+            raise
+        finally:  # count what the launch ran
             done.synchronize()
             refused = int(state.fault[0]) != self.k.FAULT_NONE  # (then out[0] holds the input ids, nothing ran)
             ran = 0 if refused else int((out[:, 0] >= 0).sum())

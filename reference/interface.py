@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -270,13 +271,19 @@ class Tier(abc.ABC):
         earlier decodes on with the batch; its later ids are in the result). `on_step(i, ids)` (ids:
         a list of B ints) is called on the host as each step's ids arrive. The state advances n
         steps, exactly as n `decode_argmax` calls would leave it (the last ids are not consumed);
-        if on_step raises, the state still counts every step that ran."""
+        if on_step raises, the state still counts every step that ran, and the exception carries
+        their ids as `e.decoded_ids` ([n, B]: the last row is the input to go on from). A row whose
+        logits hold no maximum (all NaN) ends the steps there (its id is outside the vocabulary; a
+        step fed it is refused)."""
         ids = self._check_step_ids(token_ids, state)
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise TierInputError(f"steps={steps!r}; expected an int >= 1")
-        stops = tuple(dict.fromkeys(stop_ids))  # (each once, in order)
         V = self.config.vocab_size
-        bad = [s for s in stops if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < V]
+        try:
+            stops = tuple(dict.fromkeys(operator.index(s) for s in stop_ids if not isinstance(s, bool)))  # (each once)
+            bad = [s for s in stop_ids if isinstance(s, bool) or not 0 <= operator.index(s) < V]
+        except TypeError:
+            raise TierInputError(f"stop_ids={stop_ids!r}; expected a sequence of token ids (ints in [0, {V}))") from None
         if bad:
             raise TierInputError(f"stop_ids holds {bad[0]!r}; expected token ids (ints in [0, {V}))")
         if on_step is not None and not callable(on_step):
@@ -288,14 +295,19 @@ class Tier(abc.ABC):
     def _decode_greedy(self, token_ids, state, steps, stop_ids, on_step):
         """One decode_argmax per step, each step's ids read on the host before the next step."""
         stops, stopped, rows, cur = set(stop_ids), [False] * state.batch_size, [], token_ids
+        V = self.config.vocab_size
         for i in range(steps):
             cur = self.decode_argmax(cur, state)
             ids = cur.tolist()
             self.check(state)  # (a refused step raises here, the state back where that step started)
             rows.append(ids)
-            stopped = [s or t in stops for s, t in zip(stopped, ids)]
+            stopped = [s or t in stops or not 0 <= t < V for s, t in zip(stopped, ids)]
             if on_step is not None:
-                on_step(i, ids)
+                try:
+                    on_step(i, ids)
+                except BaseException as e:
+                    e.decoded_ids = torch.tensor(rows, dtype=torch.int64)
+                    raise
             if all(stopped):
                 break
         return torch.tensor(rows, dtype=torch.int64)

@@ -138,9 +138,10 @@ def test_a_consumer_that_raises_loses_no_step(mk):
         if i == 3:
             raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as info:
         mk.decode_greedy(first, state, 20, on_step=stop_reading)
     assert state.positions == [start + 20]  # the launch ran all 20 steps
+    assert info.value.decoded_ids.shape == (20, 1)  # and the caller gets their ids (the last: where to go on from)
     one_launch_a_step(mk, first, ref, 20)
     assert_same_state(state, ref)
 

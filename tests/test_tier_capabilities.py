@@ -126,7 +126,10 @@ def test_decode_greedy_refuses_bad_input_and_leaves_the_state(name, tiny_config,
     V = tiny_config.vocab_size
     for kwargs, match in (({"steps": 0}, "steps=0"), ({"steps": True}, "steps=True"), ({"steps": 6}, "exceed"),
                           ({"steps": 2, "stop_ids": [V]}, f"stop_ids holds {V}"),
-                          ({"steps": 2, "stop_ids": ["a"]}, "stop_ids holds 'a'"),
+                          ({"steps": 2, "stop_ids": ["a"]}, r"stop_ids=\['a'\]; expected a sequence"),
+                          ({"steps": 2, "stop_ids": None}, "stop_ids=None; expected a sequence"),
+                          ({"steps": 2, "stop_ids": 5}, "stop_ids=5; expected a sequence"),
+                          ({"steps": 2, "stop_ids": [True]}, "stop_ids holds True"),
                           ({"steps": 2, "on_step": 3}, "on_step must be callable")):
         with pytest.raises(TierInputError, match=match):
             tier.decode_greedy(torch.tensor([4]), state, **kwargs)
@@ -149,9 +152,10 @@ def test_decode_greedy_counts_the_steps_run_when_on_step_raises(name, tiny_confi
         if i == 2:
             raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as info:
         tier.decode_greedy(torch.tensor([4]), state, 5, on_step=stop_reading)
     ran = state.positions[0] - 3
     assert ran >= 3  # (a tier whose launch runs on may have run all 5)
+    assert info.value.decoded_ids.shape == (ran, 1)  # every step that ran, the last row the input to go on from
     tier.decode_argmax(torch.tensor([4]), state)  # and the state decodes on from there
     assert state.positions == [4 + ran]

@@ -109,7 +109,9 @@ __device__ __forceinline__ void argmax_last_block(const Args& a, uint8_t* sm, in
 // a many-token launch's other steps, after the grid barrier that follows the lm_head: every block
 // reduces every row's argmax into its step_token slots (the next step's input ids; block 0 writes
 // them out); lane 0 of warp b adds row b to the rows that have produced a stop id (misc[MISC_STOPPED])
-// -> whether every row has
+// -> whether every row has. A row whose logits were all NaN has no argmax (the id stays 0x7fffffff):
+// the launch ends after this step as if every row had stopped (that id is never fed to the next
+// step's embedding; the host sees it, and a launch fed it refuses it: step_check.cuh)
 template <int NB>
 __device__ __forceinline__ bool argmax_every_block(const Args& a, uint8_t* sm, int step) {
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
@@ -121,7 +123,8 @@ __device__ __forceinline__ bool argmax_every_block(const Args& a, uint8_t* sm, i
       if (blockIdx.x == 0) put_token(a, step, warp, id);
       bool stop = false;
       for (int i = 0; i < a.n_stop_ids; ++i) stop |= id == a.stop_ids[i];
-      if (stop) atomicOr(reinterpret_cast<unsigned*>(misc + MISC_STOPPED), 1u << warp);
+      const unsigned rows = (unsigned)id >= (unsigned)VOCAB ? (1u << NB) - 1 : stop ? 1u << warp : 0u;
+      if (rows) atomicOr(reinterpret_cast<unsigned*>(misc + MISC_STOPPED), rows);
     }
   }
   sync_warps();
