@@ -155,3 +155,17 @@ def test_an_id_outside_the_vocabulary_is_refused_on_the_device(mk):
         mk.decode_greedy(bad, state, 10)  # (a device tensor: checked by the kernel, not the host)
     assert_same_state(state, ref)
     assert torch.equal(mk.decode_greedy(first, state, 10), one_launch_a_step(mk, first, ref, 10))
+
+
+def test_a_row_with_nan_logits_ends_the_launch(mk):
+    """NaN in one row's recurrent state: that row's logits have no maximum, its id is outside the
+    vocabulary (2^31 - 1, as a one-step launch gives it), and the launch ends after that step rather
+    than feed that id's embedding row to the next; the other rows' ids are the one-step launch's."""
+    state, first = prefilled(mk, 3)
+    state.dn_state[1].fill_(float("nan"))
+    ref = mk.clone_state(state)
+    want = mk.decode_argmax(first, ref).cpu()
+    got = mk.decode_greedy(first, state, 10)
+    assert got.shape == (1, 3) and int(got[0, 1]) == 2 ** 31 - 1
+    assert torch.equal(got[0], want)
+    assert state.positions == ref.positions
