@@ -5,8 +5,12 @@ grouped into GEMM (cuBLAS), delta rule (fla), attention (SDPA), ours (csrc/prefi
 other. Against the floors, both measured in the same run (compare/timing.py): matrix FLOPs /
 the dense bf16 rate, weight bytes / the copy bandwidth.
 
-    python -m compare prefill [--pp 520,4096,32768] [--reference-pp 520] [--out DIR]
+    python -m compare prefill [--pp 520,4096,32768] [--depth 16384] [--reference-pp 520] [--out DIR]
     python -m compare prefill --rerender DIR/prefill_bench.json   (derived columns only, no GPU)
+
+`--depth D` adds rows "ppN @ dD": the prefill of N tokens on top of a D-token context (prefilled
+first in 4,096-token chunks, untimed, on every repetition's fresh state): a turn that continues a
+conversation, whose time is the time to first token, and where its kernel time goes.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from reference import ModelConfig, perturb_norms, random_weights
 
 from .common import UsageError, environment
 from .tiers import tier_class, unavailable_reason
-from .timing import Clock, copy_bandwidth, dense_bf16_flops, matrix_flops, random_ids, time_pp, weight_bytes_per_step
+from .timing import (Clock, copy_bandwidth, dense_bf16_flops, matrix_flops, prefill_chunked, random_ids, time_pp,
+                     weight_bytes_per_step)
 
 CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # before GEMM: cuDNN's names hold "sm90_"
               ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
@@ -30,23 +35,35 @@ CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # b
               ("delta rule (fla)", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge")))
 
 
-def pp_row(tier, T: int, reps: int, seed: int = 0):
-    """ppT: `reps` prefills of one random T-token prompt, each on a fresh state, after one
-    untimed prefill (which captures the graph) → tok/s median, min, max and ms."""
+def pp_row(tier, T: int, reps: int, seed: int = 0, depth: int = 0):
+    """ppT (@ d`depth`): `reps` prefills of one random T-token prompt, each on a fresh state
+    (holding a random `depth`-token context first, untimed), after two untimed ones (a shape's
+    graph is captured at its second prefill) → tok/s median, min, max and ms."""
     ids, clock = random_ids(tier.config, T, seed, tier.device), Clock(tier.device)
-    times = [time_pp(tier, ids, clock)[0] for _ in range(reps + 1)][1:]
+    context = random_ids(tier.config, depth, seed + 1, tier.device) if depth else None
+    times = [time_pp(tier, ids, clock, context)[0] for _ in range(reps + 2)][2:]
     tps = [T / t for t in times]
-    return {"T": T, "tok_s_median": statistics.median(tps), "tok_s_min": min(tps), "tok_s_max": max(tps),
+    return {"T": T, "depth": depth, "tok_s_median": statistics.median(tps), "tok_s_min": min(tps), "tok_s_max": max(tps),
             "ms_median": 1000.0 * statistics.median(times), "reps": reps}
 
 
-def breakdown(tier, T: int, seed: int = 0):
-    """GPU time per kernel category in one graph replay (µs), and the number of kernels."""
+def breakdown(tier, T: int, seed: int = 0, depth: int = 0):
+    """GPU time per kernel category in one prefill of T tokens (on top of a `depth`-token context,
+    prefilled first) as the bench runs it (µs), and the number of kernels."""
     from torch.profiler import ProfilerActivity, profile
 
     ids = random_ids(tier.config, T, seed, tier.device)
-    tier.prefill(ids, tier.new_state(max_seq_len=T))  # make sure the graph exists
-    state = tier.new_state(max_seq_len=T)
+    context = random_ids(tier.config, depth, seed + 1, tier.device) if depth else None
+
+    def fresh():
+        state = tier.new_state(max_seq_len=depth + T)
+        if depth:
+            prefill_chunked(tier, context, state)
+        return state
+
+    for _ in range(2):  # make sure the graph exists (captured at a shape's second prefill)
+        tier.prefill(ids, fresh())
+    state = fresh()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         tier.prefill(ids, state)
@@ -69,7 +86,7 @@ def breakdown(tier, T: int, seed: int = 0):
 def derive(row: dict, config, rates: dict) -> dict:
     """Add the figures computed from a measured row and the run's measured rates: achieved
     TFLOP/s, the FLOP floor and the weight-bytes floor."""
-    flops = matrix_flops(config, row["T"])
+    flops = matrix_flops(config, row["T"], row.get("depth", 0))
     row.update(tflops=flops / (row["ms_median"] / 1000.0) / 1e12,
                flop_floor_ms=1000.0 * flops / rates["dense_bf16_flops"],
                bytes_floor_ms=1000.0 * weight_bytes_per_step(config) / rates["copy_bandwidth_Bps"])
@@ -85,7 +102,8 @@ def render(rows, rates: dict) -> str:
         b = r["breakdown"]
         us = lambda c: f"{b.get(c, {}).get('us', 0.0):,.0f}"  # noqa: E731
         n = sum(v["kernels"] for v in b.values())
-        lines.append(f"| pp{r['T']} | {r['tok_s_median']:,.0f} | {r['tok_s_min']:,.0f}–{r['tok_s_max']:,.0f} | "
+        name = f"pp{r['T']}" + (f" @ d{r['depth']}" if r.get("depth") else "")
+        lines.append(f"| {name} | {r['tok_s_median']:,.0f} | {r['tok_s_min']:,.0f}–{r['tok_s_max']:,.0f} | "
                      f"{r['ms_median']:.3f} | {r['tflops']:.0f} | {r['flop_floor_ms']:.3f} | {r['bytes_floor_ms']:.3f} | {us('GEMM (cuBLAS)')} | "
                      f"{us('delta rule (fla)')} | {us('attention (SDPA)')} | {us('ours (prefill.cu)')} | {us('other')} | {n} |")
     return "\n".join(lines) + "\n"
@@ -124,6 +142,9 @@ def lengths(text: str, what: str, allow_zero: bool = False) -> list[int]:
 
 def add_arguments(p):
     p.add_argument("--pp", default="1,63,520,4096,32768", help="prompt lengths (default: %(default)s)")
+    p.add_argument("--depth", default="0",
+                   help="contexts for extra rows `ppN @ dD`: the prompt on top of a D-token context, comma-separated "
+                        "(default: %(default)s: none)")
     p.add_argument("--reps", type=int, default=5, help="repetitions per length, median (default: %(default)s)")
     p.add_argument("--reference-pp", default="520", help="lengths also timed with prefill='reference' (0: none)")
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for prefill_bench.json / .md")
@@ -132,6 +153,12 @@ def add_arguments(p):
 
 def run(args) -> int:
     pp, reference_pp = lengths(args.pp, "--pp"), lengths(args.reference_pp, "--reference-pp", allow_zero=True)
+    depths = lengths(args.depth, "--depth", allow_zero=True)
+    limit = ModelConfig.qwen3_5_0_8b().max_position_embeddings
+    too_long = [(d, T) for d in depths for T in pp if d + T > limit]
+    if too_long:
+        d, T = too_long[0]
+        raise UsageError(f"--depth {d} with --pp {T} needs {d + T} positions; the model has {limit}")
     if args.rerender:
         rerender(args.rerender)
         return 0
@@ -148,11 +175,11 @@ def run(args) -> int:
         raise UsageError(f"no fast prefill here: {tier.prefill_note}")
     rates = {"dense_bf16_flops": dense_bf16_flops("cuda"), "copy_bandwidth_Bps": copy_bandwidth("cuda")}
     rows = []
-    for T in pp:
-        r = pp_row(tier, T, args.reps if T <= 4096 else 3)
-        r["breakdown"] = breakdown(tier, T)
+    for depth, T in [(0, T) for T in pp] + [(d, T) for d in depths for T in pp]:
+        r = pp_row(tier, T, args.reps if T <= 4096 else 3, depth=depth)
+        r["breakdown"] = breakdown(tier, T, depth=depth)
         rows.append(derive(r, config, rates))
-        print(f"pp{T}: {r['tok_s_median']:,.0f} tok/s ({r['ms_median']:.3f} ms; {r['tflops']:.0f} TFLOP/s; "
+        print(f"pp{T}" + (f" @ d{depth}" if depth else "") + f": {r['tok_s_median']:,.0f} tok/s ({r['ms_median']:.3f} ms; {r['tflops']:.0f} TFLOP/s; "
               f"floor {r['flop_floor_ms']:.3f} ms) " + ", ".join(f"{c} {v['us']:.0f} µs/{v['kernels']}"
                                                             for c, v in r["breakdown"].items()), flush=True)
     ref_rows = []

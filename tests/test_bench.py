@@ -353,6 +353,27 @@ def test_prefill_rerender_uses_the_runs_measured_rates(tmp_path, capsys):
     assert "no measured rates in it" in capsys.readouterr().err
 
 
+def test_prefill_rows_on_top_of_a_context_render_and_are_checked(tmp_path, capsys):
+    """`compare prefill --depth`: a "ppN @ dD" row's floor counts the attention over the context, its
+    name says so; a depth and prompt past the model's positions, or not a number, are refused first."""
+    from compare import prefill
+
+    row = {"T": 256, "depth": 16384, "tok_s_median": 15_000.0, "tok_s_min": 14_000.0, "tok_s_max": 16_000.0,
+           "ms_median": 256 / 15.0, "reps": 5, "breakdown": {"attention (SDPA)": {"us": 9000.0, "kernels": 6, "top": []}}}
+    path = tmp_path / "prefill_bench.json"
+    path.write_text(json.dumps({"rates": {"dense_bf16_flops": 700e12, "copy_bandwidth_Bps": 3e12}, "fast": [row]}))
+    assert main(["prefill", "--rerender", str(path)]) == 0
+    (got,) = json.loads(path.read_text())["fast"]
+    config = ModelConfig.qwen3_5_0_8b()
+    assert got["flop_floor_ms"] == pytest.approx(1e3 * prefill.matrix_flops(config, 256, 16384) / 700e12)
+    assert prefill.matrix_flops(config, 256, 16384) > prefill.matrix_flops(config, 256)
+    assert "| pp256 @ d16384 | 15,000 |" in (tmp_path / "prefill_bench.md").read_text()
+    assert main(["prefill", "--pp", "520", "--depth", "262000"]) == 2
+    assert "--depth 262000 with --pp 520 needs 262520 positions" in capsys.readouterr().err
+    assert main(["prefill", "--depth", "lots"]) == 2
+    assert "--depth 'lots': expected comma-separated whole numbers" in capsys.readouterr().err
+
+
 def test_matrix_flops_by_hand():
     """The compute floor's FLOPs: 2 per weight per token, one lm_head row, and per full-attention
     layer QKᵀ and PV over the context and the causal prompt (2·2·pairs·head_dim·heads)."""
