@@ -649,7 +649,9 @@ class TierMachine(RuleBasedStateMachine):
                 state = self.accepted("new_state", lambda: self.tier.new_state(B, seq.state.max_seq_len))
             entries, match = ("decode", "decode_argmax"), "decode on an empty state"
         elif form == "past max_seq_len":
-            entries = ENTRIES if seq.space == 0 else ("prefill",)
+            # a decode step on a full state; a prefill past the end otherwise, and where a row is empty
+            # (reset): a decode step there is refused for the empty row first (it cannot decode at all)
+            entries = ENTRIES if seq.space == 0 and 0 not in state.positions else ("prefill",)
             match = rf"exceed the state's max_seq_len={state.max_seq_len}"
         elif form == "wrong rank":
             match = r"expected \[B, T\]|expected \[B\]"
