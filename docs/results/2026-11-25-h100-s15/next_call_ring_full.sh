@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# For the next session (not run): where B = 8's step waits (issue 19). Branch ring-full-by-phase-s15 (77644aa, on main after the many-token launch)
+# For the next session (not run): where B = 8's step waits (issue 19). Branch ring-full-by-phase-s15 (3c2adb8, on main after the many-token launch)
 # (the producer's waits for a free slot attributed to the phase holding the slot; timing mode only,
 # but every ring kernel's SASS is rescheduled, so A/B it against main before it lands). Prepare:
 #   rm -rf .ab_var && mkdir .ab_var && git archive ring-full-by-phase-s15 reference compare triton_kernels \
