@@ -480,7 +480,7 @@ class MegakernelTier(Tier):
         self._launch(state, token_ids, out, steps=steps, stop_ids=stop_ids, stream=stream)
         done = torch.cuda.Event()
         done.record(torch.cuda.current_stream(self.device))  # (the launch's stream: this tier's device's current one)
-        stops, stopped, n = set(stop_ids), [False] * B, 0
+        stops, stopped, n, raised = set(stop_ids), [False] * B, 0, None
         try:
             while n < steps and not all(stopped):
                 if landed(words[n]):
@@ -494,14 +494,15 @@ class MegakernelTier(Tier):
                 else:
                     time.sleep(0)  # (let other threads run between polls)
         except BaseException as e:  # on_step raised: the launch runs to its end whatever the host does
-            done.synchronize()
-            e.decoded_ids = out[:int((out[:, 0] >= 0).sum())].cpu()  # every step that ran (the last row: the input to go on from)
+            raised = e
             raise
         finally:  # count what the launch ran
             done.synchronize()
             refused = int(state.fault[0]) != self.k.FAULT_NONE  # (then out[0] holds the input ids, nothing ran)
             ran = 0 if refused else int((out[:, 0] >= 0).sum())
             state.positions = [p + ran for p in state.positions]
+            if raised is not None:
+                raised.decoded_ids = out[:ran].cpu()  # every step that ran (the last row: the input to go on from)
         if refused:  # check() raises the refusal as a queued step's and leaves the state where it was
             state.positions = [p + 1 for p in state.positions]
             state.unchecked += 1

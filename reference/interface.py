@@ -280,12 +280,14 @@ class Tier(abc.ABC):
             raise TierInputError(f"steps={steps!r}; expected an int >= 1")
         V = self.config.vocab_size
         try:
-            stops = tuple(dict.fromkeys(operator.index(s) for s in stop_ids if not isinstance(s, bool)))  # (each once)
-            bad = [s for s in stop_ids if isinstance(s, bool) or not 0 <= operator.index(s) < V]
+            given = list(stop_ids)  # (once: an iterator is read one time)
+            ints = [operator.index(s) for s in given]
         except TypeError:
             raise TierInputError(f"stop_ids={stop_ids!r}; expected a sequence of token ids (ints in [0, {V}))") from None
+        bad = [s for s, i in zip(given, ints) if isinstance(s, bool) or not 0 <= i < V]
         if bad:
             raise TierInputError(f"stop_ids holds {bad[0]!r}; expected token ids (ints in [0, {V}))")
+        stops = tuple(dict.fromkeys(ints))  # (each once, in order)
         if on_step is not None and not callable(on_step):
             raise TierInputError(f"on_step must be callable (on_step(i, ids)) or None; got {type(on_step).__name__}")
         self.check(state)

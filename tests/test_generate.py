@@ -183,6 +183,28 @@ def test_samples_stay_in_top_k_and_the_nucleus(values, top_k, top_p, seed):
     assert torch.softmax(kept, -1)[:rank].sum() < top_p + 1e-5  # the likelier ones had not reached top_p
 
 
+def tiny_greedy_run(n):
+    """The tiny reference tier (fp32, seed 0), a fresh-state factory (→ the state after the prompt
+    5, 6, 7 and its first greedy id) and the first n greedy ids of a plain decode_argmax loop."""
+    import torch
+
+    from reference import ReferenceTier, random_weights
+
+    config = ModelConfig.tiny()
+    tier = ReferenceTier(config, random_weights(config, seed=0), device="cpu", dtype=torch.float32)
+
+    def fresh():
+        state = tier.new_state(1, 32)
+        return state, tier.prefill(torch.tensor([[5, 6, 7]]), state).argmax(-1)
+
+    state, ids = fresh()
+    want = [int(ids[0])]
+    for _ in range(n - 1):
+        ids = tier.decode_argmax(ids, state)
+        want.append(int(ids[0]))
+    return tier, fresh, want
+
+
 def test_stream_greedy_against_a_loop_that_waits():
     """timing.stream_greedy gives the tokens of a plain decode_argmax loop; at a stop id it returns
     the tokens before it with one step launched past them (the one queued ahead), and with
@@ -190,21 +212,8 @@ def test_stream_greedy_against_a_loop_that_waits():
     import torch
 
     from compare.timing import stream_greedy
-    from reference import ReferenceTier, random_weights
 
-    config = ModelConfig.tiny()
-    tier = ReferenceTier(config, random_weights(config, seed=0), device="cpu", dtype=torch.float32)
-    prompt = torch.tensor([[5, 6, 7]])
-
-    def fresh():
-        state = tier.new_state(1, 32)
-        return state, tier.prefill(prompt, state).argmax(-1)
-
-    state, ids = fresh()
-    want = [int(ids[0])]
-    for _ in range(5):
-        ids = tier.decode_argmax(ids, state)
-        want.append(int(ids[0]))
+    tier, fresh, want = tiny_greedy_run(6)
     state, first = fresh()
     seen = []
     tokens, reason, steps = stream_greedy(tier, first, state, 6, on_token=seen.append)
@@ -232,21 +241,8 @@ def test_launch_greedy_stops_at_a_stop_id_without_consuming_it():
     import torch
 
     from compare import timing
-    from reference import ReferenceTier, random_weights
 
-    config = ModelConfig.tiny()
-    tier = ReferenceTier(config, random_weights(config, seed=0), device="cpu", dtype=torch.float32)
-    prompt = torch.tensor([[5, 6, 7]])
-
-    def fresh():
-        state = tier.new_state(1, 32)
-        return state, tier.prefill(prompt, state).argmax(-1)
-
-    state, ids = fresh()
-    want = [int(ids[0])]
-    for _ in range(7):
-        ids = tier.decode_argmax(ids, state)
-        want.append(int(ids[0]))
+    tier, fresh, want = tiny_greedy_run(8)
     state, first = fresh()
     seen = []
     tokens, reason, steps = timing.launch_greedy(tier, first, state, 6, on_token=seen.append)
