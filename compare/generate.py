@@ -10,7 +10,11 @@ to stdout; notes and the speed report go to stderr. Greedy decoding streams each
 is produced and the device never waits for the printing (timing.greedy_tokens): the megakernel
 runs every step in ONE launch (`decode_greedy`, each token landing in pinned host memory as its
 step ends, the launch ending at the EOS); the other tiers use their fused argmax and queue each
-step before the previous token is read (at the cost of one step past an EOS).
+step before the previous token is read (at the cost of one step past an EOS). `--temperature`
+alone draws each token with reference/sampling.py (the Gumbel-max draw every tier makes from its
+logits, keyed by the seed, the row and the position: a seed gives the same text on every tier; the
+megakernel draws on the device, in the same one launch, `decode_sample`); with `--top-k` or
+`--top-p` the host sampler draws (compare/sampling.py), one decode a step.
 
 `--num-return-sequences N` decodes N samples of the prompt together in one batch state
 (the prompt prefilled into every row at once), each row sampled with its own generator
@@ -34,7 +38,7 @@ from reference.config import is_count, read_json_object
 from .common import UsageError, add_nonfinite_argument, pick_device
 from .progress import Progress
 from .sampling import choose
-from .timing import greedy_tokens
+from .timing import greedy_tokens, launch_greedy
 from .tiers import TIERS, load_tier, unavailable_reason
 
 DEFAULT_TIER_ORDER = ("megakernel", "triton", "reference")  # on a GPU, the first this machine runs
@@ -246,8 +250,13 @@ def run(args) -> int:
     state = tier.new_state(1, len(ids) + args.max_new_tokens)
     gen = torch.Generator().manual_seed(args.seed)
     pick = lambda logits: choose(logits[0], args.temperature, args.top_k, args.top_p, gen)  # noqa: E731
+    # temperature alone: the draw every tier makes (reference/sampling.py; the megakernel in one
+    # launch); with top-k / top-p: the host sampler (compare/sampling.py), a decode a step
+    spec_draw = args.temperature > 0 and args.top_k == 0 and args.top_p == 1.0
+    seed32 = args.seed & 0xFFFFFFFF
     sampling = "greedy" if args.temperature == 0 else (
-        f"temperature {args.temperature}, top-k {args.top_k or 'all'}, top-p {args.top_p}, seed {args.seed}")
+        f"temperature {args.temperature}, top-k {args.top_k or 'all'}, top-p {args.top_p}, seed {args.seed}"
+        + (" (reference/sampling.py's draw)" if spec_draw else " (the host sampler)"))
     note(f"tier {tier_name} on {device} | {len(ids)} prompt tokens | {sampling}")
 
     t0 = time.perf_counter()
@@ -262,6 +271,16 @@ def run(args) -> int:
             ahead = " in one launch" if steps else ""
         else:
             ahead = " (one queued ahead past the EOS)" if reason.startswith("EOS") and tokens else ""
+        new = len(tokens)
+    elif spec_draw:  # every token streamed as it is drawn (the megakernel: on the device, in one launch)
+        from reference.sampling import sample
+
+        first = sample(logits, args.temperature, seed32, [len(ids) - 1])  # (the prompt's last token decoded)
+        t_prompt = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        tokens, reason, steps = launch_greedy(tier, first.to(tier.device), state, args.max_new_tokens, stop, stream.push,
+                                              temperature=args.temperature, seed=seed32)
+        ahead = " in one launch" if steps and tier.many_tokens_per_launch else ""
         new = len(tokens)
     else:
         token = pick(logits)  # choosing reads the logits: the GPU is done

@@ -198,9 +198,11 @@ def greedy_tokens(tier, first, state, limit: int, stop=(), on_token=None) -> tup
     return run(tier, first, state, limit, stop, on_token)
 
 
-def launch_greedy(tier, first, state, limit: int, stop=(), on_token=None) -> tuple[list[int], str, int]:
+def launch_greedy(tier, first, state, limit: int, stop=(), on_token=None, temperature: float = 0.0,
+                  seed: int = 0) -> tuple[list[int], str, int]:
     """Greedy decoding through `tier.decode_greedy` (the megakernel: ONE launch runs every step,
-    each step's token lands in pinned host memory as the step ends and is handed on from there):
+    each step's token lands in pinned host memory as the step ends and is handed on from there), or
+    at `temperature` > 0 sampling through `tier.decode_sample` (reference/sampling.py's draw, `seed`):
     `limit` tokens at most, the first of them `first`; stops at an id in `stop` (not kept, and not
     consumed: the launch ends after the step that produced it) → (the tokens, why, decode steps run)."""
     stop, token = set(stop), int(first[0])
@@ -220,7 +222,10 @@ def launch_greedy(tier, first, state, limit: int, stop=(), on_token=None) -> tup
         if on_token is not None:
             on_token(ids[0])
 
-    ran = tier.decode_greedy(first.reshape(1), state, limit - 1, stop_ids=sorted(stop), on_step=on_step)
+    if temperature > 0:
+        ran = tier.decode_sample(first.reshape(1), state, limit - 1, temperature, seed, stop_ids=sorted(stop), on_step=on_step)
+    else:
+        ran = tier.decode_greedy(first.reshape(1), state, limit - 1, stop_ids=sorted(stop), on_step=on_step)
     return tokens, reason[0], ran.shape[0]
 
 

@@ -424,17 +424,18 @@ class MegakernelTier(Tier):
         return min(self.ring_slots, self.ring_slots_by_batch[batch_size - 1])
 
     def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1,
-                steps=1, stop_ids=(), stream=None):
+                steps=1, stop_ids=(), stream=None, temperature=0.0, seed=0):
         """One decode launch, row b at position state.positions[b] (the caller advances them): one
         step, or `steps` (out_token [steps, B]; `stream`: pinned [steps, B] the kernel writes as each
-        step ends; ends early after the step where every row has produced one of `stop_ids`)."""
+        step ends; ends early after the step where every row has produced one of `stop_ids`); each
+        step's ids the argmax, or at `temperature` > 0 reference/sampling.py's draw with `seed`."""
         self._check_variant()
         if state.batch_size > 1 and self.schedule == "register":
             raise TierInputError(f"schedule='register' decodes batch 1 only (its warps hold their weights in registers); "
                                  f"this state has {state.batch_size} rows: use schedule='ring' (batch 1..{self.max_batch})")
-        if steps > 1 and self.schedule != "ring":
-            raise TierInputError(f"schedule={self.schedule!r} runs one step per launch; decode_greedy's many-token "
-                                 "launch needs schedule='ring'")
+        if (steps > 1 or temperature > 0) and self.schedule != "ring":
+            raise TierInputError(f"schedule={self.schedule!r} runs one greedy step per launch; the many-token "
+                                 "launch (decode_greedy, decode_sample) needs schedule='ring'")
         if self.debug_poison:
             self.poison(state)
         none32, none64 = self._nothing[torch.float32], self._nothing[torch.int64]
@@ -443,8 +444,8 @@ class MegakernelTier(Tier):
             state.dn_state, state.conv_ring, state.k_cache, state.v_cache, state.rope, self.workspace, self.sync,
             token_ids.contiguous(), out_token, state.fault, none32 if logits is None else logits, none32 if trace is None else trace,
             none64 if times is None else times, none64 if stream is None else stream, state.positions,
-            self.positions_per_split, steps, list(stop_ids), self.grid, SCHEDULES.index(self.schedule),
-            self.ring_slots_for(state.batch_size), stop_after)
+            self.positions_per_split, steps, list(stop_ids), float(temperature), int(seed), self.grid,
+            SCHEDULES.index(self.schedule), self.ring_slots_for(state.batch_size), stop_after)
 
     def _decode(self, token_ids, state, trace):
         k, B = self.k, state.batch_size
@@ -466,18 +467,27 @@ class MegakernelTier(Tier):
 
     # ---- many tokens per launch -------------------------------------------------------
     def _decode_greedy(self, token_ids, state, steps, stop_ids, on_step):
-        """decode_greedy as ONE launch (the ring schedule): every step's ids come from the last
-        step's argmax on the device, and each step's ids land in pinned host memory as the step
-        ends, where this loop polls them and hands them to on_step while the launch runs on."""
         if self.schedule != "ring" or len(stop_ids) > self.k.MAX_STOP_IDS:  # (the kernel holds MAX_STOP_IDS stop ids)
             return super()._decode_greedy(token_ids, state, steps, stop_ids, on_step)
+        return self._decode_launch(token_ids, state, steps, stop_ids, on_step)
+
+    def _decode_sample(self, token_ids, state, steps, temperature, seed, stop_ids, on_step):
+        if self.schedule != "ring" or len(stop_ids) > self.k.MAX_STOP_IDS:
+            return super()._decode_sample(token_ids, state, steps, temperature, seed, stop_ids, on_step)
+        return self._decode_launch(token_ids, state, steps, stop_ids, on_step, temperature, seed)
+
+    def _decode_launch(self, token_ids, state, steps, stop_ids, on_step, temperature=0.0, seed=0):
+        """decode_greedy / decode_sample as ONE launch (the ring schedule): every step's ids come
+        from the last step's argmax (or draw) on the device, and each step's ids land in pinned host
+        memory as the step ends, where this loop polls them and hands them to on_step while the
+        launch runs on."""
         B, V = state.batch_size, self.k.VOCAB
         landed = lambda row: bool(((row >= 0) & (row < 2 ** 31)).all())  # noqa: E731  (an unwritten word is -1; a
         # half-written one is negative or >= 2^31; a row with NaN logits has the id 2^31 - 1: the launch ends there)
         out = torch.full((steps, B), -1, dtype=torch.int64, device=self.device)  # unwritten: -1
         stream = torch.full((steps, B), -1, dtype=torch.int64, pin_memory=True)
         words = stream.numpy()  # the same memory: reads see the kernel's writes as they land
-        self._launch(state, token_ids, out, steps=steps, stop_ids=stop_ids, stream=stream)
+        self._launch(state, token_ids, out, steps=steps, stop_ids=stop_ids, stream=stream, temperature=temperature, seed=seed)
         done = torch.cuda.Event()
         done.record(torch.cuda.current_stream(self.device))  # (the launch's stream: this tier's device's current one)
         stops, stopped, n, raised = set(stop_ids), [False] * B, 0, None

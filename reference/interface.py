@@ -10,6 +10,9 @@ A tier is built from (config, weights, device, dtype) and offers
                                                       → ids [n, B] int64 on the CPU: up to `steps` greedy
                                                         steps, each fed the last one's ids, handed to
                                                         on_step(i, ids) as they arrive
+    decode_sample(token_ids [B] int64, state, steps, temperature, seed=0, stop_ids=(), on_step=None)
+                                                      → the same with each id drawn at `temperature`
+                                                        (reference/sampling.py: the draw every tier makes)
     reset_row(state, r)                               → row r empty again (position 0), the others untouched
     check(state)                                      → raises what the device refused since the last check
 
@@ -264,6 +267,29 @@ class Tier(abc.ABC):
         self._advance_unchecked(state)
         return next_ids
 
+    def decode_sample(self, token_ids, state, steps, temperature, seed=0, stop_ids=(), on_step=None) -> torch.Tensor:
+        """`decode_greedy`'s steps with each step's ids drawn at `temperature` (> 0) instead of the
+        argmax: reference/sampling.py's draw (the Gumbel-max trick, its noise keyed by `seed`, the
+        row and the position decoded), so every tier draws the same ids from the same logits and a
+        seed repeats a run. → the ids [n, B] int64 on the CPU; the same stop ids, on_step and state
+        rules as decode_greedy."""
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < float("inf"):
+            raise TierInputError(f"temperature={temperature!r}; expected a finite number > 0 (greedy: decode_greedy)")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
+            raise TierInputError(f"seed={seed!r}; expected an int in [0, 2**32)")
+        ids, stops = self._check_steps(token_ids, state, steps, stop_ids, on_step)
+        return self._decode_sample(ids, state, steps, float(temperature), seed, stops, on_step)
+
+    def _decode_sample(self, token_ids, state, steps, temperature, seed, stop_ids, on_step):
+        """One `decode` a step, each step's logits drawn from on the host (reference/sampling.py)."""
+        from .sampling import sample
+
+        def step(cur):
+            positions = list(state.positions)  # (the positions this step's tokens are decoded at)
+            return sample(self.decode(cur, state), temperature, seed, positions)
+
+        return self._steps(token_ids, state, steps, stop_ids, on_step, step)
+
     def decode_greedy(self, token_ids, state, steps, stop_ids=(), on_step=None) -> torch.Tensor:
         """Up to `steps` greedy decode steps: the first fed `token_ids` [B], each later one the last
         one's ids. → the ids [n, B] int64 on the CPU (row i: step i's argmax), n <= steps: it ends
@@ -275,6 +301,11 @@ class Tier(abc.ABC):
         their ids as `e.decoded_ids` ([n, B]: the last row is the input to go on from). A row whose
         logits hold no maximum (all NaN) ends the steps there (its id is outside the vocabulary; a
         step fed it is refused)."""
+        ids, stops = self._check_steps(token_ids, state, steps, stop_ids, on_step)
+        return self._decode_greedy(ids, state, steps, stops, on_step)
+
+    def _check_steps(self, token_ids, state, steps, stop_ids, on_step):
+        """decode_greedy's and decode_sample's checks → (the ids on this tier's device, the stop ids once each)."""
         ids = self._check_step_ids(token_ids, state)
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise TierInputError(f"steps={steps!r}; expected an int >= 1")
@@ -292,16 +323,21 @@ class Tier(abc.ABC):
             raise TierInputError(f"on_step must be callable (on_step(i, ids)) or None; got {type(on_step).__name__}")
         self.check(state)
         self._check_state(state, ids.shape[0], steps, step=True)
-        return self._decode_greedy(ids, state, steps, stops, on_step)
+        return ids, stops
 
     def _decode_greedy(self, token_ids, state, steps, stop_ids, on_step):
         """One decode_argmax per step, each step's ids read on the host before the next step."""
+        return self._steps(token_ids, state, steps, stop_ids, on_step, lambda cur: self.decode_argmax(cur, state))
+
+    def _steps(self, token_ids, state, steps, stop_ids, on_step, step):
+        """`steps` calls of step(ids) -> next ids, each read on the host, until every row has produced a stop id."""
         stops, stopped, rows, cur = set(stop_ids), [False] * state.batch_size, [], token_ids
         V = self.config.vocab_size
         for i in range(steps):
-            cur = self.decode_argmax(cur, state)
+            cur = step(cur)
             ids = cur.tolist()
             self.check(state)  # (a refused step raises here, the state back where that step started)
+            cur = cur.to(self.device)
             rows.append(ids)
             stopped = [s or t in stops or not 0 <= t < V for s, t in zip(stopped, ids)]
             if on_step is not None:

@@ -284,3 +284,24 @@ def test_launch_greedy_stops_at_a_stop_id_without_consuming_it():
             timing.launch_greedy, timing.stream_greedy = orig
     assert calls == ["launch", "stream"]
 
+
+def test_temperature_alone_is_the_specs_draw(capsys):
+    """--temperature without --top-k / --top-p: the tokens reference/sampling.py draws (the first from
+    the prompt's logits at its last position, the rest by decode_sample), the same for a seed and
+    other for another."""
+    import torch
+
+    from reference import ModelConfig, ReferenceTier, random_weights, sampling
+
+    args = ["--tier", "reference", "--config", "tiny", "--prompt-ids", "1,2,3", "--max-new-tokens", "6",
+            "--temperature", "2"]
+    a, b, c = (run(capsys, *args, "--seed", s) for s in ("5", "5", "6"))
+    assert a[0] == 0 and a[1] == b[1] and a[1] != c[1]
+    assert "reference/sampling.py's draw" in a[2]
+    config = ModelConfig.tiny()
+    tier = ReferenceTier(config, random_weights(config, seed=5, dtype=torch.bfloat16), device="cpu", dtype=torch.bfloat16)  # (generate seeds the weights with --seed)
+    state = tier.new_state(1, 9)
+    first = sampling.sample(tier.prefill(torch.tensor([[1, 2, 3]]), state), 2.0, 5, [2])
+    want = [int(first[0])] + tier.decode_sample(first, state, 5, 2.0, seed=5)[:, 0].tolist()
+    assert [int(t) for t in a[1].split()] == want
+

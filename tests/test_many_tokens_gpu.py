@@ -169,3 +169,56 @@ def test_a_row_with_nan_logits_ends_the_launch(mk):
     assert got.shape == (1, 3) and int(got[0, 1]) == 2 ** 31 - 1
     assert torch.equal(got[0], want)
     assert state.positions == ref.positions
+
+
+# ---- sampling on the device (reference/sampling.py: the Gumbel-max draw inside the argmax) ----
+
+def test_sampled_launch_is_the_specs_draw_at_every_step(mk):
+    """decode_sample in one launch: replayed a launch a step with the same ids fed in, every step's
+    ids are reference/sampling.py's draw from the one-step kernel's logits (at most one near-tie of
+    48 apart: the device's logf against torch's log), and the state ends in the same bits."""
+    from reference import sampling
+
+    state, first = prefilled(mk, 3)
+    replay = mk.clone_state(state)
+    got = mk.decode_sample(first, state, 16, temperature=1.0, seed=7)
+    assert got.shape == (16, 3)
+    cur, apart = first, 0
+    for i in range(16):
+        positions = list(replay.positions)
+        want = sampling.sample(mk.decode(cur, replay), 1.0, 7, positions)
+        apart += int((want != got[i]).sum())
+        cur = got[i].to(mk.device)  # (the launch's ids go on, as the launch fed them)
+    assert apart <= 1, apart
+    assert_same_state(state, replay)
+    again = mk.decode_sample(first, prefilled(mk, 3)[0], 16, temperature=1.0, seed=7)
+    assert torch.equal(got, again)  # a seed repeats a run
+
+
+def test_sampled_ids_follow_the_softmax(mk):
+    """2,000 draws of one step from one state (8 copies of a row per launch, each row its own
+    noise): the counts of the likeliest ids and of the rest against softmax(logits / T) from the
+    one-step kernel's logits, T set so the likeliest id has ~30% (a chi-square test)."""
+    state1, first1 = prefilled(mk, 1)
+    logits = mk.decode(first1, mk.clone_state(state1))[0].float()
+    lo, hi = 1e-3, 1e3  # T where the top probability is 0.3
+    for _ in range(60):
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if float(torch.softmax(logits / mid, -1).max()) > 0.3 else (lo, mid)
+    T = (lo * hi) ** 0.5
+    p = torch.softmax(logits / T, -1).cpu()
+    top = torch.argsort(p, descending=True)[:12]
+    top = top[p[top] * 2000 >= 5]
+    state = mk.new_state(8, 64)
+    for r in range(8):
+        mk.prefill(random_ids(16, seed=70), state, row=r)  # 8 copies of prefilled(mk, 1)'s row
+    ids = torch.full((8,), int(first1[0]), dtype=torch.int64)
+    counts = torch.zeros(p.numel())
+    for seed in range(250):
+        counts += torch.bincount(mk.decode_sample(ids, mk.clone_state(state), 1, temperature=T, seed=seed)[0],
+                                 minlength=p.numel()).float()
+    expect = torch.cat([p[top] * 2000, (1 - p[top].sum()).view(1) * 2000])
+    seen = torch.cat([counts[top], (2000 - counts[top].sum()).view(1)])
+    chi2 = float(((seen - expect) ** 2 / expect.clamp_min(1e-9)).sum())
+    df = len(expect) - 1
+    assert chi2 < df + 6 * (2 * df) ** 0.5, (chi2, df, seen.tolist(), expect.tolist())  # ~6 sigma of chi2(df)

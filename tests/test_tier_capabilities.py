@@ -159,3 +159,41 @@ def test_decode_greedy_counts_the_steps_run_when_on_step_raises(name, tiny_confi
     assert info.value.decoded_ids.shape == (ran, 1)  # every step that ran, the last row the input to go on from
     tier.decode_argmax(torch.tensor([4]), state)  # and the state decodes on from there
     assert state.positions == [4 + ran]
+
+
+@pytest.mark.parametrize("name", tiers_here())
+def test_decode_sample_is_the_specs_draw_step_by_step(name, tiny_config, tiny_weights):
+    """decode_sample: each step's ids are reference/sampling.py's draw from that step's logits at the
+    positions it decodes (rows at different positions), the same seed the same ids, another seed
+    other ids; the state advanced by the steps run."""
+    from reference import sampling
+
+    tier = load_tier(name, tiny_config, tiny_weights, device="cpu", dtype=torch.float32)
+
+    def fresh():
+        state = tier.new_state(batch_size=2, max_seq_len=32)
+        if tier.per_row_positions:
+            tier.prefill(torch.tensor([[1, 2, 3]]), state, row=0)
+            tier.prefill(torch.tensor([[4, 5, 6, 7, 8]]), state, row=1)
+        else:
+            tier.prefill(torch.tensor([[1, 2, 3], [4, 5, 6]]), state)
+        return state
+
+    state, cur, want = fresh(), torch.tensor([9, 10]), []
+    for _ in range(6):
+        positions = list(state.positions)
+        cur = sampling.sample(tier.decode(cur, state), 1.5, 42, positions)
+        want.append(cur.tolist())
+    got = tier.decode_sample(torch.tensor([9, 10]), (s := fresh()), 6, 1.5, seed=42)
+    assert got.tolist() == want and s.positions == state.positions
+    other = tier.decode_sample(torch.tensor([9, 10]), fresh(), 6, 1.5, seed=43)
+    assert other.tolist() != want
+    with pytest.raises(TierInputError, match="temperature=0"):
+        tier.decode_sample(torch.tensor([9, 10]), s, 2, 0)
+    with pytest.raises(TierInputError, match="temperature=inf"):
+        tier.decode_sample(torch.tensor([9, 10]), s, 2, float("inf"))
+    with pytest.raises(TierInputError, match="seed=-1"):
+        tier.decode_sample(torch.tensor([9, 10]), s, 2, 1.0, seed=-1)
+    with pytest.raises(TierInputError, match=r"seed=4294967296"):
+        tier.decode_sample(torch.tensor([9, 10]), s, 2, 1.0, seed=2 ** 32)
+    assert s.positions == state.positions

@@ -10,6 +10,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <cmath>
 #include <mutex>
 
 #include "megakernel.cuh"
@@ -72,8 +73,8 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
             const Tensor& conv_ring, const Tensor& k_cache, const Tensor& v_cache, const Tensor& rope,
             const Tensor& workspace, const Tensor& sync, const Tensor& token, const Tensor& next_token,
             const Tensor& fault, const Tensor& logits, const Tensor& trace, const Tensor& times, const Tensor& stream,
-            c10::IntArrayRef pos, int64_t positions_per_split, int64_t steps, c10::IntArrayRef stop_ids, int64_t grid,
-            int64_t schedule, int64_t ring_slots, int64_t stop_after) {
+            c10::IntArrayRef pos, int64_t positions_per_split, int64_t steps, c10::IntArrayRef stop_ids, double temperature,
+            int64_t seed, int64_t grid, int64_t schedule, int64_t ring_slots, int64_t stop_after) {
   using namespace mk;
   const char* op = "qwen35_megakernel.decode";
   const auto bf = torch::kBFloat16, f32 = torch::kFloat32;
@@ -94,12 +95,16 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   check_tensor(sync, op, "sync", torch::kInt32, {SYNC_WORDS});
   check_tensor(token, op, "token", torch::kInt64, {B});
   TORCH_CHECK(steps >= 1 && steps <= max_seq, op, ": steps ", steps, " outside [1, max_seq=", max_seq, "]");
-  TORCH_CHECK(steps == 1 || (!logits.numel() && !trace.numel() && !times.numel() && stop_after == -1 && schedule != SCHEDULE_STREAM_ONLY),
-              op, ": a launch of ", steps, " steps writes no logits, trace or stamps and runs to the end (stop_after -1), "
-              "never in the stream-only schedule");
+  TORCH_CHECK((steps == 1 && temperature == 0.0) ||
+                  (!logits.numel() && !trace.numel() && !times.numel() && stop_after == -1 && schedule == SCHEDULE_RING),
+              op, ": a launch of ", steps, " steps or at temperature ", temperature, " (the many-token kernel) writes no "
+              "logits, trace or stamps, runs to the end (stop_after -1) and needs the ring schedule");
   check_tensor(next_token, op, "next_token", torch::kInt64, {});
   TORCH_CHECK(next_token.numel() == steps * B, op, ": next_token has ", next_token.numel(), " elements; expected steps x B = ",
               steps * B);
+  TORCH_CHECK(temperature == 0.0 || (temperature > 0.0 && std::isfinite(temperature)), op, ": temperature ", temperature,
+              " must be 0 (the argmax) or finite and > 0");
+  TORCH_CHECK(seed >= 0 && seed <= 0xFFFFFFFFll, op, ": seed ", seed, " outside [0, 2^32)");
   TORCH_CHECK((int64_t)stop_ids.size() <= MAX_STOP_IDS, op, ": ", stop_ids.size(), " stop ids; at most ", MAX_STOP_IDS);
   for (int64_t id : stop_ids) TORCH_CHECK(id >= 0 && id < VOCAB, op, ": stop id ", id, " outside [0, ", VOCAB, ")");
   int64_t* stream_ptr = nullptr;
@@ -179,6 +184,8 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   }
   a.steps = static_cast<int>(steps);
   a.n_stop_ids = static_cast<int>(stop_ids.size());
+  a.temperature = static_cast<float>(temperature);
+  a.seed = static_cast<unsigned>(seed);
   for (size_t i = 0; i < stop_ids.size(); ++i) a.stop_ids[i] = static_cast<int>(stop_ids[i]);
   a.stop_after = static_cast<int>(stop_after);
   a.schedule = static_cast<int>(schedule);
@@ -368,7 +375,8 @@ TORCH_LIBRARY(qwen35_megakernel, m) {
       "decode(Tensor layer_table, Tensor embed, Tensor final_norm, Tensor(a!) dn_state, Tensor(b!) conv_ring, "
       "Tensor(c!) k_cache, Tensor(d!) v_cache, Tensor rope, Tensor(e!) workspace, Tensor(f!) sync, Tensor token, "
       "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, Tensor(l!) stream, "
-      "int[] pos, int positions_per_split, int steps, int[] stop_ids, int grid, int schedule, int ring_slots, int stop_after) -> ()");
+      "int[] pos, int positions_per_split, int steps, int[] stop_ids, float temperature, int seed, int grid, int schedule, "
+      "int ring_slots, int stop_after) -> ()");
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");
   m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, int start, Tensor conv_w, Tensor a_log, "

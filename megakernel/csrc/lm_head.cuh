@@ -17,9 +17,25 @@ namespace {
 
 __device__ __forceinline__ bool better(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
 
+// ---- sampling (reference/sampling.py, the same function): key_i = logit_i * (1 / T) + g_i, the
+// Gumbel noise g_i = -log(-log(u_i)) from a hash of (seed, position, row, i); the argmax of the keys
+// is a draw from softmax(logit / T) ----
+__device__ __forceinline__ uint32_t fmix32(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  return h ^ (h >> 16);
+}
+constexpr float GUMBEL_MAX = 16.7f;  // above every g (u <= 1 - 2^-24: g <= ~16.64)
+__device__ __forceinline__ float sampling_key(float logit, float inv_t, uint32_t row_key, int i) {
+  const float u = ((float)(fmix32(row_key ^ (uint32_t)i) >> 9) + 0.5f) * (1.f / 8388608.f);  // 2^-23
+  return __fadd_rn(__fmul_rn(logit, inv_t), -logf(-logf(u)));
+}
+
 // (MANY: a many-token launch's kernel, which writes no trace, stamps or logits: compiled out there)
 template <int NB, bool MANY, class Loader>
-__device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
+__device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
@@ -36,9 +52,16 @@ __device__ __forceinline__ void lm_head(const Args& a, uint8_t* sm, uint4 (&wv)[
   // a batch thread b * 64 + k sees rows k, k + 64, ... of batch row b, warps 2b, 2b+1 all of them
   float best = -INFINITY;
   int besti = 0x7fffffff;
+  const bool sampling = MANY && a.temperature > 0.f;  // (the many-token kernel: the best key, not the best logit)
+  const float inv_t = sampling ? 1.f / a.temperature : 0.f;
   matvec_rows<NB>(ld, n, xs, wv, [&](int i, int b, float dot) {
-    const float v = bfr(dot);  // logits are bf16 in the model dtype
+    float v = bfr(dot);  // logits are bf16 in the model dtype
     if (!MANY && a.logits) a.logits[(size_t)b * VOCAB + r0 + i] = v;
+    if (sampling) {
+      if (__fadd_rn(__fmul_rn(v, inv_t), GUMBEL_MAX) < best) return;  // its key cannot win: no noise needed
+      const uint32_t row_key = fmix32(fmix32(fmix32(a.seed) ^ (uint32_t)row_pos(a, b, step)) ^ (uint32_t)b);
+      v = sampling_key(v, inv_t, row_key, r0 + i);
+    }
     if (better(v, r0 + i, best, besti)) { best = v; besti = r0 + i; }
   });
   if constexpr (NB > 1) {

@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
     const uint4 params = RING ? wv[4] : phase_params(a, q, step);  // (the ring schedule loaded them before the barrier)
     if (is_lm_head(q)) {
       auto ld = LoaderOf<RING>::make(a, q, step, st);
-      lm_head<NB, MANY>(a, sm, wv, ld, params);
+      lm_head<NB, MANY>(a, step, sm, wv, ld, params);
       const int k = step * STEP_BARRIERS + NBARRIERS;
       if (!MANY || step == a.steps - 1) return argmax_last_block<NB>(a, sm, step, k);
       // a many-token launch between two steps: one more grid barrier, then every block the argmax
@@ -238,11 +238,12 @@ cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
   if (ring && (a.ring_slots < RING_MIN_SLOTS || a.ring_slots > RING_MAX_SLOTS)) return cudaErrorInvalidValue;
   if (a.positions_per_split < 1 || a.n_stop_ids < 0 || a.n_stop_ids > MAX_STOP_IDS) return cudaErrorInvalidValue;
   // many steps: the ring schedule, no logits, trace, stamps or early stop (one step's worth of each)
-  if (a.steps < 1 || (a.steps > 1 && (a.logits || a.trace || a.times || a.stop_after >= 0 || a.schedule != SCHEDULE_RING)))
+  const bool many = a.steps > 1 || a.temperature > 0.f;  // (sampling runs in the many-token kernel, at any steps)
+  if (a.steps < 1 || !(a.temperature >= 0.f) || (many && (a.logits || a.trace || a.times || a.stop_after >= 0 || a.schedule != SCHEDULE_RING)))
     return cudaErrorInvalidValue;
   Args copy = a;
   void* params[] = {&copy};
-  return cudaLaunchCooperativeKernel(kernel_fn(ring, a.batch, a.steps > 1), dim3(grid), dim3(ring ? THREADS + 32 : THREADS), params,
+  return cudaLaunchCooperativeKernel(kernel_fn(ring, a.batch, a.steps > 1 || a.temperature > 0.f), dim3(grid), dim3(ring ? THREADS + 32 : THREADS), params,
                                      ring ? ring_smem_bytes(a.batch, a.ring_slots) : smem_bytes(a.batch), stream);
 }
 

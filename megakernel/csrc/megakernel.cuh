@@ -50,6 +50,8 @@ struct Args {
   int steps;                  // steps the launch runs at most (1: the one-step entry)
   int stop_ids[MAX_STOP_IDS]; // the launch ends after the step where every row has produced one of these
   int n_stop_ids;             //   (a row that has keeps decoding with the batch until then)
+  float temperature;          // > 0: each step's ids drawn (reference/sampling.py; the many-token kernel); 0: the argmax
+  unsigned seed;              //   the draw's seed
   int stop_after;             // debug: the last phase to run (-1: all; one-step launches)
   int schedule;               // Schedule
   int ring_slots;             // the ring's slots (RING_MIN_SLOTS..the most configure() found room for)
