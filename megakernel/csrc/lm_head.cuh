@@ -10,6 +10,7 @@
 //                 ids to its own next step). Block 0 (or the last block) writes them out: out_token,
 //                 and the host-mapped stream as each step ends.
 #pragma once
+#include <type_traits>
 #include "matvec.cuh"
 
 namespace mk {
@@ -52,18 +53,27 @@ __device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, ui
   // a batch thread b * 64 + k sees rows k, k + 64, ... of batch row b, warps 2b, 2b+1 all of them
   float best = -INFINITY;
   int besti = 0x7fffffff;
-  const bool sampling = MANY && a.temperature > 0.f;  // (the many-token kernel: the best key, not the best logit)
-  const float inv_t = sampling ? 1.f / a.temperature : 0.f;
-  matvec_rows<NB>(ld, n, xs, wv, [&](int i, int b, float dot) {
-    float v = bfr(dot);  // logits are bf16 in the model dtype
-    if (!MANY && a.logits) a.logits[(size_t)b * VOCAB + r0 + i] = v;
-    if (sampling) {
-      if (__fadd_rn(__fmul_rn(v, inv_t), GUMBEL_MAX) < best) return;  // its key cannot win: no noise needed
-      const uint32_t row_key = fmix32(fmix32(fmix32(a.seed) ^ (uint32_t)row_pos(a, b, step)) ^ (uint32_t)b);
-      v = sampling_key(v, inv_t, row_key, r0 + i);
-    }
-    if (better(v, r0 + i, best, besti)) { best = v; besti = r0 + i; }
-  });
+  // the rows' pass: SAMPLE (a many-token launch at temperature > 0) keeps the best key, else the best
+  // logit; two instantiations, so the argmax's pass carries no per-row test of the temperature
+  const auto pass = [&](auto sample) {
+    constexpr bool SAMPLE = decltype(sample)::value;
+    const float inv_t = SAMPLE ? 1.f / a.temperature : 0.f;
+    matvec_rows<NB>(ld, n, xs, wv, [&](int i, int b, float dot) {
+      float v = bfr(dot);  // logits are bf16 in the model dtype
+      if (!MANY && a.logits) a.logits[(size_t)b * VOCAB + r0 + i] = v;
+      if constexpr (SAMPLE) {
+        if (__fadd_rn(__fmul_rn(v, inv_t), GUMBEL_MAX) < best) return;  // its key cannot win: no noise needed
+        const uint32_t row_key = fmix32(fmix32(fmix32(a.seed) ^ (uint32_t)row_pos(a, b, step)) ^ (uint32_t)b);
+        v = sampling_key(v, inv_t, row_key, r0 + i);
+      }
+      if (better(v, r0 + i, best, besti)) { best = v; besti = r0 + i; }
+    });
+  };
+  if (MANY && a.temperature > 0.f) {
+    if constexpr (MANY) pass(std::true_type{});
+  } else {
+    pass(std::false_type{});
+  }
   if constexpr (NB > 1) {
 #pragma unroll
     for (int o = 16; o; o >>= 1) {
