@@ -34,6 +34,7 @@ import torch
 from reference import CheckpointError, ModelConfig, load_checkpoint, random_weights
 from reference.checkpoint import resolve_checkpoint_dir
 from reference.config import is_count, read_json_object
+from reference.sampling import sample
 
 from .common import UsageError, add_nonfinite_argument, pick_device
 from .progress import Progress
@@ -273,8 +274,6 @@ def run(args) -> int:
             ahead = " (one queued ahead past the EOS)" if reason.startswith("EOS") and tokens else ""
         new = len(tokens)
     elif spec_draw:  # every token streamed as it is drawn (the megakernel: on the device, in one launch)
-        from reference.sampling import sample
-
         first = sample(logits, args.temperature, seed32, [len(ids) - 1])  # (the prompt's last token decoded)
         t_prompt = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -325,9 +324,13 @@ def generate_many(tier, ids: list[int], stop: set[int], whole, args, device) -> 
              "to sample different ones")
     state = tier.new_state(n, len(ids) + args.max_new_tokens)
     gens = [torch.Generator().manual_seed(args.seed + k) for k in range(n)]
+    # temperature alone: row k draws as the single sequence of seed --seed + k does (reference/sampling.py,
+    # the row's noise keyed by that seed); with top-k / top-p the host sampler, row k's generator --seed + k
+    spec_draw = args.temperature > 0 and args.top_k == 0 and args.top_p == 1.0
     sampling = "greedy" if args.temperature == 0 else (
         f"temperature {args.temperature}, top-k {args.top_k or 'all'}, top-p {args.top_p}, "
-        f"seeds {args.seed}..{args.seed + n - 1} (row k: --seed + k)")
+        f"seeds {args.seed}..{args.seed + n - 1} (row k: --seed + k)"
+        + (" (reference/sampling.py's draw)" if spec_draw else " (the host sampler)"))
     note(f"tier {tier.name} on {device} | {len(ids)} prompt tokens | {n} sequences in one batch | {sampling}")
 
     progress = Progress(args.max_new_tokens)
@@ -341,12 +344,14 @@ def generate_many(tier, ids: list[int], stop: set[int], whole, args, device) -> 
         sys.stdout.write(f"[{k}] {text}\n")
         sys.stdout.flush()
 
-    def pick(logits, k):
+    def pick(logits, k, position):  # (position: where the token that gave these logits was decoded)
+        if spec_draw:
+            return int(sample(logits[k:k + 1], args.temperature, (args.seed + k) & 0xFFFFFFFF, [position])[0])
         return choose(logits[k], args.temperature, args.top_k, args.top_p, gens[k])
 
     t0 = time.perf_counter()
     logits = tier.prefill(torch.tensor([ids] * n), state)  # every row the same prompt, one prefill
-    tokens = [pick(logits, k) for k in range(n)]           # choosing reads the logits: the device is done
+    tokens = [pick(logits, k, len(ids) - 1) for k in range(n)]  # choosing reads the logits: the device is done
     t_prompt = time.perf_counter() - t0
     steps = 0
     t0 = time.perf_counter()
@@ -365,9 +370,10 @@ def generate_many(tier, ids: list[int], stop: set[int], whole, args, device) -> 
             break
         progress.step(f"{running} of {n} sequences running")
         # a finished row is fed its last token again: it steps with the batch, its output is discarded
+        positions = list(state.positions)
         logits = tier.decode(torch.tensor(tokens), state)
         steps += 1
-        tokens = [pick(logits, k) if reasons[k] is None else tokens[k] for k in range(n)]
+        tokens = [pick(logits, k, positions[k]) if reasons[k] is None else tokens[k] for k in range(n)]
     t_gen = time.perf_counter() - t0
     progress.close()
     new = sum(len(o) for o in outputs)
