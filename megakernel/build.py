@@ -44,7 +44,13 @@ SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 # token (nvcc 13.0, 2026-11-23). The batched ring kernels (B = 2..8, issue 19) spill nothing since
 # v16 (NOTES: their 200-364 B of spills cost B = 8 10%), so one bound holds for every kernel.
 MAX_SPILL_BYTES = 64
-_KERNEL_BATCH = re.compile(r"mk_decode_kernelILb[01]ELi(\d+)E")
+# The many-token kernels (a launch of many steps, MANY) spill more since the attention core by
+# groups (session 16, NOTES v19): 44-164 B at B = 1..8 on sm_90a (nvcc 13.0), reloaded in the argmax
+# between two steps and before the DeltaNet core's barrier; measured with them on the H100 (call 8):
+# one launch of 128 steps +0.2% at B = 1, -1.8% at B = 8. sm_80 196 B, sm_86 / sm_89 244 B (not
+# measured: no such GPU here). Their own bound keeps them from growing unseen.
+MAX_SPILL_BYTES_MANY = 256
+_KERNEL = re.compile(r"mk_decode_kernelILb[01]ELi(\d+)ELb([01])E")
 MARKER = "complete.json"  # written into a build folder only once its build succeeded
 NVCC_FLAGS = ["-O3", "-std=c++17", "-lineinfo", "-Xptxas=--warn-on-spills"]
 # what torch.utils.cpp_extension adds to every nvcc call: the compile check uses the same
@@ -290,17 +296,18 @@ def load(device=None, verbose: bool = False):
     return _loaded[tuple(archs)]
 
 
-def _spills_by_kernel(ptxas_report: str) -> list[tuple[int, int, int]]:
-    """(batch the kernel is compiled for (1 for every function but a batched decode kernel),
-    spill store bytes, spill load bytes) for each function of a ptxas -v report, in order."""
-    out, batch = [], 1
+def _spills_by_kernel(ptxas_report: str) -> list[tuple[int, bool, int, int]]:
+    """(batch the kernel is compiled for (1 for every function but a decode kernel), whether it is
+    a many-token kernel, spill store bytes, spill load bytes) for each function of a ptxas -v
+    report, in order."""
+    out, batch, many = [], 1, False
     for line in ptxas_report.splitlines():
         if "Compiling entry function" in line or "Function properties for" in line:
-            m = _KERNEL_BATCH.search(line)
-            batch = int(m.group(1)) if m else 1
+            m = _KERNEL.search(line)
+            batch, many = (int(m.group(1)), m.group(2) == "1") if m else (1, False)
         m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
         if m and "Registers are spilled" not in line:  # (the warnings repeat the info lines' numbers)
-            out.append((batch, int(m.group(1)), int(m.group(2))))
+            out.append((batch, many, int(m.group(1)), int(m.group(2))))
     return out
 
 
@@ -327,10 +334,11 @@ def compile_check(arch: str, out_dir: str | None = None, verbose: bool = False) 
         spills = _spills_by_kernel(text)
         problems = [line for line in text.splitlines()
                     if re.search(r"warning", line, re.I) and "Registers are spilled" not in line]
-        over = [(batch, st, ld) for batch, st, ld in spills
-                if max(st, ld) > MAX_SPILL_BYTES]
+        over = [(batch, "many" if many else "one step", st, ld) for batch, many, st, ld in spills
+                if max(st, ld) > (MAX_SPILL_BYTES_MANY if many else MAX_SPILL_BYTES)]
         if over:
-            problems.append("register spills over the bound (batch, stores, loads): " + str(over))
+            problems.append(f"register spills over the bound ({MAX_SPILL_BYTES} B, many-token kernels "
+                            f"{MAX_SPILL_BYTES_MANY} B) (batch, kernel, stores, loads): " + str(over))
         if problems:
             raise BuildError(f"{src} ({arch}) compiled with warnings:\n" + "\n".join(problems) + "\n\n" + text)
         reports.append(f"{src} [{arch}]\n" + "\n".join(line for line in text.splitlines() if "ptxas info" in line or "bytes stack" in line))

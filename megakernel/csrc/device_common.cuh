@@ -32,7 +32,7 @@ constexpr int SM_DN_K = SM_DN_Q + 4 * DN_DK;          //             float [DN_D
 constexpr int SM_DN_V = SM_DN_K + 4 * DN_DK;          //             float [DN_DV] v (batch 1: the unit's 16)
 constexpr int SM_DN_O = SM_DN_V + 4 * DN_DV;          //             a batch: float [DN_DV] the head's outputs
 constexpr int SM_DN_GATES = SM_DN_O + 4 * DN_DV;      //             a batch: float [2] alpha, beta
-constexpr int AT_ENTRIES = 4;                         //   attention: the warp merge's partials (slots 0-3)
+constexpr int AT_ENTRIES = 4;                         //   attention: the warp merge: a partial per position slot
 constexpr int SM_AT_Q = SM_U;                         //             float [4][FA_HD] q (4 heads)
 constexpr int SM_AT_K = SM_AT_Q + 4 * 4 * FA_HD;      //             float [FA_HD] k
 constexpr int SM_AT_KB = SM_AT_K + 4 * FA_HD;         //             bf16 [FA_HD] k (rotated)
@@ -49,7 +49,11 @@ constexpr int PART_TILE = 8 * 16;
 constexpr int sm_part(int nb) { return SM_XS + 2 * xs_k(nb) * nb; }
 constexpr int sm_xs_end(int nb) { return nb > 1 ? sm_part(nb) + 4 * NWARPS * PART_TILE : sm_part(nb); }
 constexpr int sm_end(int nb) { return sm_xs_end(nb) > SM_END_AT ? sm_xs_end(nb) : SM_END_AT; }
-constexpr int sm_ring(int nb) { return (sm_end(nb) + 127) & ~127; }  // the ring's slots, then their mbarriers
+// the ring: its mbarriers (RING_MAX_SLOTS "full", then RING_MAX_SLOTS "empty": fixed offsets, so their
+// addresses are constants, not registers), then its slots
+constexpr int sm_ring(int nb) { return (sm_end(nb) + 127) & ~127; }
+constexpr int RING_BARS = 2 * 8 * RING_MAX_SLOTS;
+static_assert(RING_BARS % 128 == 0, "the ring's slots 128-byte aligned");
 static_assert(SM_DN_V + 64 <= sm_end(1) && SM_DN_GATES + 8 <= sm_end(2), "smem");
 static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)");
 
@@ -95,6 +99,11 @@ __device__ __forceinline__ float ld_w1(const uint16_t* p) { return f16b(__ldg(p)
 // data other blocks write during this launch: through L2 only (ld.global.cg), never a stale L1 line
 __device__ __forceinline__ float ld_x1(const uint16_t* p) { return f16b(__ldcg(reinterpret_cast<const unsigned short*>(p))); }
 __device__ __forceinline__ uint4 ld_x16(const void* p) { return __ldcg(reinterpret_cast<const uint4*>(p)); }
+// a past K/V cache row: written at an earlier step (an earlier launch, or an earlier step of this
+// one by another block) and read only after that step's grid barrier; no block reads a row's lines
+// before the row is written (the row at pos comes from shared memory), so no L1 holds a stale copy:
+// through L1 (ld.global.ca), where the attention unit's four head warps share each row
+__device__ __forceinline__ uint4 ld_kv16(const void* p) { return __ldca(reinterpret_cast<const uint4*>(p)); }
 __device__ __forceinline__ uint4 lds128(uint32_t addr) {
   uint4 r;
   asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));

@@ -6,11 +6,13 @@
 //             0..pos[b] for q heads 4g .. 4g+3 (each row split by its own context length);
 //             units u, u+G, ... of block u. All threads: q/k RMSNorm and partial
 //             RoPE (thread t: q elements t and t + 512, k[t] for t < 256); the unit of the last split
-//             writes the new k, v to the cache at pos. Warp w: q heads 2(w/8), 2(w/8)+1 over positions
-//             p0 + (w % 8) + 8 i with an online softmax (lane: 8 dims), reading the past K/V rows of
-//             the block's first unit from the ring (the producer streamed them during the in-proj:
-//             schedule.cuh att_kv_slice), any other unit's from global memory; the 8 position slots of a head
-//             pair are merged in shared memory, thread t then owns head t/128, dims 2(t%128), +1.
+//             writes the new k, v to the cache at pos. Warp w: q head w / 4 (q in registers, lane: 8
+//             dims) over the past positions p0 + (w % 4) + 4 i, ATT_GROUP at a time (att_group: one
+//             transposing butterfly of shuffles, one exp per lane, one correction a group), then the
+//             new row (pos) from shared memory; the block's first unit reads its past K/V rows from
+//             the ring (the producer streamed them during the in-proj: schedule.cuh att_kv_slice),
+//             any other unit from global memory in the same groups. The 4 slots' states per head are
+//             merged in shared memory, thread t then owns head t/128, dims 2(t%128), +1.
 //             With one split the unit writes the gated output; at batch 1 with 2..OUT_MERGE_MAX splits
 //             it writes its partial (m, l, acc) and the out-proj merges them; with more (and with any
 //             split in a batch), the last unit of a kv head to finish merges the partials and writes
@@ -27,7 +29,7 @@ namespace mk {
 namespace {
 
 static_assert(THREADS * 4 == FA_OIN, "the out-proj's merged load: four attention outputs per thread");
-static_assert(AT_ENTRIES == 4, "the attention warp merge: position slots 4-7 hand over to slots 0-3");
+static_assert(AT_ENTRIES == 4, "the attention warp merge: an entry per position slot");
 
 template <int NB, class Loader>
 __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
@@ -123,19 +125,6 @@ __device__ __forceinline__ void load_attn_merged(const Args& a, int b, int ns, u
 }
 __device__ __forceinline__ bool out_proj_merges(int ns) { return ns > 1 && ns <= OUT_MERGE_MAX; }
 
-// a warp's online-softmax state for q heads 2hg, 2hg+1 (lane: dims 8 lane ..) into merge entry e
-__device__ __forceinline__ void att_put(float* wm, float* wl, float* wacc, int e, int hg, int lane, const float (&m)[2],
-                                        const float (&lsum)[2], const float (&acc)[2][8]) {
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int i = e * 4 + 2 * hg + hh;
-    if (lane == 0) { wm[i] = m[hh]; wl[i] = lsum[hh]; }
-    float4* dst = reinterpret_cast<float4*>(wacc + i * FA_HD + lane * 8);
-    dst[0] = make_float4(acc[hh][0], acc[hh][1], acc[hh][2], acc[hh][3]);
-    dst[1] = make_float4(acc[hh][4], acc[hh][5], acc[hh][6], acc[hh][7]);
-  }
-}
-
 // unit u of step `step` of a launch (schedule.cuh AttUnit)
 template <int NB>
 __device__ __forceinline__ AttUnit att_unit(const Args& a, int step, int u) {
@@ -154,46 +143,59 @@ __device__ __forceinline__ int att_units(const Args& a, int step) {
   return n;
 }
 
-// one position's K and V rows (lane: dims 8 lane .. 8 lane + 7) into the warp's online softmax of
-// q heads 2 hg, 2 hg + 1 (q in shared memory)
-__device__ __forceinline__ void att_score(const float* qf, int hg, int lane, const uint4 kv, const uint4 vv, float (&m)[2],
-                                          float (&lsum)[2], float (&acc)[2][8]) {
-  float sc[2];
+// ---- a warp's scores, ATT_GROUP positions at a time --------------------------------------------
+// One q head (lane: dims 8 lane .. 8 lane + 7 of q, in registers) against the K and V rows of
+// ATT_GROUP = 2 positions j (a masked one: any row, its score -inf, its V row zeroed). The 2 partial
+// dots are summed over the warp by a transposing butterfly (level 16 keeps one value a lane and adds
+// its partner's copy of it; 8, 4, 2, 1 sum it: 5 shuffles, not 2 x 5), after which lane L holds the
+// score of position j = L >> 4; each lane takes the exp of its own score against the group's max (one
+// shuffle), the 2 weights are broadcast, and the warp's online softmax state (m, l, acc) advances by
+// the whole group with one correction. (Groups of 4 took 16 more registers and spilled in the
+// many-token kernels: NOTES v19.)
+constexpr int ATT_GROUP = 2;
+constexpr float ATT_SCALE = 1.f / 16.f;  // 256^-1/2
+// (row(j, k): position j's K row (k = 0) or V row (k = 1), this lane's 8 dims)
+template <class Row>
+__device__ __forceinline__ void att_group(const float (&q)[8], Row&& row, unsigned valid, int lane, float& m, float& lsum,
+                                          float (&acc)[8]) {
+  static_assert(ATT_GROUP == 2, "the butterfly's levels: 16 transposes (2 values), 8, 4, 2, 1 sum");
+  float v[ATT_GROUP];  // this lane's 8-dim part of position j's score
 #pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const float* qh = qf + (2 * hg + hh) * FA_HD + lane * 8;
-    const float4 qa = reinterpret_cast<const float4*>(qh)[0];
-    const float4 qb = reinterpret_cast<const float4*>(qh)[1];
-    float dd = 0.f;
-    dd = fmaf(qa.x, lo(kv.x), dd); dd = fmaf(qa.y, hi(kv.x), dd); dd = fmaf(qa.z, lo(kv.y), dd); dd = fmaf(qa.w, hi(kv.y), dd);
-    dd = fmaf(qb.x, lo(kv.z), dd); dd = fmaf(qb.y, hi(kv.z), dd); dd = fmaf(qb.z, lo(kv.w), dd); dd = fmaf(qb.w, hi(kv.w), dd);
-    sc[hh] = dd;
-  }
+  for (int j = 0; j < ATT_GROUP; ++j) v[j] = dot8(row(j, 0), q, 0.f);
+  const bool b4 = lane & 16;
+  float y = (b4 ? v[1] : v[0]) + __shfl_xor_sync(0xffffffffu, b4 ? v[0] : v[1], 16);
 #pragma unroll
-  for (int o = 16; o; o >>= 1) {
-    sc[0] += __shfl_xor_sync(0xffffffffu, sc[0], o);
-    sc[1] += __shfl_xor_sync(0xffffffffu, sc[1], o);
-  }
-  float vx[8];
-  unpack8(vv, vx);
+  for (int off = 8; off; off >>= 1) y += __shfl_xor_sync(0xffffffffu, y, off);
+  const int jl = lane >> 4;  // this lane's position
+  const float sc = (valid >> jl) & 1 ? y * ATT_SCALE : -INFINITY;
+  const float gm = fmaxf(sc, __shfl_xor_sync(0xffffffffu, sc, 16));
+  const float mn = fmaxf(m, gm);
+  const float base = mn == -INFINITY ? 0.f : mn;  // (no valid position so far: exps against 0 give 0, never NaN)
+  const float pw = expf(sc - base), corr = expf(m - base);
+  m = mn;
+  lsum *= corr;
 #pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const float scv = sc[hh] * (1.f / 16.f);  // 256^-1/2
-    const float mn = fmaxf(m[hh], scv);
-    const float corr = expf(m[hh] - mn);
-    const float pw = expf(scv - mn);
-    lsum[hh] = lsum[hh] * corr + pw;
+  for (int i = 0; i < 8; ++i) acc[i] *= corr;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) acc[hh][i] = fmaf(pw, vx[i], acc[hh][i] * corr);
-    m[hh] = mn;
+  for (int j = 0; j < ATT_GROUP; ++j) {  // position j's weight from its lanes; its V row
+    uint4 vr = row(j, 1);
+    if (!((valid >> j) & 1)) vr = make_uint4(0u, 0u, 0u, 0u);  // (a masked row's weight is 0: its V must not be NaN)
+    float vx[8];
+    unpack8(vr, vx);
+    const float pj = __shfl_sync(0xffffffffu, pw, j << 4);
+    lsum += pj;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[i] = fmaf(pj, vx[i], acc[i]);
   }
 }
 
 // RING: the block's first unit takes its past K/V rows from the ring (att_kv_slice: chunk c holds
 // positions p0 + 16 c .. p0 + 16 c + 15), ATT_ITEM_CHUNKS chunks between two releases; each warp
-// scores the same positions in the same order as from global memory (the bits do not change)
+// scores the same groups of positions in the same order as from global memory (the same bits)
 constexpr int ATT_ITEM_CHUNKS = 4;
-static_assert(ATT_ITEM_CHUNKS <= RING_MIN_SLOTS && ATT_RING_ROWS % 8 == 0, "the attention core's ring items");
+constexpr int ATT_SLOTS = NWARPS / FA_GROUP;  // position slots: warp w takes q head w / ATT_SLOTS, positions = w mod ATT_SLOTS
+static_assert(ATT_ITEM_CHUNKS <= RING_MIN_SLOTS && ATT_RING_ROWS % (ATT_SLOTS * ATT_GROUP) == 0 && AT_ENTRIES == ATT_SLOTS,
+              "the attention core's ring items; a warp's group: its rows of one chunk; an entry per slot");
 
 template <bool RING, int NB>
 __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, const uint4 params, Stream& st) {
@@ -268,76 +270,90 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
     if (stamp) stamps[0] = globaltimer();  // q, k normed and rotated
     // the new k, v go to the cache at pos (one unit per kv head); nobody reads row pos from the
     // cache in this launch (the unit holding pos takes it from shared memory)
+    const bool last = s == ns - 1;
     const size_t cache_row = (size_t)b * NFA * FA_HKV * a.max_seq * FA_HD;  // row b's caches
-    if (s == ns - 1) {
+    if (last) {
       const size_t off = cache_row + ((size_t)(li * FA_HKV + g) * a.max_seq + pos) * FA_HD;
       if (t < FA_HD) a.k_cache[off + t] = kb[t];
       else a.v_cache[off + t - FA_HD] = vb[t - FA_HD];
     }
-    // -- scores and online softmax: warps 0-7 take q heads 0, 1, warps 8-15 heads 2, 3; warp w
-    // covers positions p0 + (w % 8) + 8 i (two heads per warp keeps the loop within the registers) --
-    const int hg = warp >> 3, slot8 = warp & 7;
-    float m[2], lsum[2], acc[2][8];
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      m[hh] = -INFINITY;
-      lsum[hh] = 0.f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc[hh][i] = 0.f;
+    // -- scores and online softmax: warp w takes q head hq = w / 4 over the positions of slot
+    // w mod 4, p0 + slot + 4 i, ATT_GROUP at a time --
+    const int hq = warp / ATT_SLOTS, slot = warp % ATT_SLOTS;
+    float q[8], m = -INFINITY, lsum = 0.f, acc[8];
+    {
+      const float4* qh = reinterpret_cast<const float4*>(qf + hq * FA_HD + lane * 8);
+      const float4 qa = qh[0], qb = qh[1];
+      q[0] = qa.x, q[1] = qa.y, q[2] = qa.z, q[3] = qa.w, q[4] = qb.x, q[5] = qb.y, q[6] = qb.z, q[7] = qb.w;
     }
-    const uint16_t* kc = a.k_cache + cache_row + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
-    const uint16_t* vc = a.v_cache + cache_row + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD;
-    if (RING && u == (int)blockIdx.x) {  // past positions from the ring, then pos from shared memory
-      // (att_kv_slice's rows and chunk count, which the producer copies: computed here from p0, p1)
-      const int rows = p1 - p0 - (s == ns - 1 ? 1 : 0), nch = (rows + ATT_RING_ROWS - 1) / ATT_RING_ROWS;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[i] = 0.f;
+    if (RING && u == (int)blockIdx.x) {
+      // the past rows from the ring (att_kv_slice's rows and chunks, which the producer copies:
+      // computed here from p0, p1), index i in chunk i / ATT_RING_ROWS, row i mod ATT_RING_ROWS: a
+      // warp's group is its slot's rows of one chunk
+      const int rows = p1 - p0 - (last ? 1 : 0), nch = (rows + ATT_RING_ROWS - 1) / ATT_RING_ROWS;
       for (int c0 = 0; c0 < nch; c0 += ATT_ITEM_CHUNKS) {
         const int k = min(ATT_ITEM_CHUNKS, nch - c0);
         for (int c = 0; c < k; ++c) {
-          const uint32_t ch = chunk_wait(st, c);
+          const uint32_t ch = chunk_wait(st, c) + (slot * FA_HD + lane * 8) * 2;  // row slot's K, lane's dims
 #pragma unroll
-          for (int j = slot8; j < ATT_RING_ROWS; j += 8)
-            if ((c0 + c) * ATT_RING_ROWS + j < rows) {
-              const uint32_t kr = ch + (j * FA_HD + lane * 8) * 2;
-              att_score(qf, hg, lane, lds128(kr), lds128(kr + RING_SLOT / 2), m, lsum, acc);
-            }
+          for (int gi = 0; gi < ATT_RING_ROWS / (ATT_SLOTS * ATT_GROUP); ++gi) {
+            const uint32_t k0 = ch + gi * ATT_GROUP * ATT_SLOTS * FA_HD * 2;
+            const int i0 = (c0 + c) * ATT_RING_ROWS + slot + gi * ATT_GROUP * ATT_SLOTS;  // its index
+            unsigned valid = 0;
+#pragma unroll
+            for (int j = 0; j < ATT_GROUP; ++j) valid |= (i0 + ATT_SLOTS * j < rows ? 1u : 0u) << j;
+            att_group(q, [&](int j, int kv) { return lds128(k0 + (j * ATT_SLOTS * FA_HD) * 2 + (kv ? RING_SLOT / 2 : 0)); },
+                      valid, lane, m, lsum, acc);
+          }
         }
         chunks_done(st, k);
       }
-      if (s == ns - 1 && (pos - p0) % 8 == slot8)
-        att_score(qf, hg, lane, reinterpret_cast<const uint4*>(kb)[lane], reinterpret_cast<const uint4*>(vb)[lane], m, lsum, acc);
-    } else {
-      for (int p = p0 + slot8; p < p1; p += 8) {
-        if (p == pos)
-          att_score(qf, hg, lane, reinterpret_cast<const uint4*>(kb)[lane], reinterpret_cast<const uint4*>(vb)[lane], m, lsum, acc);
-        else
-          att_score(qf, hg, lane, ld_x16(kc + (size_t)p * FA_HD + lane * 8), ld_x16(vc + (size_t)p * FA_HD + lane * 8), m, lsum, acc);
+    } else {  // the past rows from global memory, in the same groups
+      const size_t head = cache_row + (size_t)(li * FA_HKV + g) * a.max_seq * FA_HD + lane * 8;
+      const int pe = p1 - (last ? 1 : 0);
+      // (a position past pe: row pe - 1, masked.) Batch 1 comes here only on small grids: its rows are
+      // loaded as the group reads them. A batch's units past a block's first come here at long
+      // contexts: two groups' K and V rows are loaded before either is scored, one round trip per
+      // four positions (the batch kernels have the registers)
+      constexpr int LOADED = NB > 1 ? 2 : 1;  // groups whose rows are loaded together
+      const auto row_at = [&](const uint16_t* cache, int i) { return ld_kv16(cache + head + (size_t)min(i, pe - 1) * FA_HD); };
+      for (int p = p0 + slot; p < pe; p += ATT_SLOTS * ATT_GROUP * LOADED) {
+        uint4 kr[LOADED * ATT_GROUP], vr[LOADED * ATT_GROUP];
+        if constexpr (LOADED > 1) {
+#pragma unroll
+          for (int j = 0; j < LOADED * ATT_GROUP; ++j) {
+            kr[j] = row_at(a.k_cache, p + ATT_SLOTS * j);
+            vr[j] = row_at(a.v_cache, p + ATT_SLOTS * j);
+          }
+        }
+#pragma unroll
+        for (int gi = 0; gi < LOADED; ++gi) {
+          const int pg = p + gi * ATT_SLOTS * ATT_GROUP;
+          if (pg >= pe) break;
+          unsigned valid = 0;
+#pragma unroll
+          for (int j = 0; j < ATT_GROUP; ++j) valid |= (pg + ATT_SLOTS * j < pe ? 1u : 0u) << j;
+          att_group(q, [&](int j, int kv) {
+            if constexpr (LOADED > 1) return kv ? vr[gi * ATT_GROUP + j] : kr[gi * ATT_GROUP + j];
+            else return row_at(kv ? a.v_cache : a.k_cache, pg + ATT_SLOTS * j);
+          }, valid, lane, m, lsum, acc);
+        }
       }
     }
+    if (last && (pos - p0) % ATT_SLOTS == slot) {  // the new row (pos) last, from shared memory: a group of one
+      const uint32_t kn = ring::smem_addr(kb) + lane * 16;
+      static_assert(SM_AT_VB == SM_AT_KB + 2 * FA_HD, "the new row's V after its K");
+      att_group(q, [&](int, int kv) { return lds128(kn + (kv ? 2 * FA_HD : 0)); }, 1u, lane, m, lsum, acc);
+    }
     if (stamp) stamps[1] = globaltimer();  // warp 0 has scored its positions
-    // -- the 8 position slots of each head pair: slots 4-7 hand their state to slots 0-3 through
-    // the AT_ENTRIES entries of shared memory; slot w < 4 merges its own state with entry w and
-    // rewrites the entry (m, l by lane 0: after every lane's read) --
-    if (slot8 >= 4) att_put(wm, wl, wacc, slot8 - 4, hg, lane, m, lsum, acc);
-    sync_warps();
-    if (slot8 < 4) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int i = slot8 * 4 + 2 * hg + hh;
-        const float pm = wm[i];
-        Merge<8> r(fmaxf(m[hh], pm));
-        r.add(m[hh], lsum[hh], acc[hh]);
-        float pv[8];
-        const float4 p0v = reinterpret_cast<const float4*>(wacc + i * FA_HD + lane * 8)[0];
-        const float4 p1v = reinterpret_cast<const float4*>(wacc + i * FA_HD + lane * 8)[1];
-        pv[0] = p0v.x; pv[1] = p0v.y; pv[2] = p0v.z; pv[3] = p0v.w; pv[4] = p1v.x; pv[5] = p1v.y; pv[6] = p1v.z; pv[7] = p1v.w;
-        r.add(pm, wl[i], pv);
-        m[hh] = r.M;
-        lsum[hh] = r.L;
-#pragma unroll
-        for (int k = 0; k < 8; ++k) acc[hh][k] = r.A[k];
-      }
-      __syncwarp();
-      att_put(wm, wl, wacc, slot8, hg, lane, m, lsum, acc);
+    // -- each warp's state into its entry (slot, head); thread t then merges head t / 128's entries --
+    if (lane == 0) { wm[slot * 4 + hq] = m; wl[slot * 4 + hq] = lsum; }
+    {
+      float4* dst = reinterpret_cast<float4*>(wacc + (slot * 4 + hq) * FA_HD + lane * 8);
+      dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+      dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
     }
     sync_warps();
     {  // thread t: q head hh = t / 128 of the unit, dims dd, dd + 1: the 4 entries merged

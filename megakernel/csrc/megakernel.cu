@@ -192,7 +192,7 @@ const void* kernel_fn(bool ring, int batch, bool many) {
 }  // namespace
 
 int smem_bytes(int batch) { return sm_end(batch); }
-int ring_smem_bytes(int batch, int slots) { return sm_ring(batch) + slots * (RING_SLOT + 16); }
+int ring_smem_bytes(int batch, int slots) { return sm_ring(batch) + RING_BARS + slots * RING_SLOT; }
 
 cudaError_t configure(int device, Config* out) {
   Config c{};
@@ -211,7 +211,7 @@ cudaError_t configure(int device, Config* out) {
       c.smem_bytes[i] = smem_bytes(nb);
     }
     // the ring: as many slots as the block's shared-memory limit allows (at most RING_MAX_SLOTS)
-    int slots = (optin - sm_ring(nb)) / (RING_SLOT + 16);
+    int slots = (optin - sm_ring(nb) - RING_BARS) / RING_SLOT;
     slots = slots > RING_MAX_SLOTS ? RING_MAX_SLOTS : slots;
     if (slots >= RING_MIN_SLOTS) {
       int n_many = 0;  // (the one-step and the many-token kernel of the batch: the same block)

@@ -125,7 +125,7 @@ __device__ __forceinline__ bool cursor_valid(const Args& a, Cursor& c) {
 }
 
 struct Stream {
-  uint32_t slots, full, empty;  // shared addresses: slot 0, its "full" and its "empty" mbarrier
+  uint32_t slots, full, empty;  // shared addresses: slot 0, its "full" and its "empty" mbarrier (sm_ring's layout)
   int S;                        // slots
   int cons;                     // chunks consumed and released, mod 2S (every compute thread keeps the same count):
                                 // the next one's slot is cons mod S, the parity of its fill cons >= S
@@ -134,9 +134,9 @@ struct Stream {
 // every thread of the block (compute and producer warps), once (ring_at: sm_ring(batch))
 __device__ void stream_start(const Args& a, Stream& s, uint8_t* sm, int ring_at) {
   s.S = a.ring_slots;
-  s.slots = ring::smem_addr(sm + ring_at);
-  s.full = s.slots + s.S * RING_SLOT;
-  s.empty = s.full + 8 * s.S;
+  s.full = ring::smem_addr(sm + ring_at);
+  s.empty = s.full + 8 * RING_MAX_SLOTS;
+  s.slots = s.full + RING_BARS;
   s.cons = 0;
   if (threadIdx.x == 0) reinterpret_cast<int*>(sm + SM_MISC)[MISC_ENDED] = 0;
   if (threadIdx.x < s.S) {
