@@ -33,6 +33,21 @@ needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not install
 
 # ---- CPU ---------------------------------------------------------------------------
 
+def test_spill_report_names_each_kernels_batch_and_kind():
+    """The compile check's parse of ptxas -v: each decode kernel's batch and whether it is a
+    many-token kernel (their own spill bound), other functions batch 1, one step."""
+    from megakernel.build import _spills_by_kernel
+
+    def entry(ring, nb, many, st, ld):
+        name = f"_ZN2mk46_GLOBAL__N__0_13_megakernel_cu_016mk_decode_kernelILb{ring}ELi{nb}ELb{many}EEEvNS_4ArgsE"
+        return (f"ptxas info    : Compiling entry function '{name}' for 'sm_90a'\n"
+                f"ptxas info    : Function properties for {name}\n"
+                f"    8 bytes stack frame, {st} bytes spill stores, {ld} bytes spill loads\n")
+    report = (entry(1, 8, 0, 0, 0) + entry(1, 8, 1, 100, 164) + entry(0, 1, 0, 36, 60)
+              + "ptxas info    : Function properties for _Z6helperv\n    0 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n")
+    assert _spills_by_kernel(report) == [(8, False, 0, 0), (8, True, 100, 164), (1, False, 36, 60), (1, False, 4, 4)]
+
+
 @needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90a"])
 def test_compiles_without_gpu(arch, tmp_path):
