@@ -11,7 +11,9 @@ Workloads (names as llama-bench uses them; batch 1, bf16, seeded random prompt i
                  each after its own prompt → total tokens/s (B × steps ÷ time)
   tg{N} stream   (`--stream`) tg{N} with every token read on the host as it is produced
                  (timing.greedy_tokens, how `compare generate` streams: a tier with
-                 many_tokens_per_launch, the megakernel, runs all N steps in ONE launch)
+                 many_tokens_per_launch, the megakernel, runs all N steps in ONE launch);
+                 at each `--batch` B > 1 a row `tg{N} stream b{B}` (decode_greedy: every
+                 step's ids on the host as the step ends)
 Each is run `--warmup` times untimed, then `--repeats` times; rows give the median
 tokens/s with min–max, ms/token, for tg the fraction of the copy bandwidth measured in
 this run (weight bytes read per step × steps/s ÷ copy bytes/s), and tokens per joule
@@ -97,9 +99,9 @@ def add_arguments(parser):
              f"after its own {TG_PROMPT}-token prompt; rows `tg{{N}} b{{B}}` give total and per-sequence tokens/s "
              "and the fraction of the byte floor (default: %(default)s)")
     arg("--stream", action="store_true",
-        help="also tg{N} stream rows: the tg steps with every token read on the host as it is produced, as "
-             "`compare generate` streams (the megakernel: every step in one launch; the others: the next step "
-             "queued before the token is read)")
+        help="also tg{N} stream rows, one per --batch: the tg steps with every token read on the host as it is "
+             "produced, as `compare generate` streams (the megakernel: every step in one launch; the others: the "
+             "next step queued before the token is read, or a decode_argmax a step at a batch)")
     arg("--repeats", type=int, default=None, help="timed runs per row (default: 5, 2 with --quick)")
     arg("--warmup", type=int, default=1, help="untimed runs before them (default: %(default)s)")
     arg("--quick", action="store_true", help="fewer repeats (2) and per-layer steps (5)")
@@ -148,7 +150,7 @@ def plan(args, config, batches) -> tuple[list[Workload], list[str]]:
     workloads += [Workload("pp", n, d, depth=True) for d in depths for n in prompts]
     workloads += [Workload("tg", n, TG_PROMPT, batch=b) for n in steps for b in batches]
     if args.stream:
-        workloads += [Workload("tg", n, TG_PROMPT, stream=True) for n in steps]
+        workloads += [Workload("tg", n, TG_PROMPT, stream=True, batch=b) for n in steps for b in batches]
     workloads += [Workload("tg", n, d, depth=True, batch=b) for d in depths for n in steps for b in batches]
     limit, notes, kept = config.max_position_embeddings, [], []
     for w in workloads:
@@ -166,7 +168,7 @@ def run_once(tier, w: Workload, steps: int, seed: int, clock: Clock):
         context = random_ids(tier.config, w.context, seed + 1, tier.device) if w.context else None
         return time_pp(tier, random_ids(tier.config, w.n, seed, tier.device), clock, context)
     if w.stream:
-        return time_tg_stream(tier, w.context, steps, seed, clock)
+        return time_tg_stream(tier, w.context, steps, seed, clock, batch=w.batch)
     return time_tg(tier, w.context, steps, seed, clock, batch=w.batch)
 
 

@@ -305,11 +305,15 @@ def prefilled_rows(tier, batch: int, context: int, steps: int, seed: int):
     return state, prefill_chunked(tier, ids, state).argmax(-1)
 
 
-def time_tg_stream(tier, context: int, steps: int, seed: int, clock: Clock) -> tuple[float, float | None]:
-    """time_tg's steps with every token read on the host as it is produced (greedy_tokens, as
-    `compare generate` streams them: the megakernel in one launch) → (seconds, joules | None)."""
-    state, first = prefilled_rows(tier, 1, context, steps + 1, seed)
-    return clock(lambda: greedy_tokens(tier, first, state, steps + 1))
+def time_tg_stream(tier, context: int, steps: int, seed: int, clock: Clock, batch: int = 1) -> tuple[float, float | None]:
+    """time_tg's steps with every token read on the host as it is produced → (seconds, joules |
+    None). One row: greedy_tokens, as `compare generate` streams them (the megakernel in one
+    launch); a batch: `decode_greedy`, every step's ids handed to the host as the step ends (the
+    megakernel in one launch, the other tiers a `decode_argmax` a step, each read back)."""
+    state, first = prefilled_rows(tier, batch, context, steps + 1, seed)
+    if batch == 1:
+        return clock(lambda: greedy_tokens(tier, first, state, steps + 1))
+    return clock(lambda: tier.decode_greedy(first, state, steps))
 
 
 def time_pp(tier, ids, clock: Clock, context_ids=None) -> tuple[float, float | None]:

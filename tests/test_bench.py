@@ -418,3 +418,14 @@ def test_stream_rows(tmp_path, capsys):
     assert status == 0 and [r[1] for r in table_rows(out)[1:]] == ["tg4", "tg4 stream"]
     recs = {r["test"]: r for r in json.loads(path.read_text())["results"]}
     assert recs["tg4 stream"]["tokens"] == recs["tg4"]["tokens"] == 4 and recs["tg4 stream"]["kind"] == "tg"
+
+
+def test_stream_rows_at_every_batch(tmp_path, capsys):
+    """--stream with --batch: a stream row per batch size, B x steps tokens (decode_greedy, every
+    step's ids read back as the step ends)."""
+    path = tmp_path / "s.json"
+    status, out, _ = run(capsys, "--config", "tiny", "--tiers", "reference", "--pp", "0", "--tg", "4", "--depth", "0",
+                         "--batch", "1,2", "--stream", "--repeats", "1", "--json", str(path))
+    assert status == 0 and [r[1] for r in table_rows(out)[1:]] == ["tg4", "tg4 b2", "tg4 stream", "tg4 stream b2"]
+    recs = {r["test"]: r for r in json.loads(path.read_text())["results"]}
+    assert recs["tg4 stream b2"]["tokens"] == recs["tg4 b2"]["tokens"] == 8 and recs["tg4 stream b2"]["batch"] == 2

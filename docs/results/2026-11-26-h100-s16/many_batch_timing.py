@@ -1,5 +1,6 @@
 """tg128 in ONE many-token launch at batch B on the megakernel (decode_greedy: every step's ids
-land on the host as the step ends), for a trees' A/B: `compare bench --stream` times batch 1 only.
+land on the host as the step ends), for a trees' A/B: `compare bench --stream` timed batch 1 only
+when call 8 ran this (since then `--stream --batch 1,8` adds `tg128 stream b8` rows, the same timing).
 Prints one line per batch: total tok/s, the median of 3 after a warm-up. Run from a tree's root."""
 import statistics
 import sys
