@@ -466,13 +466,18 @@ class MegakernelTier(Tier):
         return out
 
     # ---- many tokens per launch -------------------------------------------------------
+    def _one_launch(self, stop_ids) -> bool:
+        """Whether decode_greedy / decode_sample run as one launch: the ring schedule, and at most the
+        MAX_STOP_IDS stop ids the kernel holds (else a launch a step, the interface's way)."""
+        return self.many_tokens_per_launch and len(stop_ids) <= self.k.MAX_STOP_IDS
+
     def _decode_greedy(self, token_ids, state, steps, stop_ids, on_step):
-        if self.schedule != "ring" or len(stop_ids) > self.k.MAX_STOP_IDS:  # (the kernel holds MAX_STOP_IDS stop ids)
+        if not self._one_launch(stop_ids):
             return super()._decode_greedy(token_ids, state, steps, stop_ids, on_step)
         return self._decode_launch(token_ids, state, steps, stop_ids, on_step)
 
     def _decode_sample(self, token_ids, state, steps, temperature, seed, stop_ids, on_step):
-        if self.schedule != "ring" or len(stop_ids) > self.k.MAX_STOP_IDS:
+        if not self._one_launch(stop_ids):
             return super()._decode_sample(token_ids, state, steps, temperature, seed, stop_ids, on_step)
         return self._decode_launch(token_ids, state, steps, stop_ids, on_step, temperature, seed)
 

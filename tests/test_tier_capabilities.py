@@ -81,18 +81,24 @@ def test_triton_variants_and_its_eager_timed_step(name, tiny_config, tiny_weight
     assert tier.cuda_graph is True and state.seq_len == 3 and int(state.pos) == 3
 
 
-@pytest.mark.parametrize("name", tiers_here())
-def test_decode_greedy_is_decode_argmax_step_by_step(name, tiny_config, tiny_weights):
-    """decode_greedy: the same ids and the same state as one decode_argmax per step, each step's ids
-    handed to on_step in order, the state advanced by the steps run; a batch whose rows sit at
-    different positions; stop ids end it after the step where every row has produced one."""
-    tier = load_tier(name, tiny_config, tiny_weights, device="cpu", dtype=torch.float32)
+def two_rows_prefilled(tier):
+    """A 2-row state: rows at positions 3 and 5 where the tier keeps a position per row, else both at 3."""
     state = tier.new_state(batch_size=2, max_seq_len=32)
     if tier.per_row_positions:
         tier.prefill(torch.tensor([[1, 2, 3]]), state, row=0)
         tier.prefill(torch.tensor([[4, 5, 6, 7, 8]]), state, row=1)
     else:
         tier.prefill(torch.tensor([[1, 2, 3], [4, 5, 6]]), state)
+    return state
+
+
+@pytest.mark.parametrize("name", tiers_here())
+def test_decode_greedy_is_decode_argmax_step_by_step(name, tiny_config, tiny_weights):
+    """decode_greedy: the same ids and the same state as one decode_argmax per step, each step's ids
+    handed to on_step in order, the state advanced by the steps run; a batch whose rows sit at
+    different positions; stop ids end it after the step where every row has produced one."""
+    tier = load_tier(name, tiny_config, tiny_weights, device="cpu", dtype=torch.float32)
+    state = two_rows_prefilled(tier)
     start = list(state.positions)
     ref, cur, want = tier.clone_state(state), torch.tensor([9, 10]), []
     for _ in range(6):
@@ -170,15 +176,7 @@ def test_decode_sample_is_the_specs_draw_step_by_step(name, tiny_config, tiny_we
 
     tier = load_tier(name, tiny_config, tiny_weights, device="cpu", dtype=torch.float32)
 
-    def fresh():
-        state = tier.new_state(batch_size=2, max_seq_len=32)
-        if tier.per_row_positions:
-            tier.prefill(torch.tensor([[1, 2, 3]]), state, row=0)
-            tier.prefill(torch.tensor([[4, 5, 6, 7, 8]]), state, row=1)
-        else:
-            tier.prefill(torch.tensor([[1, 2, 3], [4, 5, 6]]), state)
-        return state
-
+    fresh = lambda: two_rows_prefilled(tier)  # noqa: E731
     state, cur, want = fresh(), torch.tensor([9, 10]), []
     for _ in range(6):
         positions = list(state.positions)

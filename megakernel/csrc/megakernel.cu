@@ -243,7 +243,7 @@ cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   Args copy = a;
   void* params[] = {&copy};
-  return cudaLaunchCooperativeKernel(kernel_fn(ring, a.batch, a.steps > 1 || a.temperature > 0.f), dim3(grid), dim3(ring ? THREADS + 32 : THREADS), params,
+  return cudaLaunchCooperativeKernel(kernel_fn(ring, a.batch, many), dim3(grid), dim3(ring ? THREADS + 32 : THREADS), params,
                                      ring ? ring_smem_bytes(a.batch, a.ring_slots) : smem_bytes(a.batch), stream);
 }
 
