@@ -9,7 +9,7 @@
 #     .ab_var/megakernel/csrc/gated_attention.cuh && echo "$(git rev-parse --short HEAD)+item2" > .ab_var/COMMIT
 #   git rev-parse --short HEAD > COMMIT
 # and run with carry [".whl", ".ab_var"] on nvidia-h100-x1. Predicted: tg128 @ d32768 ±2% (the
-# producer waits 99-122 µs a token for slots the core holds: NOTES v19).
+# producer waits ~97 µs a token for slots the core holds: NOTES v19, call 7).
 source "$(dirname "$0")/../2026-11-25-h100-s14/next_call_common.sh"
 build_both
 ab_bench bench 150 --pp 0 --tg 128 --depth 0,32768 --batch 1,8 --stream
