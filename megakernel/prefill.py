@@ -5,17 +5,19 @@ Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu
     add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v], cuBLAS) →
     DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → fla's chunked delta rule (state read and
               written in the decode kernel's [V][K] layout) → state copy → gated norm + conv ring
-    attention: q/k norm + RoPE + cache write (1 kernel) → flash causal attention (torch SDPA,
-              lower-right aligned: after earlier tokens query i sees keys <= start + i) → output gate
+    attention: q/k norm + RoPE + cache write (1 kernel) → the cache's earlier positions copied next
+              to them (after earlier tokens) → flash attention (varlen, causal aligned to the lower
+              right: query i sees keys <= start + i; the key count read from the device) → output gate
     → out-proj GEMM → add+RMSNorm → gate/up GEMM → SwiGLU → down GEMM
 then the final norm of the last position and the lm_head GEMV: no logits for the rest of
 the prompt. Why a graph of ~300 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
-The state is reached through a 5-pointer device table (csrc/prefill.cuh), so one graph per
-(prompt length, start position, max_seq_len) serves every state of that shape; the graph
-reads and writes the state in place (no copies in or out, nothing through the host). A shape's
-first prefill runs eagerly and the graph is captured at its second: a chat turn on a long
-conversation (a start no prefill had before) pays no capture (NOTES "Prefill", v3).
+The state and the start position are reached through a device table (5 pointers and the start,
+csrc/prefill.cuh), so one graph per (prompt length, max_seq_len) serves every state of that
+max_seq_len at every start: a conversation's turns of one length, or a long prompt's equal
+chunks, replay one graph. The graph reads and writes the state in place (no copies in or out,
+nothing through the host but the table). A shape's first prefill runs eagerly and the graph is
+captured at its second (NOTES "Prefill", v3, v5).
 """
 
 from __future__ import annotations
@@ -23,9 +25,6 @@ from __future__ import annotations
 import collections
 
 import torch
-import torch.nn.functional as F
-
-from torch.nn.attention.bias import causal_lower_right
 
 from reference import record
 from reference.config import LINEAR
@@ -35,12 +34,14 @@ from . import ops
 MAX_PLANS = 4  # prefill shapes kept, with their buffers and graphs (least recently used dropped first)
 
 
-def fla_unavailable_reason() -> str | None:
-    """Why fla's chunked delta rule cannot be used here, or None."""
+def unavailable_reason() -> str | None:
+    """Why the fast prefill cannot run here (fla's chunked delta rule, torch's flash attention), or None."""
     try:
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule  # noqa: F401
     except Exception as e:  # ImportError, or triton failing to initialise
         return f"flash-linear-attention is not importable ({type(e).__name__}: {e})"
+    if not torch.backends.cuda.is_flash_attention_available():
+        return "this torch build has no flash attention (torch.backends.cuda.is_flash_attention_available())"
     return None
 
 
@@ -64,25 +65,25 @@ def layer_weights(tier) -> list[dict]:
 
 
 def state_table(state) -> torch.Tensor:
-    """The state's pointers in csrc/prefill.cuh StateSlot order, as a CPU int64 tensor."""
+    """The state's pointers and its next position (the prefill's start) in csrc/prefill.cuh
+    StateSlot order, as a CPU int64 tensor."""
     return torch.tensor([state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(),
-                         state.v_cache.data_ptr(), state.rope.data_ptr()], dtype=torch.int64)
+                         state.v_cache.data_ptr(), state.rope.data_ptr(), state.seq_len], dtype=torch.int64)
 
 
 class PrefillPlan:
-    """Static buffers and the launch sequence of one prefill shape: T tokens at positions
-    [start, start + T) of a state with `max_seq` positions."""
+    """Static buffers and the launch sequence of one prefill shape: T tokens into a state with
+    `max_seq` positions, at whatever start the table holds (start + T <= max_seq)."""
 
-    def __init__(self, tier, T: int, start: int, max_seq: int):
+    def __init__(self, tier, T: int, max_seq: int, kv: torch.Tensor | None = None):
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule
 
         self.delta_rule = chunk_gated_delta_rule
         self.op = {name: ops.op(name) for name in ops.OP_NAMES if name.startswith("prefill_")}
-        self.tier, self.T, self.start, self.max_seq = tier, T, start, max_seq
+        self.tier, self.T, self.max_seq = tier, T, max_seq
         self.k = k = tier.k
         self.eps = tier.config.rms_norm_eps
-        dev, bf, f32 = tier.device, torch.bfloat16, torch.float32
-        n_ctx = start + T
+        dev, bf, f32, i32 = tier.device, torch.bfloat16, torch.float32, torch.int32
         self.ids = torch.zeros(T, dtype=torch.int64, device=dev)
         self.table = torch.zeros(k.PREFILL_STATE_SLOTS, dtype=torch.int64, device=dev)
         self.res = torch.empty(T, k.D, dtype=bf, device=dev)       # residual stream
@@ -95,11 +96,15 @@ class PrefillPlan:
         self.dn_q, self.dn_k, self.dn_v = (torch.empty(1, T, k.DN_H, k.DN_DK, dtype=bf, device=dev) for _ in range(3))
         self.g, self.beta = (torch.empty(1, T, k.DN_H, dtype=f32, device=dev) for _ in range(2))
         self.h0 = torch.empty(k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=f32, device=dev)
-        self.qbuf = torch.empty(1, k.FA_HQ, T, k.FA_HD, dtype=bf, device=dev)
-        self.kv = torch.empty(2, 1, k.FA_HKV, n_ctx, k.FA_HD, dtype=bf, device=dev)
-        # query i (position start + i) sees keys <= start + i: causal, aligned to the lower right
-        # (no mask is materialised, so SDPA keeps its flash kernel after earlier tokens too)
-        self.causal = causal_lower_right(T, n_ctx)
+        self.qbuf = torch.empty(T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
+        # keys and values of positions [0, start + T), token-major (flash's varlen layout), sized for
+        # any start; flash reads the first `used` = start + T of them, query i (position start + i)
+        # sees keys <= start + i (causal aligned to the lower right of a [T, used] score matrix)
+        # (FastPrefill shares one between the plans of a max_seq: they run one at a time)
+        self.kv = kv if kv is not None else torch.empty(2, max_seq, k.FA_HKV, k.FA_HD, dtype=bf, device=dev)
+        self.cu_q = torch.tensor([0, T], dtype=i32, device=dev)
+        self.cu_k = torch.tensor([0, max_seq], dtype=i32, device=dev)
+        self.used = torch.zeros(1, dtype=i32, device=dev)
         self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
         self.graph = None
         self.uses = 0  # prefills of this shape so far (the graph is captured at the second)
@@ -137,23 +142,24 @@ class PrefillPlan:
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         torch.mm(self.h, w["win"].t(), out=proj)
-        op["prefill_dn_prep"](proj, self.table, slot, self.start, w["conv_w"], w["a_log"], w["dt_bias"],
+        op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
                               self.dn_q, self.dn_k, self.dn_v, self.g, self.beta)
         o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, scale=k.DN_DK ** -0.5,
                                    initial_state=self.h0[slot:slot + 1], output_final_state=True, state_v_first=True)
         op["prefill_dn_state_out"](self.table, slot, final)
-        op["prefill_dn_out_norm"](o, proj, w["gnorm"], self.table, slot, self.start, self.mix, self.eps)
+        op["prefill_dn_out_norm"](o, proj, w["gnorm"], self.table, slot, self.mix, self.eps)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
     def attention(self, w, slot):
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.FA_QKV].view(T, k.FA_QKV)
         torch.mm(self.h, w["win"].t(), out=proj)
-        op["prefill_attn_prep"](proj, w["q_norm"], w["k_norm"], self.table, slot, self.start, self.max_seq, self.qbuf,
-                                self.kv, self.eps)
-        op["prefill_kv_prefix"](self.table, slot, self.start, self.max_seq, self.kv)
-        o = F.scaled_dot_product_attention(self.qbuf, self.kv[0], self.kv[1], attn_mask=self.causal,
-                                           scale=k.FA_HD ** -0.5, enable_gqa=True)
+        op["prefill_attn_prep"](proj, w["q_norm"], w["k_norm"], self.table, slot, self.max_seq, self.qbuf, self.kv,
+                                self.eps)
+        op["prefill_kv_prefix"](self.table, slot, self.max_seq, self.kv)
+        o = torch.ops.aten._flash_attention_forward(  # (the 8 q heads over the 2 kv heads: GQA in the kernel)
+            self.qbuf, self.kv[0], self.kv[1], self.cu_q, self.cu_k, T, self.max_seq, 0.0, True, False,
+            scale=k.FA_HD ** -0.5, seqused_k=self.used)[0]
         op["prefill_attn_gate"](o, proj, self.mix)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
@@ -165,8 +171,13 @@ class PrefillPlan:
 
     # ---- graph ------------------------------------------------------------------------
     def bind(self, ids, state):
+        """The prompt, the state's pointers and its start into the plan's device buffers."""
+        if state.max_seq_len != self.max_seq or state.seq_len + self.T > self.max_seq:
+            raise ValueError(f"a plan of {self.T} tokens for max_seq_len {self.max_seq} cannot take a state at "
+                             f"position {state.seq_len} with max_seq_len {state.max_seq_len}")
         self.ids.copy_(ids[0])
         self.table.copy_(state_table(state))
+        self.used.fill_(state.seq_len + self.T)
 
     def capture(self):
         """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""
@@ -177,22 +188,28 @@ class PrefillPlan:
 
 
 class FastPrefill:
-    """The tier's prefill plans, one per (T, start, max_seq), least recently used dropped."""
+    """The tier's prefill plans, one per (T, max_seq), least recently used dropped."""
 
     def __init__(self, tier, use_graph: bool = True):
         self.tier, self.use_graph = tier, use_graph
         self.plans: collections.OrderedDict = collections.OrderedDict()
 
-    def __call__(self, ids, state, trace=None) -> torch.Tensor:
-        """Prefill ids [1, T] into `state` (its seq_len is the start) → fp32 logits [1, vocab]."""
-        T, start = ids.shape[1], state.seq_len
-        key = (T, start, state.max_seq_len)
+    def plan(self, T: int, max_seq: int) -> PrefillPlan:
+        """The plan of (T, max_seq), made on first use (its K/V staging buffer shared with the
+        kept plans of the same max_seq), the least recently used plan dropped past MAX_PLANS."""
+        key = (T, max_seq)
         plan = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = PrefillPlan(self.tier, T, start, state.max_seq_len)
+            kv = next((p.kv for p in self.plans.values() if p.max_seq == max_seq), None)
+            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, kv)
             while len(self.plans) > MAX_PLANS:
                 self.plans.popitem(last=False)
         self.plans.move_to_end(key)
+        return plan
+
+    def __call__(self, ids, state, trace=None) -> torch.Tensor:
+        """Prefill ids [1, T] into `state` (its seq_len is the start) → fp32 logits [1, vocab]."""
+        plan = self.plan(ids.shape[1], state.max_seq_len)
         if self.tier.debug_poison:
             self.tier.poison(state)
             plan.poison()

@@ -37,7 +37,7 @@ from reference import ModelConfig, Tier, TierInputError, TierState, TierUnavaila
 from reference import ops as reference_ops
 from reference.model import HybridModel, ModelState, forward_rows
 
-from .prefill import FastPrefill, fla_unavailable_reason, layer_weights
+from .prefill import FastPrefill, layer_weights, unavailable_reason as prefill_unavailable_reason
 
 SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh is written for
 # the fields the kernel is built for (everything but the name, eos ids and max positions)
@@ -226,7 +226,7 @@ class MegakernelTier(Tier):
         self.prefill_weights = layer_weights(self)
         self.fast_prefill, self.prefill_note = None, "prefill: the reference's PyTorch ops (prefill='reference')"
         if prefill == "fast":
-            reason = fla_unavailable_reason()
+            reason = prefill_unavailable_reason()
             if reason is None:
                 self.fast_prefill = FastPrefill(self)
                 self.prefill_note = None

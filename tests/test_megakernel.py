@@ -633,7 +633,7 @@ def test_opcheck_every_op(mk):
     """torch.library.opcheck of the decode op and of every prefill op, with the arguments a real
     decode step and a real (eager) prefill pass them."""
     from megakernel import ops
-    from megakernel.prefill import PrefillPlan, state_table
+    from megakernel.prefill import PrefillPlan
 
     state = mk.new_state(max_seq_len=64)
     mk.prefill(ids(20, 22), state)
@@ -643,7 +643,7 @@ def test_opcheck_every_op(mk):
     torch.library.opcheck(ops.op("decode"), decode_args(mk, mk.clone_state(state), token, out, logits))
     if mk.fast_prefill is None:
         pytest.skip(f"the prefill ops: {mk.prefill_note}")
-    plan = PrefillPlan(mk, 9, state.seq_len, state.max_seq_len)  # a prompt continuing the sequence
+    plan = PrefillPlan(mk, 9, state.max_seq_len)
     checked = set()
 
     def checking(name, real):
@@ -656,8 +656,7 @@ def test_opcheck_every_op(mk):
 
     plan.op = {name: checking(name, real) for name, real in plan.op.items()}
     target = mk.clone_state(state)  # (alive while the plan writes through its pointers)
-    plan.ids.copy_(ids(9, 24)[0])
-    plan.table.copy_(state_table(target))
+    plan.bind(ids(9, 24).to(mk.device), target)  # a prompt continuing the sequence
     plan.run()
     torch.cuda.synchronize()
     assert checked == {n for n in ops.OP_NAMES if n.startswith("prefill_")}

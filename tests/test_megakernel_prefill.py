@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 
 import pytest
 import torch
@@ -34,22 +35,49 @@ KEYS = ["embed"] + [f"layers.{i}" for i in range(24)] + ["norm", "logits"]
 
 
 
-@pytest.mark.parametrize("T,start", [(1, 0), (5, 0), (5, 3), (7, 40), (16, 16)])
-def test_lower_right_causal_is_the_continuing_prompts_mask(T, start):
-    """The prefill's attention after `start` earlier tokens: SDPA with the lower-right causal bias
-    (no mask materialised: its flash kernel on the GPU) equals the explicit mask "query i sees keys
-    <= start + i", with the 8 q heads over 2 kv heads (GQA) as prefill.py calls it."""
-    from torch.nn.attention.bias import causal_lower_right
-    import torch.nn.functional as F
+class FakePlan:
+    """A stand-in PrefillPlan that logs what FastPrefill asks of it (no GPU needed)."""
+    made: list = []
 
-    n = start + T
-    gen = torch.Generator().manual_seed(T * 100 + start)
-    q = torch.randn(1, 8, T, 32, generator=gen)
-    k, v = torch.randn(2, 1, 2, n, 32, generator=gen)
-    mask = torch.arange(n)[None, :] <= torch.arange(start, n)[:, None]
-    want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=32 ** -0.5, enable_gqa=True)
-    got = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(T, n), scale=32 ** -0.5, enable_gqa=True)
-    assert torch.allclose(got, want, atol=1e-6, rtol=1e-5)
+    def __init__(self, tier, T, max_seq, kv=None):
+        self.T, self.max_seq, self.kv = T, max_seq, kv if kv is not None else object()
+        self.uses, self.graph, self.log, self.logits = 0, None, [], torch.zeros(3)
+        FakePlan.made.append(self)
+
+    def bind(self, ids, state):
+        self.log.append(("bind", state.seq_len))
+
+    def run(self, trace=None):
+        self.log.append("eager")
+
+    def capture(self):
+        self.graph = types.SimpleNamespace(replay=lambda: self.log.append("replay"))
+        self.log.append("capture")
+
+
+def test_one_plan_serves_every_start_and_its_graph_is_captured_at_the_second_prefill(monkeypatch):
+    """FastPrefill keys its plans by (T, max_seq), not by the start: a conversation's turns of one
+    length (at growing starts) run eagerly once, capture at the second and replay from then on;
+    plans of one max_seq share their K/V staging buffer; past MAX_PLANS the least recently used goes."""
+    import megakernel.prefill as prefill_mod
+
+    monkeypatch.setattr(prefill_mod, "PrefillPlan", FakePlan)
+    FakePlan.made = []
+    fast = FastPrefill(types.SimpleNamespace(debug_poison=False))
+    at = lambda pos, max_seq=200: types.SimpleNamespace(seq_len=pos, max_seq_len=max_seq)  # noqa: E731
+    for start in (0, 40, 7):
+        fast(torch.zeros(1, 16, dtype=torch.int64), at(start))
+    first = FakePlan.made[0]
+    assert len(FakePlan.made) == 1 and first.uses == 3
+    assert first.log == [("bind", 0), "eager", ("bind", 40), "capture", "replay", ("bind", 7), "replay"]
+    fast(torch.zeros(1, 5, dtype=torch.int64), at(3))
+    fast(torch.zeros(1, 16, dtype=torch.int64), at(0, 300))
+    assert FakePlan.made[1].kv is first.kv and FakePlan.made[2].kv is not first.kv
+    for T in (6, 7, 8):  # three more plans: the least recently used, (5, 200), is dropped
+        fast(torch.zeros(1, T, dtype=torch.int64), at(0))
+    assert list(fast.plans) == [(16, 300), (6, 200), (7, 200), (8, 200)] and len(FakePlan.made) == 6
+    fast(torch.zeros(1, 16, dtype=torch.int64), at(9))  # a dropped shape starts over, eagerly
+    assert FakePlan.made[-1].log == [("bind", 9), "eager"]
 
 
 def test_unknown_prefill_path_is_a_clear_error():
@@ -159,6 +187,34 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
         assert torch.equal(logits, l0)
         assert torch.equal(s.dn_state, s0.dn_state) and torch.equal(s.conv_ring, s0.conv_ring)
         assert torch.equal(s.k_cache[..., :s.seq_len, :], s0.k_cache[..., :s0.seq_len, :])
+
+
+@gpu
+@needs_gpu
+def test_a_conversations_turns_of_one_length_replay_one_graph(mk, ref32):
+    """Three 24-token turns after a 40-token prompt: the graph captured at the second turn replays at
+    the third (another start), with the eager path's bits and within the bounds of the reference
+    doing the same; the state after them equal too."""
+    seq = ids(40 + 3 * 24, 77)
+    graphed, eager = FastPrefill(mk), FastPrefill(mk, use_graph=False)
+    a, b, r = mk.new_state(max_seq_len=256), mk.new_state(max_seq_len=256), ref32.new_state(max_seq_len=256)
+    for s in (a, b):
+        mk.prefill(seq[:, :40], s)
+    ref32.prefill(seq[:, :40], r)
+    for i in range(3):
+        turn = seq[:, 40 + 24 * i:64 + 24 * i]
+        got, want = graphed(turn.to("cuda"), a), eager(turn.to("cuda"), b)
+        a.seq_len += 24
+        b.seq_len += 24
+        assert torch.equal(got, want), i
+        assert rel(got, ref32.prefill(turn, r)) < 0.08, i
+    plan = graphed.plans[(24, 256)]
+    assert len(graphed.plans) == 1 and plan.graph is not None and plan.uses == 3
+    n = a.seq_len
+    assert torch.equal(a.dn_state, b.dn_state) and torch.equal(a.conv_ring, b.conv_ring)
+    assert torch.equal(a.k_cache[..., :n, :], b.k_cache[..., :n, :]) and torch.equal(a.v_cache[..., :n, :], b.v_cache[..., :n, :])
+    ms = mk.to_model_state(a)
+    assert rel(ms.recurrent, r.recurrent) < 0.08 and rel(ms.k_cache[..., :n, :], r.k_cache[..., :n, :]) < 0.08
 
 
 @gpu

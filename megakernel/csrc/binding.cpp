@@ -195,9 +195,10 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
 }
 
 // ---- prefill ------------------------------------------------------------------------------------
-// (their state is reached through a device table of 5 pointers, prefill.cuh StateSlot, so one
-// captured CUDA graph serves every state of a shape: what they read and write through it is not
-// in their schemas; the prefill is a captured graph, not something torch.compile traces)
+// (their state is reached through a device table of 5 pointers and the start, prefill.cuh StateSlot,
+// so one captured CUDA graph serves every state and start of a shape: what they read and write
+// through it is not in their schemas; the prefill is a captured graph, not something torch.compile
+// traces)
 const auto BF = torch::kBFloat16;
 const auto F32 = torch::kFloat32;
 const auto I64 = torch::kInt64;
@@ -218,7 +219,7 @@ void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Te
                        static_cast<float>(eps), stream_of(out)), op);
 }
 
-void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, int64_t start, const Tensor& conv_w,
+void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, const Tensor& conv_w,
                      const Tensor& a_log, const Tensor& dt_bias, const Tensor& q, const Tensor& k, const Tensor& v,
                      const Tensor& g, const Tensor& beta) {
   const char* op = "qwen35_megakernel.prefill_dn_prep";
@@ -233,13 +234,13 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, int
   check_tensor(beta, op, "beta", F32, {1, T, mk::DN_H});
   TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   c10::cuda::CUDAGuard guard(proj.device());
-  ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, start, ptr<const uint16_t>(conv_w),
+  ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, ptr<const uint16_t>(conv_w),
                   ptr<const uint16_t>(a_log), ptr<const uint16_t>(dt_bias), ptr<uint16_t>(q), ptr<uint16_t>(k), ptr<uint16_t>(v),
                   ptr<float>(g), ptr<float>(beta), T, stream_of(proj)), op);
 }
 
 void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, const Tensor& table, int64_t layer,
-                         int64_t start, const Tensor& out, double eps) {
+                         const Tensor& out, double eps) {
   const char* op = "qwen35_megakernel.prefill_dn_out_norm";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
@@ -250,7 +251,7 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
   TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_out_norm(ptr<const uint16_t>(o), ptr<const uint16_t>(proj), ptr<const uint16_t>(w), ptr<const int64_t>(table),
-                      layer, start, ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(proj)), op);
+                      layer, ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(proj)), op);
 }
 
 void prefill_dn_state_in(const Tensor& table, const Tensor& dst) {
@@ -280,46 +281,43 @@ void prefill_silu_mul(const Tensor& gate_up, const Tensor& out) {
 }
 
 void prefill_attn_prep(const Tensor& proj, const Tensor& q_w, const Tensor& k_w, const Tensor& table, int64_t layer,
-                       int64_t start, int64_t max_seq, const Tensor& qbuf, const Tensor& kv, double eps) {
+                       int64_t max_seq, const Tensor& qbuf, const Tensor& kv, double eps) {
   const char* op = "qwen35_megakernel.prefill_attn_prep";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
   check_tensor(q_w, op, "q_norm", BF, {mk::FA_HD});
   check_tensor(k_w, op, "k_norm", BF, {mk::FA_HD});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
-  check_tensor(qbuf, op, "qbuf", BF, {1, mk::FA_HQ, T, mk::FA_HD});
-  check_tensor(kv, op, "kv", BF, {2, 1, mk::FA_HKV, start + T, mk::FA_HD});
+  check_tensor(qbuf, op, "qbuf", BF, {T, mk::FA_HQ, mk::FA_HD});
+  check_tensor(kv, op, "kv", BF, {2, max_seq, mk::FA_HKV, mk::FA_HD});
   TORCH_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
-  TORCH_CHECK(start >= 0 && start + T <= max_seq, op, ": positions [", start, ", ", start + T, ") outside max_seq ", max_seq);
+  TORCH_CHECK(T <= max_seq, op, ": ", T, " tokens do not fit max_seq ", max_seq);  // (start + T: the host's bind())
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::attn_prep(ptr<const uint16_t>(proj), ptr<const uint16_t>(q_w), ptr<const uint16_t>(k_w), ptr<const int64_t>(table),
-                    layer, start, max_seq, ptr<uint16_t>(qbuf), ptr<uint16_t>(kv), T, static_cast<float>(eps), stream_of(proj)),
+                    layer, max_seq, ptr<uint16_t>(qbuf), ptr<uint16_t>(kv), T, static_cast<float>(eps), stream_of(proj)),
      op);
 }
 
-void prefill_kv_prefix(const Tensor& table, int64_t layer, int64_t start, int64_t max_seq, const Tensor& kv) {
+void prefill_kv_prefix(const Tensor& table, int64_t layer, int64_t max_seq, const Tensor& kv) {
   const char* op = "qwen35_megakernel.prefill_kv_prefix";
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
-  TORCH_CHECK(kv.dim() == 5, op, ": kv must be [2, 1, ", mk::FA_HKV, ", n_ctx, ", mk::FA_HD, "]");
-  check_tensor(kv, op, "kv", BF, {2, 1, mk::FA_HKV, kv.size(3), mk::FA_HD});
+  check_tensor(kv, op, "kv", BF, {2, max_seq, mk::FA_HKV, mk::FA_HD});
   TORCH_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
-  TORCH_CHECK(start >= 0 && start <= kv.size(3) && start <= max_seq, op, ": start ", start, " outside [0, n_ctx]");
   c10::cuda::CUDAGuard guard(kv.device());
-  ok(mkp::kv_prefix(ptr<const int64_t>(table), layer, start, max_seq, ptr<uint16_t>(kv), static_cast<int>(kv.size(3)),
-                    stream_of(kv)), op);
+  ok(mkp::kv_prefix(ptr<const int64_t>(table), layer, max_seq, ptr<uint16_t>(kv), stream_of(kv)), op);
 }
 
 void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& out) {
   const char* op = "qwen35_megakernel.prefill_attn_gate";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
-  TORCH_CHECK(o.is_cuda() && o.scalar_type() == BF && o.dim() == 4 && o.size(0) == 1 && o.size(1) == mk::FA_HQ &&
-                  o.size(2) == T && o.size(3) == mk::FA_HD && o.stride(3) == 1,
-              op, ": o must be a CUDA bfloat16 [1, ", mk::FA_HQ, ", T, ", mk::FA_HD, "] tensor with unit last stride (got ",
+  TORCH_CHECK(o.is_cuda() && o.scalar_type() == BF && o.dim() == 3 && o.size(0) == T && o.size(1) == mk::FA_HQ &&
+                  o.size(2) == mk::FA_HD && o.stride(2) == 1,
+              op, ": o must be a CUDA bfloat16 [T, ", mk::FA_HQ, ", ", mk::FA_HD, "] tensor with unit last stride (got ",
               o.sizes(), ")");
   check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
   check_tensor(out, op, "out", BF, {T, mk::FA_OIN});
   c10::cuda::CUDAGuard guard(proj.device());
-  ok(mkp::attn_gate(reinterpret_cast<const uint16_t*>(o.data_ptr()), o.stride(1), o.stride(2), ptr<const uint16_t>(proj),
+  ok(mkp::attn_gate(reinterpret_cast<const uint16_t*>(o.data_ptr()), o.stride(1), o.stride(0), ptr<const uint16_t>(proj),
                     ptr<uint16_t>(out), T, stream_of(proj)), op);
 }
 
@@ -365,6 +363,7 @@ py::dict constants() {
   for (int l = 0; l < NLAYER; ++l) kinds.append(is_full_attention(l) ? "full_attention" : "linear_attention");
   d["LAYER_TYPES"] = kinds;
   d["PREFILL_STATE_SLOTS"] = static_cast<int>(mkp::ST_N);
+  d["PREFILL_STATE_START"] = static_cast<int>(mkp::ST_START);
   return d;
 }
 
@@ -379,16 +378,16 @@ TORCH_LIBRARY(qwen35_megakernel, m) {
       "int ring_slots, int stop_after) -> ()");
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");
-  m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, int start, Tensor conv_w, Tensor a_log, "
+  m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, Tensor conv_w, Tensor a_log, "
         "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta) -> ()");
-  m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor state_table, int layer, int start, "
+  m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor state_table, int layer, "
         "Tensor(a!) out, float eps) -> ()");
   m.def("prefill_dn_state_in(Tensor state_table, Tensor(a!) dst) -> ()");
   m.def("prefill_dn_state_out(Tensor state_table, int layer, Tensor src) -> ()");
   m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out) -> ()");
-  m.def("prefill_attn_prep(Tensor proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int start, int max_seq, "
+  m.def("prefill_attn_prep(Tensor proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int max_seq, "
         "Tensor(a!) qbuf, Tensor(b!) kv, float eps) -> ()");
-  m.def("prefill_kv_prefix(Tensor state_table, int layer, int start, int max_seq, Tensor(a!) kv) -> ()");
+  m.def("prefill_kv_prefix(Tensor state_table, int layer, int max_seq, Tensor(a!) kv) -> ()");
   m.def("prefill_attn_gate(Tensor o, Tensor proj, Tensor(a!) out) -> ()");
   m.def("prefill_lm_head(Tensor x, Tensor w, Tensor(a!) logits) -> ()");
 }

@@ -67,6 +67,8 @@ template <class T>
 __device__ __forceinline__ T* table_ptr(const int64_t* table, int i) {
   return reinterpret_cast<T*>(static_cast<uintptr_t>(table[i]));
 }
+// the prefill's first position (the table's last entry, written by the host before each prefill)
+__device__ __forceinline__ int table_start(const int64_t* table) { return static_cast<int>(table[ST_START]); }
 
 // ---- add + RMSNorm: block = one token, 128 threads x 8 values ---------------------------
 __global__ void __launch_bounds__(128) add_rms_norm_kernel(const uint16_t* __restrict__ x, const int64_t* __restrict__ ids,
@@ -105,12 +107,12 @@ __global__ void __launch_bounds__(128) add_rms_norm_kernel(const uint16_t* __res
 // ---- DeltaNet inputs: block = one token, 256 threads; pass p = q, k, v covers 2048 channels,
 // thread owns channels p*2048 + tid*8 .. +8, a head = 16 consecutive threads -----------------
 __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
-                                                      int slot, int start, const uint16_t* __restrict__ conv_w,
+                                                      int slot, const uint16_t* __restrict__ conv_w,
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
                                                       float* __restrict__ beta) {
-  const int t = blockIdx.x, tid = threadIdx.x;
+  const int t = blockIdx.x, tid = threadIdx.x, start = table_start(table);
   const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
   for (int p = 0; p < 3; ++p) {
     const int c = p * 2048 + tid * 8;
@@ -154,7 +156,7 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
 // ---- DeltaNet output norm: block = one token, 256 threads x 8 = 16 heads x 128 -------------
 __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __restrict__ o, const uint16_t* __restrict__ proj,
                                                           const uint16_t* __restrict__ w, const int64_t* __restrict__ table,
-                                                          int slot, int start, int T, uint16_t* __restrict__ out,
+                                                          int slot, int T, uint16_t* __restrict__ out,
                                                           float eps) {
   const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
   const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
@@ -170,7 +172,7 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
   for (int e = 0; e < 8; ++e) y[e] = rnd(wv[e] * rnd(x[e] * inv)) * siluf_(z[e]);
   store8(out + static_cast<size_t>(t) * 2048 + i, y);
   if (t >= T - 3) {  // this token's pre-conv inputs are among the last three: keep them for decode
-    uint16_t* ring = table_ptr<uint16_t>(table, ST_CONV) + (static_cast<size_t>(slot) * 4 + ((start + t) & 3)) * DN_CONV;
+    uint16_t* ring = table_ptr<uint16_t>(table, ST_CONV) + (static_cast<size_t>(slot) * 4 + ((table_start(table) + t) & 3)) * DN_CONV;
     for (int c = i; c < DN_CONV; c += 2048)
       *reinterpret_cast<uint4*>(ring + c) = *reinterpret_cast<const uint4*>(row + c);
   }
@@ -228,16 +230,16 @@ __device__ __forceinline__ void norm_rope_head(float (&x)[8], const uint16_t* w,
 
 __global__ void __launch_bounds__(384) attn_prep_kernel(const uint16_t* __restrict__ proj, const uint16_t* __restrict__ q_w,
                                                         const uint16_t* __restrict__ k_w, const int64_t* __restrict__ table,
-                                                        int slot, int start, int max_seq, uint16_t* __restrict__ qbuf,
-                                                        uint16_t* __restrict__ kv, int T, int n_ctx, float eps) {
-  const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, pos = start + t;
+                                                        int slot, int max_seq, uint16_t* __restrict__ qbuf,
+                                                        uint16_t* __restrict__ kv, float eps) {
+  const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, pos = table_start(table) + t;
   const uint16_t* row = proj + static_cast<size_t>(t) * FA_QKV;
   const uint16_t* cs = table_ptr<const uint16_t>(table, ST_ROPE) + static_cast<size_t>(pos) * 2 * FA_ROT_HALF;
   float x[8];
   if (warp < FA_HQ) {
     load8(row + warp * 2 * FA_HD + lane * 8, x);
     norm_rope_head(x, q_w, cs, lane, eps);
-    store8(qbuf + (static_cast<size_t>(warp) * T + t) * FA_HD + lane * 8, x);
+    store8(qbuf + (static_cast<size_t>(t) * FA_HQ + warp) * FA_HD + lane * 8, x);
     return;
   }
   const bool is_k = warp < FA_HQ + FA_HKV;
@@ -246,19 +248,21 @@ __global__ void __launch_bounds__(384) attn_prep_kernel(const uint16_t* __restri
   if (is_k) norm_rope_head(x, k_w, cs, lane, eps);
   uint16_t* cache = table_ptr<uint16_t>(table, is_k ? ST_K : ST_V);
   store8(cache + ((static_cast<size_t>(slot) * FA_HKV + h) * max_seq + pos) * FA_HD + lane * 8, x);
-  store8(kv + ((static_cast<size_t>(is_k ? 0 : 1) * FA_HKV + h) * n_ctx + pos) * FA_HD + lane * 8, x);
+  store8(kv + ((static_cast<size_t>(is_k ? 0 : 1) * max_seq + pos) * FA_HKV + h) * FA_HD + lane * 8, x);
 }
 
-__global__ void kv_prefix_kernel(const int64_t* __restrict__ table, int slot, int start, int max_seq,
-                                 uint16_t* __restrict__ kv, int n_ctx) {
-  const int per_head = start * FA_HD / 8;  // 16-byte vectors per (k|v, head)
-  const int n = 2 * FA_HKV * per_head;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const int which = i / (FA_HKV * per_head), h = (i / per_head) % FA_HKV, r = i % per_head;
+// the cache's [slot][h][p][:] → kv [k|v][p][h][:] for p < start: thread i copies 16-byte vector
+// i % (FA_HD / 8) of (k|v, h, p) = i / (FA_HD / 8), grid-stride over what start asks for
+__global__ void kv_prefix_kernel(const int64_t* __restrict__ table, int slot, int max_seq, uint16_t* __restrict__ kv) {
+  constexpr int VEC = FA_HD / 8;  // 16-byte vectors per row
+  const unsigned rows = static_cast<unsigned>(table_start(table)) * FA_HKV;  // (p, h) pairs per k|v (< 2^31 / 64)
+  const unsigned n = 2 * rows * VEC;
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const unsigned r = i / VEC, which = r / rows, ph = r % rows, p = ph / FA_HKV, h = ph % FA_HKV;
     const uint4* src = reinterpret_cast<const uint4*>(table_ptr<const uint16_t>(table, which == 0 ? ST_K : ST_V) +
-                                                      (static_cast<size_t>(slot) * FA_HKV + h) * max_seq * FA_HD);
-    uint4* dst = reinterpret_cast<uint4*>(kv + (static_cast<size_t>(which) * FA_HKV + h) * n_ctx * FA_HD);
-    dst[r] = src[r];
+                                                      ((static_cast<size_t>(slot) * FA_HKV + h) * max_seq + p) * FA_HD);
+    uint4* dst = reinterpret_cast<uint4*>(kv + ((static_cast<size_t>(which) * max_seq + p) * FA_HKV + h) * FA_HD);
+    dst[i % VEC] = src[i % VEC];
   }
 }
 
@@ -318,16 +322,16 @@ cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* 
   return cudaGetLastError();
 }
 
-cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, int start, const uint16_t* conv_w,
+cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int T, cudaStream_t s) {
-  dn_prep_kernel<<<T, 256, 0, s>>>(proj, table, slot, start, conv_w, a_log, dt_bias, q, k, v, g, beta);
+  dn_prep_kernel<<<T, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta);
   return cudaGetLastError();
 }
 
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
-                        int start, uint16_t* out, int T, float eps, cudaStream_t s) {
-  dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, table, slot, start, T, out, eps);
+                        uint16_t* out, int T, float eps, cudaStream_t s) {
+  dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, table, slot, T, out, eps);
   return cudaGetLastError();
 }
 
@@ -347,15 +351,14 @@ cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s) {
 }
 
 cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table, int slot,
-                      int start, int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s) {
-  attn_prep_kernel<<<T, 384, 0, s>>>(proj, q_w, k_w, table, slot, start, max_seq, qbuf, kv, T, start + T, eps);
+                      int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s) {
+  attn_prep_kernel<<<T, 384, 0, s>>>(proj, q_w, k_w, table, slot, max_seq, qbuf, kv, eps);
   return cudaGetLastError();
 }
 
-cudaError_t kv_prefix(const int64_t* table, int slot, int start, int max_seq, uint16_t* kv, int n_ctx, cudaStream_t s) {
-  if (start == 0) return cudaSuccess;
-  kv_prefix_kernel<<<blocks_for(static_cast<size_t>(start) * 2 * FA_HKV * FA_HD / 8, 256), 256, 0, s>>>(
-      table, slot, start, max_seq, kv, n_ctx);
+cudaError_t kv_prefix(const int64_t* table, int slot, int max_seq, uint16_t* kv, cudaStream_t s) {
+  kv_prefix_kernel<<<blocks_for(static_cast<size_t>(max_seq) * 2 * FA_HKV * FA_HD / 8, 256), 256, 0, s>>>(
+      table, slot, max_seq, kv);
   return cudaGetLastError();
 }
 

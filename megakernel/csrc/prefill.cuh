@@ -2,17 +2,18 @@
 // parts (cuBLAS GEMMs, fla's chunked delta rule, torch's flash attention), each fused into
 // one pass over its [T, ...] activations. Plain C++ interface so the binding includes it with g++.
 //
-// The state is reached through a device table of 5 pointers (StateSlot), not baked-in
-// arguments, so one captured CUDA graph serves every state of the same shape:
+// The state is reached through a device table (StateSlot): its 5 pointers and the prefill's first
+// position, not baked-in arguments, so one captured CUDA graph of T tokens serves every state of
+// the same max_seq and every start (a conversation's turns replay one graph):
 //   [dn_state fp32 [18][16][128 v][128 k], conv_ring bf16 [18][4][6144],
-//    k_cache bf16 [6][2][max_seq][256], v_cache (same), rope bf16 [max_seq][2][32]]
+//    k_cache bf16 [6][2][max_seq][256], v_cache (same), rope bf16 [max_seq][2][32], start]
 #pragma once
 #include <cstdint>
 #include <cuda_runtime.h>
 
 namespace mkp {
 
-enum StateSlot : int { ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, ST_N = 5 };
+enum StateSlot : int { ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, ST_START = 5, ST_N = 6 };
 
 // All activation pointers are bf16 bits (uint16_t) unless named fp32. T = tokens of this prefill.
 
@@ -24,14 +25,14 @@ cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* 
 // DeltaNet inputs: causal conv (3 earlier inputs from the ring) + SiLU of the in-projection's
 // [q|k|v] columns, l2norm of q and k per head, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b).
 // proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [T][16][128]; g, beta fp32 [T][16].
-cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, int start, const uint16_t* conv_w,
+cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int T, cudaStream_t s);
 
 // out [T][2048] = rms_norm(o per head) * w * silu(z); also stores the last 3 pre-conv inputs
 // of proj into the conv ring (after dn_prep has read the old ones).
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
-                        int start, uint16_t* out, int T, float eps, cudaStream_t s);
+                        uint16_t* out, int T, float eps, cudaStream_t s);
 
 // fp32 delta-rule states between the table's dn_state and contiguous buffers: all 18 layers
 // into `dst` [18][16][128][128] (before the layers), one layer's `src` into its slot (after it).
@@ -42,17 +43,16 @@ cudaError_t dn_state_out(const int64_t* table, int slot, const float* src, cudaS
 cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s);
 
 // Attention inputs: per-head RMSNorm of q and k, partial RoPE at positions start + t, q into
-// qbuf [8][T][256], k and v into the caches at start + t and into kv [2 (k|v)][2][n_ctx][256].
-// proj [T][5120] = [8 x (q 256 | gate 256) | k 512 | v 512].
+// qbuf [T][8][256], k and v into the caches at start + t and into kv [2 (k|v)][max_seq][2][256]
+// (token-major: flash attention's varlen layout). proj [T][5120] = [8 x (q 256 | gate 256) | k 512 | v 512].
 cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table,
-                      int slot, int start, int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps,
-                      cudaStream_t s);
+                      int slot, int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s);
 
-// the cache's first `start` positions into kv (a prefill that continues a sequence)
-cudaError_t kv_prefix(const int64_t* table, int slot, int start, int max_seq, uint16_t* kv, int n_ctx,
-                      cudaStream_t s);
+// the cache's first `start` positions into kv (a prefill that continues a sequence; none at start 0):
+// a fixed grid that loops over what the table's start asks for, so a graph serves any start
+cudaError_t kv_prefix(const int64_t* table, int slot, int max_seq, uint16_t* kv, cudaStream_t s);
 
-// out [T][2048] = o * sigmoid(gate); o [8][T][256] with strides (head, token) in elements
+// out [T][2048] = o * sigmoid(gate); o [T][8][256] (flash attention's output) with strides (head, token) in elements
 cudaError_t attn_gate(const uint16_t* o, long long o_stride_h, long long o_stride_t, const uint16_t* proj,
                       uint16_t* out, int T, cudaStream_t s);
 
