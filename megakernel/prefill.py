@@ -5,17 +5,19 @@ Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu
     add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v], cuBLAS) →
     DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → fla's chunked delta rule (state read and
               written in the decode kernel's [V][K] layout) → state copy → gated norm + conv ring
-    attention: q/k norm + RoPE + cache write (1 kernel) → the cache's earlier positions copied next
-              to them (after earlier tokens) → flash attention (varlen, causal aligned to the lower
-              right: query i sees keys <= start + i; the key count read from the device) → output gate
+    attention: q/k norm + RoPE + cache write (1 kernel) → causal attention → output gate; a fresh
+              prompt: SDPA over its own keys (cuDNN's Hopper kernel where torch picks it); after
+              earlier tokens: the cache's earlier positions copied next to the new ones, then flash
+              attention (varlen, causal aligned to the lower right: query i sees keys <= start + i;
+              the key count read from the device)
     → out-proj GEMM → add+RMSNorm → gate/up GEMM → SwiGLU → down GEMM
 then the final norm of the last position and the lm_head GEMV: no logits for the rest of
 the prompt. Why a graph of ~300 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
 The state and the start position are reached through a device table (5 pointers and the start,
-csrc/prefill.cuh), so one graph per (prompt length, max_seq_len) serves every state of that
-max_seq_len at every start: a conversation's turns of one length, or a long prompt's equal
-chunks, replay one graph. The graph reads and writes the state in place (no copies in or out,
+csrc/prefill.cuh), so one graph per (prompt length, max_seq_len, fresh or not) serves every state
+of that max_seq_len at every start > 0 (a conversation's turns of one length, a long prompt's
+equal chunks replay one graph), and one every fresh prompt of that length. The graph reads and writes the state in place (no copies in or out,
 nothing through the host but the table). A shape's first prefill runs eagerly and the graph is
 captured at its second (NOTES "Prefill", v3, v5).
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 import collections
 
 import torch
+import torch.nn.functional as F
 
 from reference import record
 from reference.config import LINEAR
@@ -73,14 +76,15 @@ def state_table(state) -> torch.Tensor:
 
 class PrefillPlan:
     """Static buffers and the launch sequence of one prefill shape: T tokens into a state with
-    `max_seq` positions, at whatever start the table holds (start + T <= max_seq)."""
+    `max_seq` positions, at start 0 (`fresh`) or at whatever start > 0 the table holds
+    (start + T <= max_seq)."""
 
-    def __init__(self, tier, T: int, max_seq: int, kv: torch.Tensor | None = None):
+    def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None):
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule
 
         self.delta_rule = chunk_gated_delta_rule
         self.op = {name: ops.op(name) for name in ops.OP_NAMES if name.startswith("prefill_")}
-        self.tier, self.T, self.max_seq = tier, T, max_seq
+        self.tier, self.T, self.max_seq, self.fresh = tier, T, max_seq, fresh
         self.k = k = tier.k
         self.eps = tier.config.rms_norm_eps
         dev, bf, f32, i32 = tier.device, torch.bfloat16, torch.float32, torch.int32
@@ -156,10 +160,15 @@ class PrefillPlan:
         torch.mm(self.h, w["win"].t(), out=proj)
         op["prefill_attn_prep"](proj, w["q_norm"], w["k_norm"], self.table, slot, self.max_seq, self.qbuf, self.kv,
                                 self.eps)
-        op["prefill_kv_prefix"](self.table, slot, self.max_seq, self.kv)
-        o = torch.ops.aten._flash_attention_forward(  # (the 8 q heads over the 2 kv heads: GQA in the kernel)
-            self.qbuf, self.kv[0], self.kv[1], self.cu_q, self.cu_k, T, self.max_seq, 0.0, True, False,
-            scale=k.FA_HD ** -0.5, seqused_k=self.used)[0]
+        if self.fresh:  # (as [1, heads, T, 256] views of the token-major buffers, the layout SDPA expects)
+            q, kk, vv = (x.view(1, T, -1, k.FA_HD).transpose(1, 2) for x in (self.qbuf, self.kv[0, :T], self.kv[1, :T]))
+            o = F.scaled_dot_product_attention(q, kk, vv, is_causal=True, scale=k.FA_HD ** -0.5,
+                                               enable_gqa=True).transpose(1, 2)[0]
+        else:
+            op["prefill_kv_prefix"](self.table, slot, self.max_seq, self.kv)
+            o = torch.ops.aten._flash_attention_forward(  # (the 8 q heads over the 2 kv heads: GQA in the kernel)
+                self.qbuf, self.kv[0], self.kv[1], self.cu_q, self.cu_k, T, self.max_seq, 0.0, True, False,
+                scale=k.FA_HD ** -0.5, seqused_k=self.used)[0]
         op["prefill_attn_gate"](o, proj, self.mix)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
@@ -172,9 +181,10 @@ class PrefillPlan:
     # ---- graph ------------------------------------------------------------------------
     def bind(self, ids, state):
         """The prompt, the state's pointers and its start into the plan's device buffers."""
-        if state.max_seq_len != self.max_seq or state.seq_len + self.T > self.max_seq:
-            raise ValueError(f"a plan of {self.T} tokens for max_seq_len {self.max_seq} cannot take a state at "
-                             f"position {state.seq_len} with max_seq_len {state.max_seq_len}")
+        if state.max_seq_len != self.max_seq or state.seq_len + self.T > self.max_seq or (state.seq_len == 0) != self.fresh:
+            where = "start 0" if self.fresh else "a start > 0"
+            raise ValueError(f"a plan of {self.T} tokens at {where} for max_seq_len {self.max_seq} cannot take a state "
+                             f"at position {state.seq_len} with max_seq_len {state.max_seq_len}")
         self.ids.copy_(ids[0])
         self.table.copy_(state_table(state))
         self.used.fill_(state.seq_len + self.T)
@@ -188,20 +198,20 @@ class PrefillPlan:
 
 
 class FastPrefill:
-    """The tier's prefill plans, one per (T, max_seq), least recently used dropped."""
+    """The tier's prefill plans, one per (T, max_seq, fresh), least recently used dropped."""
 
     def __init__(self, tier, use_graph: bool = True):
         self.tier, self.use_graph = tier, use_graph
         self.plans: collections.OrderedDict = collections.OrderedDict()
 
-    def plan(self, T: int, max_seq: int) -> PrefillPlan:
-        """The plan of (T, max_seq), made on first use (its K/V staging buffer shared with the
-        kept plans of the same max_seq), the least recently used plan dropped past MAX_PLANS."""
-        key = (T, max_seq)
+    def plan(self, T: int, max_seq: int, fresh: bool) -> PrefillPlan:
+        """The plan of (T, max_seq, fresh), made on first use (its K/V staging buffer shared with
+        the kept plans of the same max_seq), the least recently used plan dropped past MAX_PLANS."""
+        key = (T, max_seq, fresh)
         plan = self.plans.get(key)
         if plan is None:
             kv = next((p.kv for p in self.plans.values() if p.max_seq == max_seq), None)
-            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, kv)
+            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv)
             while len(self.plans) > MAX_PLANS:
                 self.plans.popitem(last=False)
         self.plans.move_to_end(key)
@@ -209,7 +219,7 @@ class FastPrefill:
 
     def __call__(self, ids, state, trace=None) -> torch.Tensor:
         """Prefill ids [1, T] into `state` (its seq_len is the start) → fp32 logits [1, vocab]."""
-        plan = self.plan(ids.shape[1], state.max_seq_len)
+        plan = self.plan(ids.shape[1], state.max_seq_len, state.seq_len == 0)
         if self.tier.debug_poison:
             self.tier.poison(state)
             plan.poison()

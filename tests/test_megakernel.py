@@ -643,7 +643,7 @@ def test_opcheck_every_op(mk):
     torch.library.opcheck(ops.op("decode"), decode_args(mk, mk.clone_state(state), token, out, logits))
     if mk.fast_prefill is None:
         pytest.skip(f"the prefill ops: {mk.prefill_note}")
-    plan = PrefillPlan(mk, 9, state.max_seq_len)
+    plan = PrefillPlan(mk, 9, state.max_seq_len, fresh=False)
     checked = set()
 
     def checking(name, real):

@@ -39,8 +39,8 @@ class FakePlan:
     """A stand-in PrefillPlan that logs what FastPrefill asks of it (no GPU needed)."""
     made: list = []
 
-    def __init__(self, tier, T, max_seq, kv=None):
-        self.T, self.max_seq, self.kv = T, max_seq, kv if kv is not None else object()
+    def __init__(self, tier, T, max_seq, fresh, kv=None):
+        self.T, self.max_seq, self.fresh, self.kv = T, max_seq, fresh, kv if kv is not None else object()
         self.uses, self.graph, self.log, self.logits = 0, None, [], torch.zeros(3)
         FakePlan.made.append(self)
 
@@ -56,28 +56,31 @@ class FakePlan:
 
 
 def test_one_plan_serves_every_start_and_its_graph_is_captured_at_the_second_prefill(monkeypatch):
-    """FastPrefill keys its plans by (T, max_seq), not by the start: a conversation's turns of one
-    length (at growing starts) run eagerly once, capture at the second and replay from then on;
-    plans of one max_seq share their K/V staging buffer; past MAX_PLANS the least recently used goes."""
+    """FastPrefill keys its plans by (T, max_seq, start == 0), not by the start: a conversation's
+    turns of one length (at growing starts) run eagerly once, capture at the second and replay from
+    then on; a fresh prompt of that length has a plan of its own (SDPA over its own keys); plans of
+    one max_seq share their K/V staging buffer; past MAX_PLANS the least recently used goes."""
     import megakernel.prefill as prefill_mod
 
     monkeypatch.setattr(prefill_mod, "PrefillPlan", FakePlan)
     FakePlan.made = []
     fast = FastPrefill(types.SimpleNamespace(debug_poison=False))
     at = lambda pos, max_seq=200: types.SimpleNamespace(seq_len=pos, max_seq_len=max_seq)  # noqa: E731
-    for start in (0, 40, 7):
+    for start in (40, 7, 100):
         fast(torch.zeros(1, 16, dtype=torch.int64), at(start))
-    first = FakePlan.made[0]
-    assert len(FakePlan.made) == 1 and first.uses == 3
-    assert first.log == [("bind", 0), "eager", ("bind", 40), "capture", "replay", ("bind", 7), "replay"]
-    fast(torch.zeros(1, 5, dtype=torch.int64), at(3))
+    turns = FakePlan.made[0]
+    assert len(FakePlan.made) == 1 and turns.uses == 3 and not turns.fresh
+    assert turns.log == [("bind", 40), "eager", ("bind", 7), "capture", "replay", ("bind", 100), "replay"]
+    fast(torch.zeros(1, 16, dtype=torch.int64), at(0))
     fast(torch.zeros(1, 16, dtype=torch.int64), at(0, 300))
-    assert FakePlan.made[1].kv is first.kv and FakePlan.made[2].kv is not first.kv
-    for T in (6, 7, 8):  # three more plans: the least recently used, (5, 200), is dropped
-        fast(torch.zeros(1, T, dtype=torch.int64), at(0))
-    assert list(fast.plans) == [(16, 300), (6, 200), (7, 200), (8, 200)] and len(FakePlan.made) == 6
+    fresh, other = FakePlan.made[1:]
+    assert fresh.fresh and fresh.log == [("bind", 0), "eager"]
+    assert fresh.kv is turns.kv and other.kv is not turns.kv
+    for T in (6, 7, 8):  # three more plans: the two least recently used, (16, 200, *), are dropped
+        fast(torch.zeros(1, T, dtype=torch.int64), at(3))
+    assert list(fast.plans) == [(16, 300, True), (6, 200, False), (7, 200, False), (8, 200, False)]
     fast(torch.zeros(1, 16, dtype=torch.int64), at(9))  # a dropped shape starts over, eagerly
-    assert FakePlan.made[-1].log == [("bind", 9), "eager"]
+    assert len(FakePlan.made) == 7 and FakePlan.made[-1].log == [("bind", 9), "eager"]
 
 
 def test_unknown_prefill_path_is_a_clear_error():
@@ -208,7 +211,7 @@ def test_a_conversations_turns_of_one_length_replay_one_graph(mk, ref32):
         b.seq_len += 24
         assert torch.equal(got, want), i
         assert rel(got, ref32.prefill(turn, r)) < 0.08, i
-    plan = graphed.plans[(24, 256)]
+    plan = graphed.plans[(24, 256, False)]
     assert len(graphed.plans) == 1 and plan.graph is not None and plan.uses == 3
     n = a.seq_len
     assert torch.equal(a.dn_state, b.dn_state) and torch.equal(a.conv_ring, b.conv_ring)
