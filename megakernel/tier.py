@@ -438,8 +438,14 @@ class MegakernelTier(Tier):
                                  "launch (decode_greedy, decode_sample) needs schedule='ring'")
         if self.debug_poison:
             self.poison(state)
+        self._decode_op(*self.decode_args(state, token_ids, out_token, logits, trace, times, stop_after, steps, stop_ids,
+                                          stream, temperature, seed))
+
+    def decode_args(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1, steps=1,
+                    stop_ids=(), stream=None, temperature=0.0, seed=0) -> tuple:
+        """The decode op's arguments (megakernel/ops.py) for a launch of `state` (_launch's, unchecked)."""
         none32, none64 = self._nothing[torch.float32], self._nothing[torch.int64]
-        self._decode_op(
+        return (
             self.layer_table, self.weights["model.embed_tokens.weight"], self.weights["model.norm.weight"],
             state.dn_state, state.conv_ring, state.k_cache, state.v_cache, state.rope, self.workspace, self.sync,
             token_ids.contiguous(), out_token, state.fault, none32 if logits is None else logits, none32 if trace is None else trace,

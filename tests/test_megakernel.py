@@ -617,16 +617,6 @@ def test_batch_above_max_batch_is_refused(mk):
         mk.new_state(batch_size=mk.k.MAX_BATCH + 1)
 
 
-def decode_args(mk, state, token, out, logits, pos=None):
-    """The decode op's arguments for one step of `state` (what MegakernelTier._launch passes)."""
-    pos = state.seq_len if pos is None else pos
-    nothing = torch.empty(0, dtype=torch.float32, device=mk.device)
-    return (mk.layer_table, mk.weights["model.embed_tokens.weight"], mk.weights["model.norm.weight"], state.dn_state,
-            state.conv_ring, state.k_cache, state.v_cache, state.rope, mk.workspace, mk.sync, token, out, state.fault, logits,
-            nothing, torch.empty(0, dtype=torch.int64, device=mk.device), torch.empty(0, dtype=torch.int64, device=mk.device),
-            [pos], mk.positions_per_split, 1, [], mk.grid, tier_mod.SCHEDULES.index(mk.schedule), mk.ring_slots, -1)
-
-
 @gpu
 @needs_gpu
 def test_opcheck_every_op(mk):
@@ -640,7 +630,7 @@ def test_opcheck_every_op(mk):
     token = ids(1, 23)[0].to(mk.device)
     out = torch.empty(1, dtype=torch.int64, device=mk.device)
     logits = torch.empty(1, mk.k.VOCAB, dtype=torch.float32, device=mk.device)
-    torch.library.opcheck(ops.op("decode"), decode_args(mk, mk.clone_state(state), token, out, logits))
+    torch.library.opcheck(ops.op("decode"), mk.decode_args(mk.clone_state(state), token, out, logits))
     if mk.fast_prefill is None:
         pytest.skip(f"the prefill ops: {mk.prefill_note}")
     plan = PrefillPlan(mk, 9, state.max_seq_len, fresh=False)
@@ -677,7 +667,7 @@ def test_torch_compile_fullgraph_around_the_decode_op(mk):
     def step(st, token):
         out = torch.empty(1, dtype=torch.int64, device=token.device)
         logits = torch.empty(1, mk.k.VOCAB, dtype=torch.float32, device=token.device)
-        decode(*decode_args(mk, st, token, out, logits))
+        decode(*mk.decode_args(st, token, out, logits))
         return logits, out
 
     eager_state, compiled_state = mk.clone_state(state), mk.clone_state(state)
