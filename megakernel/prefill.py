@@ -35,6 +35,16 @@ from reference.config import LINEAR
 from . import ops
 
 MAX_PLANS = 4  # prefill shapes kept, with their buffers and graphs (least recently used dropped first)
+FLASH_BLOCK_M = 64  # query rows per block of flash attention's head-dim-256 forward kernel (FA2)
+
+
+def context_pieces(T: int, max_seq: int, heads: int, sms: int) -> int:
+    """Pieces the keys before a continuing prompt are split into, so that flash attention has about
+    two blocks per SM: it runs one block per (query block, head, sequence) and splits no sequence
+    itself (a 256-token turn on a 16k context: 32 blocks, 0.5 ms a layer in one piece; call 5).
+    1 (no split) when the prompt alone gives the blocks; at most one piece per 512 positions."""
+    blocks = heads * -(-T // FLASH_BLOCK_M)
+    return max(1, min(-(-2 * sms // blocks), -(-max_seq // 512)))
 
 
 def unavailable_reason() -> str | None:
@@ -74,6 +84,24 @@ def state_table(state) -> torch.Tensor:
                          state.v_cache.data_ptr(), state.rope.data_ptr(), state.seq_len], dtype=torch.int64)
 
 
+def flash(q, kv, cu_q, cu_k, max_q: int, max_k: int, causal: bool, used=None):
+    """torch's flash attention (FA2), variable-length form: q [rows, 8, 256] against the keys and
+    values kv [2, max_seq, 2, 256] (the 8 q heads over the 2 kv heads: GQA in the kernel); sequence b
+    has the queries [cu_q[b], cu_q[b + 1]) and the keys from cu_k[b] (the first used[b] of them
+    where given); causal aligned to the lower right → (out [rows, 8, 256], log-sum-exp)."""
+    out, lse = torch.ops.aten._flash_attention_forward(q, kv[0], kv[1], cu_q, cu_k, max_q, max_k, 0.0, causal, False,
+                                                       scale=q.shape[-1] ** -0.5, seqused_k=used)[:2]
+    return out, lse
+
+
+def lse_by_piece(lse: torch.Tensor, n: int, T: int) -> torch.Tensor:
+    """flash's log-sum-exps of n sequences of T queries → [n, heads, T] (FA2 gives [heads, n * T]
+    in the variable-length form; older versions [n, heads, max_q])."""
+    if lse.dim() == 2:
+        return lse.view(lse.shape[0], n, T).transpose(0, 1)
+    return lse[:, :, :T]
+
+
 class PrefillPlan:
     """Static buffers and the launch sequence of one prefill shape: T tokens into a state with
     `max_seq` positions, at start 0 (`fresh`) or at whatever start > 0 the table holds
@@ -109,6 +137,20 @@ class PrefillPlan:
         self.cu_q = torch.tensor([0, T], dtype=i32, device=dev)
         self.cu_k = torch.tensor([0, max_seq], dtype=i32, device=dev)
         self.used = torch.zeros(1, dtype=i32, device=dev)
+        # after earlier tokens, in `pieces` > 1: the earlier keys as `pieces` sequences of `piece`
+        # positions (the last one shorter; `used_pieces` of each before the start), each seen by a
+        # copy of the T queries without a mask; the T new keys (at `cu_new`: start, start + T) with
+        # the causal mask; the parts merged by their log-sum-exps
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count
+        self.pieces = 1 if fresh else context_pieces(T, max_seq, k.FA_HQ, sms)
+        self.piece = -(-max_seq // self.pieces)
+        if self.pieces > 1:
+            bounds = [min(i * self.piece, max_seq) for i in range(self.pieces + 1)]
+            self.cu_pieces_k = torch.tensor(bounds, dtype=i32, device=dev)
+            self.cu_pieces_q = torch.arange(self.pieces + 1, dtype=i32, device=dev) * T
+            self.used_pieces = torch.zeros(self.pieces, dtype=i32, device=dev)
+            self.cu_new = torch.zeros(2, dtype=i32, device=dev)
+            self.q_pieces = torch.empty(self.pieces * T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
         self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
         self.graph = None
         self.uses = 0  # prefills of this shape so far (the graph is captured at the second)
@@ -166,10 +208,22 @@ class PrefillPlan:
                                                enable_gqa=True).transpose(1, 2)[0]
         else:
             op["prefill_kv_prefix"](self.table, slot, self.max_seq, self.kv)
-            o = torch.ops.aten._flash_attention_forward(  # (the 8 q heads over the 2 kv heads: GQA in the kernel)
-                self.qbuf, self.kv[0], self.kv[1], self.cu_q, self.cu_k, T, self.max_seq, 0.0, True, False,
-                scale=k.FA_HD ** -0.5, seqused_k=self.used)[0]
+            o = self.attend_in_pieces() if self.pieces > 1 else flash(
+                self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0]
         op["prefill_attn_gate"](o, proj, self.mix)
+
+    def attend_in_pieces(self) -> torch.Tensor:
+        """Attention after earlier tokens with the earlier keys in pieces (see __init__) → [T, heads, 256]."""
+        T, S, k = self.T, self.pieces, self.k
+        self.q_pieces.view(S, T, k.FA_HQ, k.FA_HD).copy_(self.qbuf.expand(S, -1, -1, -1))
+        o_ctx, lse_ctx = flash(self.q_pieces, self.kv, self.cu_pieces_q, self.cu_pieces_k, T, self.piece, False,
+                               self.used_pieces)
+        o_new, lse_new = flash(self.qbuf, self.kv, self.cu_q, self.cu_new, T, T, True)
+        o = torch.cat([o_ctx.view(S, T, k.FA_HQ, k.FA_HD), o_new.unsqueeze(0)])         # [S + 1, T, heads, 256]
+        lse = torch.cat([lse_by_piece(lse_ctx, S, T), lse_by_piece(lse_new, 1, T)])  # [S + 1, heads, T]
+        lse = lse.masked_fill(lse == float("inf"), float("-inf"))  # (a piece with no key: weight 0)
+        w = torch.softmax(lse, dim=0).transpose(1, 2).unsqueeze(-1)                  # [S + 1, T, heads, 1]
+        return torch.where(w > 0, o.float() * w, 0.0).sum(0).to(o.dtype)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
     def poison(self):
@@ -187,7 +241,12 @@ class PrefillPlan:
                              f"at position {state.seq_len} with max_seq_len {state.max_seq_len}")
         self.ids.copy_(ids[0])
         self.table.copy_(state_table(state))
-        self.used.fill_(state.seq_len + self.T)
+        start = state.seq_len
+        self.used.fill_(start + self.T)
+        if self.pieces > 1:
+            ends = [min(start, (i + 1) * self.piece, self.max_seq) for i in range(self.pieces)]
+            self.used_pieces.copy_(torch.tensor([max(0, e - i * self.piece) for i, e in enumerate(ends)], dtype=torch.int32))
+            self.cu_new.copy_(torch.tensor([start, start + self.T], dtype=torch.int32))
 
     def capture(self):
         """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""

@@ -194,30 +194,41 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
 
 @gpu
 @needs_gpu
-def test_a_conversations_turns_of_one_length_replay_one_graph(mk, ref32):
-    """Three 24-token turns after a 40-token prompt: the graph captured at the second turn replays at
-    the third (another start), with the eager path's bits and within the bounds of the reference
-    doing the same; the state after them equal too."""
-    seq = ids(40 + 3 * 24, 77)
+@pytest.mark.parametrize("context,max_seq,pieces", [(40, 256, 1), (1500, 2048, 4)])
+def test_a_conversations_turns_of_one_length_replay_one_graph(mk, ref32, context, max_seq, pieces):
+    """Three 24-token turns after a prompt: the graph captured at the second turn replays at the third
+    (another start), with the eager path's bits and within the bounds of the reference doing the
+    same; the state after them equal too. With 2,048 positions the earlier keys are attended in 4
+    pieces merged by their log-sum-exps (prefill.context_pieces), with 256 in one."""
+    seq = ids(context + 3 * 24, 77)
     graphed, eager = FastPrefill(mk), FastPrefill(mk, use_graph=False)
-    a, b, r = mk.new_state(max_seq_len=256), mk.new_state(max_seq_len=256), ref32.new_state(max_seq_len=256)
+    a, b, r = (t.new_state(max_seq_len=max_seq) for t in (mk, mk, ref32))
     for s in (a, b):
-        mk.prefill(seq[:, :40], s)
-    ref32.prefill(seq[:, :40], r)
+        mk.prefill(seq[:, :context], s)
+    ref32.prefill(seq[:, :context], r)
     for i in range(3):
-        turn = seq[:, 40 + 24 * i:64 + 24 * i]
+        turn = seq[:, context + 24 * i:context + 24 * (i + 1)]
         got, want = graphed(turn.to("cuda"), a), eager(turn.to("cuda"), b)
         a.seq_len += 24
         b.seq_len += 24
         assert torch.equal(got, want), i
         assert rel(got, ref32.prefill(turn, r)) < 0.08, i
-    plan = graphed.plans[(24, 256, False)]
-    assert len(graphed.plans) == 1 and plan.graph is not None and plan.uses == 3
+    plan = graphed.plans[(24, max_seq, False)]
+    assert len(graphed.plans) == 1 and plan.graph is not None and plan.uses == 3 and plan.pieces == pieces
     n = a.seq_len
     assert torch.equal(a.dn_state, b.dn_state) and torch.equal(a.conv_ring, b.conv_ring)
     assert torch.equal(a.k_cache[..., :n, :], b.k_cache[..., :n, :]) and torch.equal(a.v_cache[..., :n, :], b.v_cache[..., :n, :])
     ms = mk.to_model_state(a)
     assert rel(ms.recurrent, r.recurrent) < 0.08 and rel(ms.k_cache[..., :n, :], r.k_cache[..., :n, :]) < 0.08
+
+
+def test_the_earlier_keys_are_split_into_pieces_only_where_flash_would_lack_blocks():
+    from megakernel.prefill import context_pieces
+
+    assert context_pieces(256, 16640, heads=8, sms=132) == 9     # 32 blocks of 64 queries x 8 heads: 9 pieces
+    assert context_pieces(4096, 16640, heads=8, sms=132) == 1    # 512 blocks: none
+    assert context_pieces(24, 2048, heads=8, sms=132) == 4       # at most one piece per 512 positions
+    assert context_pieces(24, 300, heads=8, sms=132) == 1
 
 
 @gpu
