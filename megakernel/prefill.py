@@ -211,6 +211,7 @@ class PrefillPlan:
             o = self.attend_in_pieces() if self.pieces > 1 else flash(
                 self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0]
         op["prefill_attn_gate"](o, proj, self.mix)
+        torch.mm(self.mix, w["out"].t(), out=self.x)
 
     def attend_in_pieces(self) -> torch.Tensor:
         """Attention after earlier tokens with the earlier keys in pieces (see __init__) → [T, heads, 256]."""
@@ -224,7 +225,6 @@ class PrefillPlan:
         lse = lse.masked_fill(lse == float("inf"), float("-inf"))  # (a piece with no key: weight 0)
         w = torch.softmax(lse, dim=0).transpose(1, 2).unsqueeze(-1)                  # [S + 1, T, heads, 1]
         return torch.where(w > 0, o.float() * w, 0.0).sum(0).to(o.dtype)
-        torch.mm(self.mix, w["out"].t(), out=self.x)
 
     def poison(self):
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
