@@ -12,7 +12,7 @@
         [steps, B], written as each step ends) are filled when they are not empty.
     prefill_add_rms_norm, prefill_dn_prep, prefill_dn_out_norm, prefill_dn_state_in,
     prefill_dn_state_out, prefill_silu_mul, prefill_attn_prep, prefill_kv_prefix,
-    prefill_attn_gate, prefill_lm_head
+    prefill_attn_gate, prefill_attn_merge_gate, prefill_lm_head
         the fast prefill's fused kernels (csrc/prefill.cuh says what each computes).
 
 Every op writes only into tensors its schema marks as written and returns nothing, so each fake
@@ -32,7 +32,7 @@ import torch
 NAMESPACE = "qwen35_megakernel"
 OP_NAMES = ("decode", "prefill_add_rms_norm", "prefill_dn_prep", "prefill_dn_out_norm", "prefill_dn_state_in",
             "prefill_dn_state_out", "prefill_silu_mul", "prefill_attn_prep", "prefill_kv_prefix", "prefill_attn_gate",
-            "prefill_lm_head")
+            "prefill_attn_merge_gate", "prefill_lm_head")
 
 _fakes_registered = False
 

@@ -208,23 +208,24 @@ class PrefillPlan:
                                                enable_gqa=True).transpose(1, 2)[0]
         else:
             op["prefill_kv_prefix"](self.table, slot, self.max_seq, self.kv)
-            o = self.attend_in_pieces() if self.pieces > 1 else flash(
-                self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0]
+            if self.pieces > 1:
+                self.attend_in_pieces(proj)
+                torch.mm(self.mix, w["out"].t(), out=self.x)
+                return
+            o = flash(self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0]
         op["prefill_attn_gate"](o, proj, self.mix)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
-    def attend_in_pieces(self) -> torch.Tensor:
-        """Attention after earlier tokens with the earlier keys in pieces (see __init__) → [T, heads, 256]."""
+    def attend_in_pieces(self, proj):
+        """Attention after earlier tokens with the earlier keys in pieces (see __init__), merged and
+        gated into self.mix by one kernel (csrc/prefill.cuh attn_merge_gate)."""
         T, S, k = self.T, self.pieces, self.k
         self.q_pieces.view(S, T, k.FA_HQ, k.FA_HD).copy_(self.qbuf.expand(S, -1, -1, -1))
         o_ctx, lse_ctx = flash(self.q_pieces, self.kv, self.cu_pieces_q, self.cu_pieces_k, T, self.piece, False,
                                self.used_pieces)
         o_new, lse_new = flash(self.qbuf, self.kv, self.cu_q, self.cu_new, T, T, True)
-        o = torch.cat([o_ctx.view(S, T, k.FA_HQ, k.FA_HD), o_new.unsqueeze(0)])         # [S + 1, T, heads, 256]
-        lse = torch.cat([lse_by_piece(lse_ctx, S, T), lse_by_piece(lse_new, 1, T)])  # [S + 1, heads, T]
-        lse = lse.masked_fill(lse == float("inf"), float("-inf"))  # (a piece with no key: weight 0)
-        w = torch.softmax(lse, dim=0).transpose(1, 2).unsqueeze(-1)                  # [S + 1, T, heads, 1]
-        return torch.where(w > 0, o.float() * w, 0.0).sum(0).to(o.dtype)
+        self.op["prefill_attn_merge_gate"](o_ctx, lse_by_piece(lse_ctx, S, T), o_new, lse_by_piece(lse_new, 1, T)[0],
+                                           proj, self.mix)
 
     def poison(self):
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""

@@ -625,7 +625,7 @@ def test_opcheck_every_op(mk):
     from megakernel import ops
     from megakernel.prefill import PrefillPlan
 
-    state = mk.new_state(max_seq_len=64)
+    state = mk.new_state(max_seq_len=1100)
     mk.prefill(ids(20, 22), state)
     token = ids(1, 23)[0].to(mk.device)
     out = torch.empty(1, dtype=torch.int64, device=mk.device)
@@ -634,6 +634,7 @@ def test_opcheck_every_op(mk):
     if mk.fast_prefill is None:
         pytest.skip(f"the prefill ops: {mk.prefill_note}")
     plan = PrefillPlan(mk, 9, state.max_seq_len, fresh=False)
+    assert plan.pieces > 1  # (so that the merge of the pieces runs too)
     checked = set()
 
     def checking(name, real):

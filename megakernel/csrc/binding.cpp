@@ -321,6 +321,27 @@ void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& out) {
                     ptr<uint16_t>(out), T, stream_of(proj)), op);
 }
 
+void prefill_attn_merge_gate(const Tensor& o_ctx, const Tensor& lse_ctx, const Tensor& o_new, const Tensor& lse_new,
+                             const Tensor& proj, const Tensor& out) {
+  const char* op = "qwen35_megakernel.prefill_attn_merge_gate";
+  const int T = rows_of(proj, mk::FA_QKV, op, "proj");
+  TORCH_CHECK(lse_ctx.is_cuda() && lse_ctx.scalar_type() == F32 && lse_ctx.dim() == 3 && lse_ctx.size(1) == mk::FA_HQ &&
+                  lse_ctx.size(2) == T,
+              op, ": lse_ctx must be a CUDA float32 [S, ", mk::FA_HQ, ", T] tensor (got ", lse_ctx.sizes(), ")");
+  const int S = static_cast<int>(lse_ctx.size(0));
+  check_tensor(o_ctx, op, "o_ctx", BF, {S * T, mk::FA_HQ, mk::FA_HD});
+  check_tensor(o_new, op, "o_new", BF, {T, mk::FA_HQ, mk::FA_HD});
+  TORCH_CHECK(lse_new.is_cuda() && lse_new.scalar_type() == F32 && lse_new.dim() == 2 && lse_new.size(0) == mk::FA_HQ &&
+                  lse_new.size(1) == T,
+              op, ": lse_new must be a CUDA float32 [", mk::FA_HQ, ", T] tensor (got ", lse_new.sizes(), ")");
+  check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
+  check_tensor(out, op, "out", BF, {T, mk::FA_OIN});
+  c10::cuda::CUDAGuard guard(proj.device());
+  ok(mkp::attn_merge_gate(ptr<const uint16_t>(o_ctx), lse_ctx.data_ptr<float>(), lse_ctx.stride(0), lse_ctx.stride(1),
+                          lse_ctx.stride(2), S, ptr<const uint16_t>(o_new), lse_new.data_ptr<float>(), lse_new.stride(0),
+                          lse_new.stride(1), ptr<const uint16_t>(proj), ptr<uint16_t>(out), T, stream_of(proj)), op);
+}
+
 void prefill_lm_head(const Tensor& x, const Tensor& w, const Tensor& logits) {
   const char* op = "qwen35_megakernel.prefill_lm_head";
   check_tensor(x, op, "x", BF, {mk::D});
@@ -389,6 +410,8 @@ TORCH_LIBRARY(qwen35_megakernel, m) {
         "Tensor(a!) qbuf, Tensor(b!) kv, float eps) -> ()");
   m.def("prefill_kv_prefix(Tensor state_table, int layer, int max_seq, Tensor(a!) kv) -> ()");
   m.def("prefill_attn_gate(Tensor o, Tensor proj, Tensor(a!) out) -> ()");
+  m.def("prefill_attn_merge_gate(Tensor o_ctx, Tensor lse_ctx, Tensor o_new, Tensor lse_new, Tensor proj, "
+        "Tensor(a!) out) -> ()");
   m.def("prefill_lm_head(Tensor x, Tensor w, Tensor(a!) logits) -> ()");
 }
 
@@ -403,6 +426,7 @@ TORCH_LIBRARY_IMPL(qwen35_megakernel, CUDA, m) {
   m.impl("prefill_attn_prep", &prefill_attn_prep);
   m.impl("prefill_kv_prefix", &prefill_kv_prefix);
   m.impl("prefill_attn_gate", &prefill_attn_gate);
+  m.impl("prefill_attn_merge_gate", &prefill_attn_merge_gate);
   m.impl("prefill_lm_head", &prefill_lm_head);
 }
 

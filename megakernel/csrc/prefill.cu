@@ -278,6 +278,39 @@ __global__ void __launch_bounds__(256) attn_gate_kernel(const uint16_t* __restri
   store8(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d, y);
 }
 
+// ---- attention in pieces, merged and gated: block = one token, 256 threads x 8 = 8 heads x 256 (attn_gate's) --
+// every thread of head h reads the same S + 1 log-sum-exps (L1 broadcasts); pieces whose weight is 0
+// (no key before the start in them) are not read
+__global__ void __launch_bounds__(256) attn_merge_gate_kernel(const uint16_t* __restrict__ o_ctx, const float* __restrict__ lse_ctx,
+                                                              long long ls_s, long long ls_h, long long ls_t, int S,
+                                                              const uint16_t* __restrict__ o_new, const float* __restrict__ lse_new,
+                                                              long long ln_h, long long ln_t, const uint16_t* __restrict__ proj,
+                                                              uint16_t* __restrict__ out, int T) {
+  const int t = blockIdx.x, h = threadIdx.x >> 5, d = (threadIdx.x & 31) * 8;
+  auto lse = [&](int s) {  // piece s's log-sum-exp (s == S: the new keys'), +inf (no key) as -inf
+    const float v = s < S ? lse_ctx[s * ls_s + h * ls_h + t * ls_t] : lse_new[h * ln_h + t * ln_t];
+    return v == INFINITY ? -INFINITY : v;
+  };
+  float m = -INFINITY;
+  for (int s = 0; s <= S; ++s) m = fmaxf(m, lse(s));  // (the new keys' piece is never empty: m is finite)
+  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, wsum = 0.f;
+  for (int s = 0; s <= S; ++s) {
+    const float w = expf(lse(s) - m);
+    if (w == 0.f) continue;
+    float ov[8];
+    load8((s < S ? o_ctx + (static_cast<size_t>(s) * T + t) * FA_HQ * FA_HD : o_new + static_cast<size_t>(t) * FA_HQ * FA_HD) +
+              h * FA_HD + d, ov);
+    wsum += w;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] = fmaf(w, ov[e], acc[e]);
+  }
+  float gv[8], y[8];
+  load8(proj + static_cast<size_t>(t) * FA_QKV + h * 2 * FA_HD + FA_HD + d, gv);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) y[e] = rnd(acc[e] / wsum) * rnd(sigmoidf_(gv[e]));
+  store8(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d, y);
+}
+
 // ---- lm_head GEMV: block = 8 warps x 4 rows; lane reads 16 bytes at lane*8 + 256*c of a row ------
 constexpr int LM_ROWS_PER_WARP = 4, LM_WARPS = 8;
 __global__ void __launch_bounds__(256) lm_head_kernel(const uint16_t* __restrict__ x, const uint16_t* __restrict__ w,
@@ -365,6 +398,13 @@ cudaError_t kv_prefix(const int64_t* table, int slot, int max_seq, uint16_t* kv,
 cudaError_t attn_gate(const uint16_t* o, long long o_stride_h, long long o_stride_t, const uint16_t* proj,
                       uint16_t* out, int T, cudaStream_t s) {
   attn_gate_kernel<<<T, 256, 0, s>>>(o, o_stride_h, o_stride_t, proj, out);
+  return cudaGetLastError();
+}
+
+cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long long ls_s, long long ls_h, long long ls_t,
+                            int S, const uint16_t* o_new, const float* lse_new, long long ln_h, long long ln_t,
+                            const uint16_t* proj, uint16_t* out, int T, cudaStream_t s) {
+  attn_merge_gate_kernel<<<T, 256, 0, s>>>(o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t, proj, out, T);
   return cudaGetLastError();
 }
 

@@ -56,6 +56,14 @@ cudaError_t kv_prefix(const int64_t* table, int slot, int max_seq, uint16_t* kv,
 cudaError_t attn_gate(const uint16_t* o, long long o_stride_h, long long o_stride_t, const uint16_t* proj,
                       uint16_t* out, int T, cudaStream_t s);
 
+// out [T][2048] = (sum_s w_s o_s) * sigmoid(gate): attention done in pieces (the earlier keys in S
+// pieces, o_ctx [S][T][8][256], then the new keys, o_new [T][8][256]) merged by their log-sum-exps,
+// w_s = softmax over the pieces of lse (+inf, a piece with no key, counts as -inf); lse_ctx [S][8][T]
+// and lse_new [8][T] fp32 with the strides given (in elements); the gate from proj as attn_gate's
+cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long long ls_s, long long ls_h, long long ls_t,
+                            int S, const uint16_t* o_new, const float* lse_new, long long ln_h, long long ln_t,
+                            const uint16_t* proj, uint16_t* out, int T, cudaStream_t s);
+
 // logits fp32 [vocab] = bf16(W [vocab][1024] . x [1024])
 cudaError_t lm_head(const uint16_t* x, const uint16_t* w, float* logits, int vocab, cudaStream_t s);
 
