@@ -625,7 +625,7 @@ def test_opcheck_every_op(mk):
     from megakernel import ops
     from megakernel.prefill import PrefillPlan
 
-    state = mk.new_state(max_seq_len=1100)
+    state = mk.new_state(max_seq_len=64)
     mk.prefill(ids(20, 22), state)
     token = ids(1, 23)[0].to(mk.device)
     out = torch.empty(1, dtype=torch.int64, device=mk.device)
@@ -633,8 +633,6 @@ def test_opcheck_every_op(mk):
     torch.library.opcheck(ops.op("decode"), mk.decode_args(mk.clone_state(state), token, out, logits))
     if mk.fast_prefill is None:
         pytest.skip(f"the prefill ops: {mk.prefill_note}")
-    plan = PrefillPlan(mk, 9, state.max_seq_len, fresh=False)
-    assert plan.pieces > 1  # (so that the merge of the pieces runs too)
     checked = set()
 
     def checking(name, real):
@@ -645,11 +643,18 @@ def test_opcheck_every_op(mk):
             return real(*args)
         return call
 
-    plan.op = {name: checking(name, real) for name, real in plan.op.items()}
-    target = mk.clone_state(state)  # (alive while the plan writes through its pointers)
-    plan.bind(ids(9, 24).to(mk.device), target)  # a prompt continuing the sequence
-    plan.run()
-    torch.cuda.synchronize()
+    # a prompt continuing the sequence: its earlier keys in one piece (flash + attn_gate) and in
+    # several (attn_merge_gate: 1,100 positions)
+    for max_seq, pieces in ((64, 1), (1100, 3)):
+        start = mk.new_state(max_seq_len=max_seq)
+        mk.prefill(ids(20, 22), start)
+        plan = PrefillPlan(mk, 9, max_seq, fresh=False)
+        assert plan.pieces == pieces
+        plan.op = {name: checking(name, real) for name, real in plan.op.items()}
+        target = mk.clone_state(start)  # (alive while the plan writes through its pointers)
+        plan.bind(ids(9, 24).to(mk.device), target)
+        plan.run()
+        torch.cuda.synchronize()
     assert checked == {n for n in ops.OP_NAMES if n.startswith("prefill_")}
 
 
