@@ -14,10 +14,12 @@ Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu
 then the final norm of the last position and the lm_head GEMV: no logits for the rest of
 the prompt. Why a graph of ~300 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
-The state and the start position are reached through a device table (5 pointers and the start,
-csrc/prefill.cuh), so one graph per (prompt length, max_seq_len, fresh or not) serves every state
-of that max_seq_len at every start > 0 (a conversation's turns of one length, a long prompt's
-equal chunks replay one graph), and one every fresh prompt of that length. The graph reads and writes the state in place (no copies in or out,
+The state, the start position and the prompt's valid tokens are reached through a device table
+(5 pointers, the start, the count; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
+not) serves every state of that max_seq_len at every start > 0 and one every fresh prompt of that
+length. A prompt after earlier tokens is padded to a multiple of PAD_ROWS rows (padding rows leave
+the state as it is and write nothing to the cache), so a conversation's turns of any length up to
+a multiple of 64 replay one graph, as do a long prompt's chunks. The graph reads and writes the state in place (no copies in or out,
 nothing through the host but the table). A shape's first prefill runs eagerly and the graph is
 captured at its second (NOTES "Prefill", v3, v5).
 """
@@ -35,6 +37,7 @@ from reference.config import LINEAR
 from . import ops
 
 MAX_PLANS = 4  # prefill shapes kept, with their buffers and graphs (least recently used dropped first)
+PAD_ROWS = 64  # a prompt after earlier tokens runs in a plan of rows rounded up to this (fla's chunk)
 FLASH_BLOCK_M = 64  # query rows per block of flash attention's head-dim-256 forward kernel (FA2)
 
 
@@ -77,11 +80,17 @@ def layer_weights(tier) -> list[dict]:
     return out
 
 
-def state_table(state) -> torch.Tensor:
-    """The state's pointers and its next position (the prefill's start) in csrc/prefill.cuh
-    StateSlot order, as a CPU int64 tensor."""
+def state_table(state, valid: int) -> torch.Tensor:
+    """The state's pointers, its next position (the prefill's start) and the prompt's `valid` tokens
+    in csrc/prefill.cuh StateSlot order, as a CPU int64 tensor."""
     return torch.tensor([state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(),
-                         state.v_cache.data_ptr(), state.rope.data_ptr(), state.seq_len], dtype=torch.int64)
+                         state.v_cache.data_ptr(), state.rope.data_ptr(), state.seq_len, valid], dtype=torch.int64)
+
+
+def plan_rows(T: int, start: int, max_seq: int) -> int:
+    """The rows of the plan that prefills T tokens at `start`: T for a fresh prompt, else T rounded
+    up to a multiple of PAD_ROWS (at most max_seq)."""
+    return T if start == 0 else min(-(-T // PAD_ROWS) * PAD_ROWS, max_seq)
 
 
 def flash(q, kv, cu_q, cu_k, max_q: int, max_k: int, causal: bool, used=None):
@@ -103,9 +112,9 @@ def lse_by_piece(lse: torch.Tensor, n: int, T: int) -> torch.Tensor:
 
 
 class PrefillPlan:
-    """Static buffers and the launch sequence of one prefill shape: T tokens into a state with
-    `max_seq` positions, at start 0 (`fresh`) or at whatever start > 0 the table holds
-    (start + T <= max_seq)."""
+    """Static buffers and the launch sequence of one prefill shape: T rows into a state with
+    `max_seq` positions, at start 0 (`fresh`: a prompt of T tokens) or at whatever start > 0 the
+    table holds (a prompt of 1..T tokens, the rest padding; start + tokens <= max_seq)."""
 
     def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None):
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule
@@ -154,6 +163,7 @@ class PrefillPlan:
         self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
         self.graph = None
         self.uses = 0  # prefills of this shape so far (the graph is captured at the second)
+        self.valid = T  # the bound prompt's tokens (bind())
 
     # ---- the launch sequence --------------------------------------------------------
     def run(self, trace=None):
@@ -163,7 +173,7 @@ class PrefillPlan:
         embed = t.weights["model.embed_tokens.weight"]
         op["prefill_dn_state_in"](self.table, self.h0)
         op["prefill_add_rms_norm"](None, self.ids, embed, self.res, W[0]["in_norm"], self.h, eps)
-        record(trace, "embed", self.res.view(1, T, D))
+        record(trace, "embed", self.res.view(1, T, D)[:, :self.valid])
         for i, kind in enumerate(t.config.layer_types):
             w, slot = W[i], t.config.layer_slot(i)
             if i > 0:
@@ -177,12 +187,13 @@ class PrefillPlan:
             op["prefill_silu_mul"](self.gu, self.act)
             torch.mm(self.act, w["down"].t(), out=self.x)
             if trace is not None:
-                record(trace, f"layers.{i}", (self.res + self.x).view(1, T, D))
-        rows = slice(0, T) if trace is not None else slice(T - 1, T)  # only the last position needs the norm
+                record(trace, f"layers.{i}", (self.res + self.x).view(1, T, D)[:, :self.valid])
+        # only the last valid position needs the norm (after earlier tokens: which one, the device knows)
+        rows = slice(0, T) if trace is not None or not self.fresh else slice(T - 1, T)
         op["prefill_add_rms_norm"](self.x[rows], None, embed, self.res[rows], t.weights["model.norm.weight"],
                                    self.h[rows], eps)
-        record(trace, "norm", self.h.view(1, T, D))
-        op["prefill_lm_head"](self.h[T - 1], embed, self.logits)
+        record(trace, "norm", self.h.view(1, T, D)[:, :self.valid])
+        op["prefill_lm_head"](self.h, self.table, embed, self.logits)
 
     def deltanet(self, w, slot):
         op, T, k = self.op, self.T, self.k
@@ -213,7 +224,7 @@ class PrefillPlan:
                 torch.mm(self.mix, w["out"].t(), out=self.x)
                 return
             o = flash(self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0]
-        op["prefill_attn_gate"](o, proj, self.mix)
+        op["prefill_attn_gate"](o, proj, self.table, self.mix)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
     def attend_in_pieces(self, proj):
@@ -225,7 +236,7 @@ class PrefillPlan:
                                self.used_pieces)
         o_new, lse_new = flash(self.qbuf, self.kv, self.cu_q, self.cu_new, T, T, True)
         self.op["prefill_attn_merge_gate"](o_ctx, lse_by_piece(lse_ctx, S, T), o_new, lse_by_piece(lse_new, 1, T)[0],
-                                           proj, self.mix)
+                                           proj, self.table, self.mix)
 
     def poison(self):
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
@@ -235,19 +246,24 @@ class PrefillPlan:
 
     # ---- graph ------------------------------------------------------------------------
     def bind(self, ids, state):
-        """The prompt, the state's pointers and its start into the plan's device buffers."""
-        if state.max_seq_len != self.max_seq or state.seq_len + self.T > self.max_seq or (state.seq_len == 0) != self.fresh:
+        """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding),
+        the state's pointers, its start and n into the plan's device buffers."""
+        n, start = ids.shape[1], state.seq_len
+        if (state.max_seq_len != self.max_seq or start + n > self.max_seq or (start == 0) != self.fresh
+                or not (n == self.T if self.fresh else 1 <= n <= self.T)):
             where = "start 0" if self.fresh else "a start > 0"
-            raise ValueError(f"a plan of {self.T} tokens at {where} for max_seq_len {self.max_seq} cannot take a state "
-                             f"at position {state.seq_len} with max_seq_len {state.max_seq_len}")
-        self.ids.copy_(ids[0])
-        self.table.copy_(state_table(state))
-        start = state.seq_len
-        self.used.fill_(start + self.T)
+            raise ValueError(f"a plan of {self.T} rows at {where} for max_seq_len {self.max_seq} cannot take {n} tokens "
+                             f"into a state at position {start} with max_seq_len {state.max_seq_len}")
+        self.valid = n
+        self.ids[:n].copy_(ids[0])
+        self.ids[n:].zero_()
+        self.table.copy_(state_table(state, n))
+        self.used.fill_(start + n)
+        self.cu_q[1:].fill_(n)
         if self.pieces > 1:
             ends = [min(start, (i + 1) * self.piece, self.max_seq) for i in range(self.pieces)]
             self.used_pieces.copy_(torch.tensor([max(0, e - i * self.piece) for i, e in enumerate(ends)], dtype=torch.int32))
-            self.cu_new.copy_(torch.tensor([start, start + self.T], dtype=torch.int32))
+            self.cu_new.copy_(torch.tensor([start, start + n], dtype=torch.int32))
 
     def capture(self):
         """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""
@@ -265,7 +281,7 @@ class FastPrefill:
         self.plans: collections.OrderedDict = collections.OrderedDict()
 
     def plan(self, T: int, max_seq: int, fresh: bool) -> PrefillPlan:
-        """The plan of (T, max_seq, fresh), made on first use (its K/V staging buffer shared with
+        """The plan of (T rows, max_seq, fresh), made on first use (its K/V staging buffer shared with
         the kept plans of the same max_seq), the least recently used plan dropped past MAX_PLANS."""
         key = (T, max_seq, fresh)
         plan = self.plans.get(key)
@@ -279,7 +295,7 @@ class FastPrefill:
 
     def __call__(self, ids, state, trace=None) -> torch.Tensor:
         """Prefill ids [1, T] into `state` (its seq_len is the start) → fp32 logits [1, vocab]."""
-        plan = self.plan(ids.shape[1], state.max_seq_len, state.seq_len == 0)
+        plan = self.plan(plan_rows(ids.shape[1], state.seq_len, state.max_seq_len), state.max_seq_len, state.seq_len == 0)
         if self.tier.debug_poison:
             self.tier.poison(state)
             plan.poison()

@@ -55,31 +55,34 @@ class FakePlan:
         self.log.append("capture")
 
 
-def test_one_plan_serves_every_start_and_its_graph_is_captured_at_the_second_prefill(monkeypatch):
-    """FastPrefill keys its plans by (T, max_seq, start == 0), not by the start: a conversation's
-    turns of one length (at growing starts) run eagerly once, capture at the second and replay from
-    then on; a fresh prompt of that length has a plan of its own (SDPA over its own keys); plans of
-    one max_seq share their K/V staging buffer; past MAX_PLANS the least recently used goes."""
+def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the_second_prefill(monkeypatch):
+    """FastPrefill keys its plans by (rows, max_seq, start == 0), not by the start: a prompt after
+    earlier tokens runs in a plan of its length rounded up to a multiple of 64, so a conversation's
+    turns of 16, 37 and 64 tokens (at growing starts) share one: eager once, captured at the second,
+    replayed from then on; a fresh prompt has a plan of its own length (SDPA over its own keys); plans
+    of one max_seq share their K/V staging buffer; past MAX_PLANS the least recently used goes."""
     import megakernel.prefill as prefill_mod
 
     monkeypatch.setattr(prefill_mod, "PrefillPlan", FakePlan)
     FakePlan.made = []
     fast = FastPrefill(types.SimpleNamespace(debug_poison=False))
     at = lambda pos, max_seq=200: types.SimpleNamespace(seq_len=pos, max_seq_len=max_seq)  # noqa: E731
-    for start in (40, 7, 100):
-        fast(torch.zeros(1, 16, dtype=torch.int64), at(start))
+    for start, n in ((40, 16), (7, 37), (100, 64)):
+        fast(torch.zeros(1, n, dtype=torch.int64), at(start))
     turns = FakePlan.made[0]
-    assert len(FakePlan.made) == 1 and turns.uses == 3 and not turns.fresh
+    assert len(FakePlan.made) == 1 and turns.uses == 3 and not turns.fresh and turns.T == 64
     assert turns.log == [("bind", 40), "eager", ("bind", 7), "capture", "replay", ("bind", 100), "replay"]
     fast(torch.zeros(1, 16, dtype=torch.int64), at(0))
     fast(torch.zeros(1, 16, dtype=torch.int64), at(0, 300))
     fresh, other = FakePlan.made[1:]
-    assert fresh.fresh and fresh.log == [("bind", 0), "eager"]
+    assert fresh.fresh and fresh.T == 16 and fresh.log == [("bind", 0), "eager"]
     assert fresh.kv is turns.kv and other.kv is not turns.kv
-    for T in (6, 7, 8):  # three more plans: the two least recently used, (16, 200, *), are dropped
-        fast(torch.zeros(1, T, dtype=torch.int64), at(3))
-    assert list(fast.plans) == [(16, 300, True), (6, 200, False), (7, 200, False), (8, 200, False)]
-    fast(torch.zeros(1, 16, dtype=torch.int64), at(9))  # a dropped shape starts over, eagerly
+    fast(torch.zeros(1, 30, dtype=torch.int64), at(5, 40))  # (the rows stop at max_seq)
+    assert FakePlan.made[-1].T == 40 and list(fast.plans)[-1] == (40, 40, False)
+    for T in (6, 7):  # two more plans: the two least recently used, (64, 200, False) and (16, 200, True), are dropped
+        fast(torch.zeros(1, T, dtype=torch.int64), at(0))
+    assert list(fast.plans) == [(16, 300, True), (40, 40, False), (6, 200, True), (7, 200, True)]
+    fast(torch.zeros(1, 50, dtype=torch.int64), at(9))  # a dropped shape starts over, eagerly
     assert len(FakePlan.made) == 7 and FakePlan.made[-1].log == [("bind", 9), "eager"]
 
 
@@ -197,25 +200,27 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
 @gpu
 @needs_gpu
 @pytest.mark.parametrize("context,max_seq,pieces", [(40, 256, 1), (1500, 2048, 4)])
-def test_a_conversations_turns_of_one_length_replay_one_graph(mk, ref32, context, max_seq, pieces):
-    """Three 24-token turns after a prompt: the graph captured at the second turn replays at the third
-    (another start), with the eager path's bits and within the bounds of the reference doing the
-    same; the state after them equal too. With 2,048 positions the earlier keys are attended in 4
-    pieces merged by their log-sum-exps (prefill.context_pieces), with 256 in one."""
-    seq = ids(context + 3 * 24, 77)
+def test_a_conversations_turns_of_any_length_up_to_64_replay_one_graph(mk, ref32, context, max_seq, pieces):
+    """Turns of 20, 37 and 64 tokens after a prompt, each in the plan of 64 rows (the rest padding):
+    the graph captured at the second turn replays at the third (another start and length), with the
+    eager path's bits and within the bounds of the reference doing the same; the state after them
+    equal too. With 2,048 positions the earlier keys are attended in 4 pieces merged by their
+    log-sum-exps (prefill.context_pieces), with 256 in one."""
+    lengths = (20, 37, 64)
+    seq = ids(context + sum(lengths), 77)
     graphed, eager = FastPrefill(mk), FastPrefill(mk, use_graph=False)
     a, b, r = (t.new_state(max_seq_len=max_seq) for t in (mk, mk, ref32))
     for s in (a, b):
         mk.prefill(seq[:, :context], s)
     ref32.prefill(seq[:, :context], r)
-    for i in range(3):
-        turn = seq[:, context + 24 * i:context + 24 * (i + 1)]
+    for i, n in enumerate(lengths):
+        turn = seq[:, a.seq_len:a.seq_len + n]
         got, want = graphed(turn.to("cuda"), a), eager(turn.to("cuda"), b)
-        a.seq_len += 24
-        b.seq_len += 24
+        a.seq_len += n
+        b.seq_len += n
         assert torch.equal(got, want), i
         assert rel(got, ref32.prefill(turn, r)) < 0.08, i
-    plan = graphed.plans[(24, max_seq, False)]
+    plan = graphed.plans[(64, max_seq, False)]
     assert len(graphed.plans) == 1 and plan.graph is not None and plan.uses == 3 and plan.pieces == pieces
     n = a.seq_len
     assert torch.equal(a.dn_state, b.dn_state) and torch.equal(a.conv_ring, b.conv_ring)

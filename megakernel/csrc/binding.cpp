@@ -307,7 +307,7 @@ void prefill_kv_prefix(const Tensor& table, int64_t layer, int64_t max_seq, cons
   ok(mkp::kv_prefix(ptr<const int64_t>(table), layer, max_seq, ptr<uint16_t>(kv), stream_of(kv)), op);
 }
 
-void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& out) {
+void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& table, const Tensor& out) {
   const char* op = "qwen35_megakernel.prefill_attn_gate";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
   TORCH_CHECK(o.is_cuda() && o.scalar_type() == BF && o.dim() == 3 && o.size(0) == T && o.size(1) == mk::FA_HQ &&
@@ -317,12 +317,13 @@ void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& out) {
   check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
   check_tensor(out, op, "out", BF, {T, mk::FA_OIN});
   c10::cuda::CUDAGuard guard(proj.device());
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   ok(mkp::attn_gate(reinterpret_cast<const uint16_t*>(o.data_ptr()), o.stride(1), o.stride(0), ptr<const uint16_t>(proj),
-                    ptr<uint16_t>(out), T, stream_of(proj)), op);
+                    ptr<const int64_t>(table), ptr<uint16_t>(out), T, stream_of(proj)), op);
 }
 
 void prefill_attn_merge_gate(const Tensor& o_ctx, const Tensor& lse_ctx, const Tensor& o_new, const Tensor& lse_new,
-                             const Tensor& proj, const Tensor& out) {
+                             const Tensor& proj, const Tensor& table, const Tensor& out) {
   const char* op = "qwen35_megakernel.prefill_attn_merge_gate";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
   TORCH_CHECK(lse_ctx.is_cuda() && lse_ctx.scalar_type() == F32 && lse_ctx.dim() == 3 && lse_ctx.size(1) == mk::FA_HQ &&
@@ -336,19 +337,24 @@ void prefill_attn_merge_gate(const Tensor& o_ctx, const Tensor& lse_ctx, const T
               op, ": lse_new must be a CUDA float32 [", mk::FA_HQ, ", T] tensor (got ", lse_new.sizes(), ")");
   check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
   check_tensor(out, op, "out", BF, {T, mk::FA_OIN});
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::attn_merge_gate(ptr<const uint16_t>(o_ctx), lse_ctx.data_ptr<float>(), lse_ctx.stride(0), lse_ctx.stride(1),
                           lse_ctx.stride(2), S, ptr<const uint16_t>(o_new), lse_new.data_ptr<float>(), lse_new.stride(0),
-                          lse_new.stride(1), ptr<const uint16_t>(proj), ptr<uint16_t>(out), T, stream_of(proj)), op);
+                          lse_new.stride(1), ptr<const uint16_t>(proj), ptr<const int64_t>(table), ptr<uint16_t>(out), T,
+                          stream_of(proj)), op);
 }
 
-void prefill_lm_head(const Tensor& x, const Tensor& w, const Tensor& logits) {
+void prefill_lm_head(const Tensor& rows, const Tensor& table, const Tensor& w, const Tensor& logits) {
   const char* op = "qwen35_megakernel.prefill_lm_head";
-  check_tensor(x, op, "x", BF, {mk::D});
+  const int T = rows_of(rows, mk::D, op, "rows");
+  check_tensor(rows, op, "rows", BF, {T, mk::D});
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(w, op, "w", BF, {mk::VOCAB, mk::D});
   check_tensor(logits, op, "logits", F32, {mk::VOCAB});
-  c10::cuda::CUDAGuard guard(x.device());
-  ok(mkp::lm_head(ptr<const uint16_t>(x), ptr<const uint16_t>(w), ptr<float>(logits), mk::VOCAB, stream_of(x)), op);
+  c10::cuda::CUDAGuard guard(rows.device());
+  ok(mkp::lm_head(ptr<const uint16_t>(rows), ptr<const int64_t>(table), ptr<const uint16_t>(w), ptr<float>(logits), mk::VOCAB,
+                  stream_of(rows)), op);
 }
 
 // ---- every number of shapes.cuh, for the Python side ------------------------------------------------
@@ -385,6 +391,7 @@ py::dict constants() {
   d["LAYER_TYPES"] = kinds;
   d["PREFILL_STATE_SLOTS"] = static_cast<int>(mkp::ST_N);
   d["PREFILL_STATE_START"] = static_cast<int>(mkp::ST_START);
+  d["PREFILL_STATE_VALID"] = static_cast<int>(mkp::ST_VALID);
   return d;
 }
 
@@ -409,10 +416,10 @@ TORCH_LIBRARY(qwen35_megakernel, m) {
   m.def("prefill_attn_prep(Tensor proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int max_seq, "
         "Tensor(a!) qbuf, Tensor(b!) kv, float eps) -> ()");
   m.def("prefill_kv_prefix(Tensor state_table, int layer, int max_seq, Tensor(a!) kv) -> ()");
-  m.def("prefill_attn_gate(Tensor o, Tensor proj, Tensor(a!) out) -> ()");
+  m.def("prefill_attn_gate(Tensor o, Tensor proj, Tensor state_table, Tensor(a!) out) -> ()");
   m.def("prefill_attn_merge_gate(Tensor o_ctx, Tensor lse_ctx, Tensor o_new, Tensor lse_new, Tensor proj, "
-        "Tensor(a!) out) -> ()");
-  m.def("prefill_lm_head(Tensor x, Tensor w, Tensor(a!) logits) -> ()");
+        "Tensor state_table, Tensor(a!) out) -> ()");
+  m.def("prefill_lm_head(Tensor rows, Tensor state_table, Tensor w, Tensor(a!) logits) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(qwen35_megakernel, CUDA, m) {

@@ -69,6 +69,8 @@ __device__ __forceinline__ T* table_ptr(const int64_t* table, int i) {
 }
 // the prefill's first position (the table's last entry, written by the host before each prefill)
 __device__ __forceinline__ int table_start(const int64_t* table) { return static_cast<int>(table[ST_START]); }
+// the prompt's valid tokens: rows t >= valid of this prefill are padding
+__device__ __forceinline__ int table_valid(const int64_t* table) { return static_cast<int>(table[ST_VALID]); }
 
 // ---- add + RMSNorm: block = one token, 128 threads x 8 values ---------------------------
 __global__ void __launch_bounds__(128) add_rms_norm_kernel(const uint16_t* __restrict__ x, const int64_t* __restrict__ ids,
@@ -148,16 +150,16 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
     const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
     const float x = bf(row[DN_A + tid]) + bf(dt_bias[tid]);
     const float softplus = x > 20.f ? x : log1pf(expf(x));
-    g[t * DN_H + tid] = -expf(bf(a_log[tid])) * softplus;
-    beta[t * DN_H + tid] = rnd(sigmoidf_(bf(row[DN_B + tid])));
+    const bool pad = t >= table_valid(table);  // (no decay, no update: the state passes the row unchanged)
+    g[t * DN_H + tid] = pad ? 0.f : -expf(bf(a_log[tid])) * softplus;
+    beta[t * DN_H + tid] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + tid])));
   }
 }
 
 // ---- DeltaNet output norm: block = one token, 256 threads x 8 = 16 heads x 128 -------------
 __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __restrict__ o, const uint16_t* __restrict__ proj,
                                                           const uint16_t* __restrict__ w, const int64_t* __restrict__ table,
-                                                          int slot, int T, uint16_t* __restrict__ out,
-                                                          float eps) {
+                                                          int slot, uint16_t* __restrict__ out, float eps) {
   const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
   const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
   float x[8], z[8], wv[8], y[8];
@@ -171,7 +173,8 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
 #pragma unroll
   for (int e = 0; e < 8; ++e) y[e] = rnd(wv[e] * rnd(x[e] * inv)) * siluf_(z[e]);
   store8(out + static_cast<size_t>(t) * 2048 + i, y);
-  if (t >= T - 3) {  // this token's pre-conv inputs are among the last three: keep them for decode
+  const int valid = table_valid(table);
+  if (t >= valid - 3 && t < valid) {  // this token's pre-conv inputs are among the last three: keep them for decode
     uint16_t* ring = table_ptr<uint16_t>(table, ST_CONV) + (static_cast<size_t>(slot) * 4 + ((table_start(table) + t) & 3)) * DN_CONV;
     for (int c = i; c < DN_CONV; c += 2048)
       *reinterpret_cast<uint4*>(ring + c) = *reinterpret_cast<const uint4*>(row + c);
@@ -233,6 +236,11 @@ __global__ void __launch_bounds__(384) attn_prep_kernel(const uint16_t* __restri
                                                         int slot, int max_seq, uint16_t* __restrict__ qbuf,
                                                         uint16_t* __restrict__ kv, float eps) {
   const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, pos = table_start(table) + t;
+  if (t >= table_valid(table)) {  // padding (its position may lie past max_seq): q 0, no rope, no cache
+    if (warp < FA_HQ)
+      *reinterpret_cast<uint4*>(qbuf + (static_cast<size_t>(t) * FA_HQ + warp) * FA_HD + lane * 8) = make_uint4(0u, 0u, 0u, 0u);
+    return;
+  }
   const uint16_t* row = proj + static_cast<size_t>(t) * FA_QKV;
   const uint16_t* cs = table_ptr<const uint16_t>(table, ST_ROPE) + static_cast<size_t>(pos) * 2 * FA_ROT_HALF;
   float x[8];
@@ -268,8 +276,13 @@ __global__ void kv_prefix_kernel(const int64_t* __restrict__ table, int slot, in
 
 // ---- attention output gate: block = one token, 256 threads x 8 = 8 heads x 256 -----------------
 __global__ void __launch_bounds__(256) attn_gate_kernel(const uint16_t* __restrict__ o, long long sh, long long st,
-                                                        const uint16_t* __restrict__ proj, uint16_t* __restrict__ out) {
+                                                        const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
+                                                        uint16_t* __restrict__ out) {
   const int t = blockIdx.x, h = threadIdx.x >> 5, d = (threadIdx.x & 31) * 8;
+  if (t >= table_valid(table)) {  // padding: flash did not write its o
+    *reinterpret_cast<uint4*>(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d) = make_uint4(0u, 0u, 0u, 0u);
+    return;
+  }
   float ov[8], gv[8], y[8];
   load8(o + h * sh + t * st + d, ov);
   load8(proj + static_cast<size_t>(t) * FA_QKV + h * 2 * FA_HD + FA_HD + d, gv);
@@ -285,8 +298,12 @@ __global__ void __launch_bounds__(256) attn_merge_gate_kernel(const uint16_t* __
                                                               long long ls_s, long long ls_h, long long ls_t, int S,
                                                               const uint16_t* __restrict__ o_new, const float* __restrict__ lse_new,
                                                               long long ln_h, long long ln_t, const uint16_t* __restrict__ proj,
-                                                              uint16_t* __restrict__ out, int T) {
+                                                              const int64_t* __restrict__ table, uint16_t* __restrict__ out, int T) {
   const int t = blockIdx.x, h = threadIdx.x >> 5, d = (threadIdx.x & 31) * 8;
+  if (t >= table_valid(table)) {  // padding: the new keys' flash call did not write its o or lse
+    *reinterpret_cast<uint4*>(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d) = make_uint4(0u, 0u, 0u, 0u);
+    return;
+  }
   auto lse = [&](int s) {  // piece s's log-sum-exp (s == S: the new keys'), +inf (no key) as -inf
     const float v = s < S ? lse_ctx[s * ls_s + h * ls_h + t * ls_t] : lse_new[h * ln_h + t * ln_t];
     return v == INFINITY ? -INFINITY : v;
@@ -313,9 +330,10 @@ __global__ void __launch_bounds__(256) attn_merge_gate_kernel(const uint16_t* __
 
 // ---- lm_head GEMV: block = 8 warps x 4 rows; lane reads 16 bytes at lane*8 + 256*c of a row ------
 constexpr int LM_ROWS_PER_WARP = 4, LM_WARPS = 8;
-__global__ void __launch_bounds__(256) lm_head_kernel(const uint16_t* __restrict__ x, const uint16_t* __restrict__ w,
-                                                      float* __restrict__ logits, int vocab) {
+__global__ void __launch_bounds__(256) lm_head_kernel(const uint16_t* __restrict__ rows, const int64_t* __restrict__ table,
+                                                      const uint16_t* __restrict__ w, float* __restrict__ logits, int vocab) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const uint16_t* x = rows + static_cast<size_t>(table_valid(table) - 1) * D;  // the last valid row
   const int row0 = (blockIdx.x * LM_WARPS + warp) * LM_ROWS_PER_WARP;
   float xv[4][8];
 #pragma unroll
@@ -364,7 +382,7 @@ cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const 
 
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
                         uint16_t* out, int T, float eps, cudaStream_t s) {
-  dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, table, slot, T, out, eps);
+  dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, table, slot, out, eps);
   return cudaGetLastError();
 }
 
@@ -396,21 +414,22 @@ cudaError_t kv_prefix(const int64_t* table, int slot, int max_seq, uint16_t* kv,
 }
 
 cudaError_t attn_gate(const uint16_t* o, long long o_stride_h, long long o_stride_t, const uint16_t* proj,
-                      uint16_t* out, int T, cudaStream_t s) {
-  attn_gate_kernel<<<T, 256, 0, s>>>(o, o_stride_h, o_stride_t, proj, out);
+                      const int64_t* table, uint16_t* out, int T, cudaStream_t s) {
+  attn_gate_kernel<<<T, 256, 0, s>>>(o, o_stride_h, o_stride_t, proj, table, out);
   return cudaGetLastError();
 }
 
 cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long long ls_s, long long ls_h, long long ls_t,
                             int S, const uint16_t* o_new, const float* lse_new, long long ln_h, long long ln_t,
-                            const uint16_t* proj, uint16_t* out, int T, cudaStream_t s) {
-  attn_merge_gate_kernel<<<T, 256, 0, s>>>(o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t, proj, out, T);
+                            const uint16_t* proj, const int64_t* table, uint16_t* out, int T, cudaStream_t s) {
+  attn_merge_gate_kernel<<<T, 256, 0, s>>>(o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t, proj, table, out, T);
   return cudaGetLastError();
 }
 
-cudaError_t lm_head(const uint16_t* x, const uint16_t* w, float* logits, int vocab, cudaStream_t s) {
-  const int rows = LM_WARPS * LM_ROWS_PER_WARP;
-  lm_head_kernel<<<(vocab + rows - 1) / rows, 256, 0, s>>>(x, w, logits, vocab);
+cudaError_t lm_head(const uint16_t* rows, const int64_t* table, const uint16_t* w, float* logits, int vocab,
+                    cudaStream_t s) {
+  const int per_block = LM_WARPS * LM_ROWS_PER_WARP;
+  lm_head_kernel<<<(vocab + per_block - 1) / per_block, 256, 0, s>>>(rows, table, w, logits, vocab);
   return cudaGetLastError();
 }
 

@@ -2,18 +2,19 @@
 // parts (cuBLAS GEMMs, fla's chunked delta rule, torch's flash attention), each fused into
 // one pass over its [T, ...] activations. Plain C++ interface so the binding includes it with g++.
 //
-// The state is reached through a device table (StateSlot): its 5 pointers and the prefill's first
-// position, not baked-in arguments, so one captured CUDA graph of T tokens serves every state of
-// the same max_seq and every start (a conversation's turns replay one graph):
+// The state is reached through a device table (StateSlot): its 5 pointers, the prefill's first
+// position and its valid tokens, not baked-in arguments, so one captured CUDA graph of T rows serves
+// every state of the same max_seq, every start and every prompt of `valid` <= T tokens (the rows
+// past `valid` are padding: no-ops for the state, nothing written to the cache, their outputs 0):
 //   [dn_state fp32 [18][16][128 v][128 k], conv_ring bf16 [18][4][6144],
-//    k_cache bf16 [6][2][max_seq][256], v_cache (same), rope bf16 [max_seq][2][32], start]
+//    k_cache bf16 [6][2][max_seq][256], v_cache (same), rope bf16 [max_seq][2][32], start, valid]
 #pragma once
 #include <cstdint>
 #include <cuda_runtime.h>
 
 namespace mkp {
 
-enum StateSlot : int { ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, ST_START = 5, ST_N = 6 };
+enum StateSlot : int { ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, ST_START = 5, ST_VALID = 6, ST_N = 7 };
 
 // All activation pointers are bf16 bits (uint16_t) unless named fp32. T = tokens of this prefill.
 
@@ -23,13 +24,14 @@ cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* 
                          const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s);
 
 // DeltaNet inputs: causal conv (3 earlier inputs from the ring) + SiLU of the in-projection's
-// [q|k|v] columns, l2norm of q and k per head, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b).
+// [q|k|v] columns, l2norm of q and k per head, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b);
+// a padding row's g and beta 0 (the delta rule leaves the state as it is there).
 // proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [T][16][128]; g, beta fp32 [T][16].
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int T, cudaStream_t s);
 
-// out [T][2048] = rms_norm(o per head) * w * silu(z); also stores the last 3 pre-conv inputs
+// out [T][2048] = rms_norm(o per head) * w * silu(z); also stores the last 3 valid pre-conv inputs
 // of proj into the conv ring (after dn_prep has read the old ones).
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
                         uint16_t* out, int T, float eps, cudaStream_t s);
@@ -44,7 +46,8 @@ cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s);
 
 // Attention inputs: per-head RMSNorm of q and k, partial RoPE at positions start + t, q into
 // qbuf [T][8][256], k and v into the caches at start + t and into kv [2 (k|v)][max_seq][2][256]
-// (token-major: flash attention's varlen layout). proj [T][5120] = [8 x (q 256 | gate 256) | k 512 | v 512].
+// (token-major: flash attention's varlen layout); a padding row: q = 0, nothing else.
+// proj [T][5120] = [8 x (q 256 | gate 256) | k 512 | v 512].
 cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table,
                       int slot, int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s);
 
@@ -52,19 +55,22 @@ cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t*
 // a fixed grid that loops over what the table's start asks for, so a graph serves any start
 cudaError_t kv_prefix(const int64_t* table, int slot, int max_seq, uint16_t* kv, cudaStream_t s);
 
-// out [T][2048] = o * sigmoid(gate); o [T][8][256] (flash attention's output) with strides (head, token) in elements
+// out [T][2048] = o * sigmoid(gate); o [T][8][256] (flash attention's output) with strides (head, token) in
+// elements; a padding row's out 0 (o is not read there)
 cudaError_t attn_gate(const uint16_t* o, long long o_stride_h, long long o_stride_t, const uint16_t* proj,
-                      uint16_t* out, int T, cudaStream_t s);
+                      const int64_t* table, uint16_t* out, int T, cudaStream_t s);
 
 // out [T][2048] = (sum_s w_s o_s) * sigmoid(gate): attention done in pieces (the earlier keys in S
 // pieces, o_ctx [S][T][8][256], then the new keys, o_new [T][8][256]) merged by their log-sum-exps,
 // w_s = softmax over the pieces of lse (+inf, a piece with no key, counts as -inf); lse_ctx [S][8][T]
-// and lse_new [8][T] fp32 with the strides given (in elements); the gate from proj as attn_gate's
+// and lse_new [8][T] fp32 with the strides given (in elements); the gate from proj as attn_gate's;
+// a padding row's out 0
 cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long long ls_s, long long ls_h, long long ls_t,
                             int S, const uint16_t* o_new, const float* lse_new, long long ln_h, long long ln_t,
-                            const uint16_t* proj, uint16_t* out, int T, cudaStream_t s);
+                            const uint16_t* proj, const int64_t* table, uint16_t* out, int T, cudaStream_t s);
 
-// logits fp32 [vocab] = bf16(W [vocab][1024] . x [1024])
-cudaError_t lm_head(const uint16_t* x, const uint16_t* w, float* logits, int vocab, cudaStream_t s);
+// logits fp32 [vocab] = bf16(W [vocab][1024] . x [1024]), x the last valid row of rows [T][1024]
+cudaError_t lm_head(const uint16_t* rows, const int64_t* table, const uint16_t* w, float* logits, int vocab,
+                    cudaStream_t s);
 
 }  // namespace mkp
