@@ -18,8 +18,9 @@
 Every op writes only into tensors its schema marks as written and returns nothing, so each fake
 (meta) implementation below checks nothing and returns None: enough for `torch.library.opcheck`
 and for `torch.compile(fullgraph=True)` to trace a function that calls them. The prefill ops
-also read and write the decode state through a device table of pointers (so one captured CUDA
-graph serves every state of a shape); what they do through it is not in their schemas.
+also read and write the decode state through a device table of pointers, the start position and
+the valid tokens (so one captured CUDA graph serves every state, start and length of a shape); what
+they do through it is not in their schemas.
 
 `Constants` holds every number of csrc/shapes.cuh as the built extension reports it: the tier
 and the prefill read shapes, layouts and limits from there, never from a copy in Python.

@@ -11,8 +11,8 @@ Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu
               attention (varlen, causal aligned to the lower right: query i sees keys <= start + i;
               the key count read from the device)
     → out-proj GEMM → add+RMSNorm → gate/up GEMM → SwiGLU → down GEMM
-then the final norm of the last position and the lm_head GEMV: no logits for the rest of
-the prompt. Why a graph of ~300 launches and not one kernel: megakernel/NOTES.md ("Prefill").
+then the final norm (of the last position where it is known on the host) and the lm_head GEMV of
+the last valid position: no logits for the rest of the prompt. Why a graph of ~300 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
 The state, the start position and the prompt's valid tokens are reached through a device table
 (5 pointers, the start, the count; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
@@ -51,13 +51,17 @@ def context_pieces(T: int, max_seq: int, heads: int, sms: int) -> int:
 
 
 def unavailable_reason() -> str | None:
-    """Why the fast prefill cannot run here (fla's chunked delta rule, torch's flash attention), or None."""
+    """Why the fast prefill cannot run here (fla's chunked delta rule, torch's flash attention with
+    a key count read from the device), or None."""
     try:
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule  # noqa: F401
     except Exception as e:  # ImportError, or triton failing to initialise
         return f"flash-linear-attention is not importable ({type(e).__name__}: {e})"
     if not torch.backends.cuda.is_flash_attention_available():
         return "this torch build has no flash attention (torch.backends.cuda.is_flash_attention_available())"
+    schema = str(torch.ops.aten._flash_attention_forward.default._schema)
+    if "seqused_k" not in schema:
+        return f"torch {torch.__version__}'s flash attention takes no seqused_k (aten::_flash_attention_forward)"
     return None
 
 
@@ -85,6 +89,12 @@ def state_table(state, valid: int) -> torch.Tensor:
     in csrc/prefill.cuh StateSlot order, as a CPU int64 tensor."""
     return torch.tensor([state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(),
                          state.v_cache.data_ptr(), state.rope.data_ptr(), state.seq_len, valid], dtype=torch.int64)
+
+
+def check_fits(n: int, start: int, max_seq: int) -> None:
+    """A prompt of n >= 1 tokens at `start` must fit the state's max_seq positions (ValueError)."""
+    if n < 1 or start < 0 or start + n > max_seq:
+        raise ValueError(f"a prompt of {n} tokens at position {start} does not fit a state of max_seq_len {max_seq}")
 
 
 def plan_rows(T: int, start: int, max_seq: int) -> int:
@@ -138,9 +148,10 @@ class PrefillPlan:
         self.g, self.beta = (torch.empty(1, T, k.DN_H, dtype=f32, device=dev) for _ in range(2))
         self.h0 = torch.empty(k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=f32, device=dev)
         self.qbuf = torch.empty(T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
-        # keys and values of positions [0, start + T), token-major (flash's varlen layout), sized for
-        # any start; flash reads the first `used` = start + T of them, query i (position start + i)
-        # sees keys <= start + i (causal aligned to the lower right of a [T, used] score matrix)
+        # keys and values of positions [0, start + n) (n: the valid tokens), token-major (flash's
+        # varlen layout), sized for any start; flash reads the first `used` = start + n of them, query
+        # i (position start + i) sees keys <= start + i (causal aligned to the lower right of an
+        # [n, used] score matrix)
         # (FastPrefill shares one between the plans of a max_seq: they run one at a time)
         self.kv = kv if kv is not None else torch.empty(2, max_seq, k.FA_HKV, k.FA_HD, dtype=bf, device=dev)
         self.cu_q = torch.tensor([0, T], dtype=i32, device=dev)
@@ -148,7 +159,7 @@ class PrefillPlan:
         self.used = torch.zeros(1, dtype=i32, device=dev)
         # after earlier tokens, in `pieces` > 1: the earlier keys as `pieces` sequences of `piece`
         # positions (the last one shorter; `used_pieces` of each before the start), each seen by a
-        # copy of the T queries without a mask; the T new keys (at `cu_new`: start, start + T) with
+        # copy of the T query rows without a mask; the n new keys (at `cu_new`: start, start + n) with
         # the causal mask; the parts merged by their log-sum-exps
         sms = torch.cuda.get_device_properties(dev).multi_processor_count
         self.pieces = 1 if fresh else context_pieces(T, max_seq, k.FA_HQ, sms)
@@ -241,7 +252,7 @@ class PrefillPlan:
     def poison(self):
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
         for t in (self.res, self.h, self.x, self.proj_buf, self.mix, self.gu, self.act, self.dn_q, self.dn_k, self.dn_v,
-                  self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits):
+                  self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits) + ((self.q_pieces,) if self.pieces > 1 else ()):
             t.fill_(float("nan"))
 
     # ---- graph ------------------------------------------------------------------------
@@ -249,8 +260,8 @@ class PrefillPlan:
         """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding),
         the state's pointers, its start and n into the plan's device buffers."""
         n, start = ids.shape[1], state.seq_len
-        if (state.max_seq_len != self.max_seq or start + n > self.max_seq or (start == 0) != self.fresh
-                or not (n == self.T if self.fresh else 1 <= n <= self.T)):
+        check_fits(n, start, state.max_seq_len)
+        if state.max_seq_len != self.max_seq or (start == 0) != self.fresh or not (n == self.T if self.fresh else n <= self.T):
             where = "start 0" if self.fresh else "a start > 0"
             raise ValueError(f"a plan of {self.T} rows at {where} for max_seq_len {self.max_seq} cannot take {n} tokens "
                              f"into a state at position {start} with max_seq_len {state.max_seq_len}")
@@ -295,6 +306,7 @@ class FastPrefill:
 
     def __call__(self, ids, state, trace=None) -> torch.Tensor:
         """Prefill ids [1, T] into `state` (its seq_len is the start) → fp32 logits [1, vocab]."""
+        check_fits(ids.shape[1], state.seq_len, state.max_seq_len)  # (before a plan is made or evicted for it)
         plan = self.plan(plan_rows(ids.shape[1], state.seq_len, state.max_seq_len), state.max_seq_len, state.seq_len == 0)
         if self.tier.debug_poison:
             self.tier.poison(state)

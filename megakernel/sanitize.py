@@ -132,7 +132,9 @@ def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None =
 
 
 def sanitize_prefill(n: int) -> int:
-    """Fast prefill of n tokens, then n more, then one decode step; non-zero exit on NaN."""
+    """Fast prefill of n tokens, then n more, then one decode step; non-zero exit on NaN. The state
+    holds at least 1,100 positions, so the second prefill runs padded to a multiple of 64 rows with
+    its earlier keys in 3 pieces (prefill.context_pieces), two of them empty: attn_merge_gate too."""
     from reference import ModelConfig
 
     from .prefill import FastPrefill
@@ -144,7 +146,7 @@ def sanitize_prefill(n: int) -> int:
         print(f"no fast prefill here: {tier.prefill_note}", flush=True)
         return 2
     tier.fast_prefill = FastPrefill(tier, use_graph=False)
-    state = tier.new_state(max_seq_len=2 * n + 1)
+    state = tier.new_state(max_seq_len=max(2 * n + 1, 1100))
     ids = torch.randint(0, config.vocab_size, (1, 2 * n + 1), generator=torch.Generator().manual_seed(0))
     bad = 0
     for what, run in (("prefill of the first half", lambda: tier.prefill(ids[:, :n], state)),

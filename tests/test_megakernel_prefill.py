@@ -67,7 +67,7 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
     FakePlan.made = []
     fast = FastPrefill(types.SimpleNamespace(debug_poison=False))
     at = lambda pos, max_seq=200: types.SimpleNamespace(seq_len=pos, max_seq_len=max_seq)  # noqa: E731
-    for start, n in ((40, 16), (7, 37), (100, 64)):
+    for start, n in ((40, 16), (7, 37), (100, 64)):  # (at max_seq 200: 64 rows)
         fast(torch.zeros(1, n, dtype=torch.int64), at(start))
     turns = FakePlan.made[0]
     assert len(FakePlan.made) == 1 and turns.uses == 3 and not turns.fresh and turns.T == 64
@@ -84,6 +84,12 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
     assert list(fast.plans) == [(16, 300, True), (40, 40, False), (6, 200, True), (7, 200, True)]
     fast(torch.zeros(1, 50, dtype=torch.int64), at(9))  # a dropped shape starts over, eagerly
     assert len(FakePlan.made) == 7 and FakePlan.made[-1].log == [("bind", 9), "eager"]
+    kept = list(fast.plans)
+    for start, n, max_seq in ((190, 30, 200), (0, 0, 200), (0, 201, 200)):  # does not fit: refused before any plan
+        with pytest.raises(ValueError, match=f"a prompt of {n} tokens at position {start} does not fit a state of "
+                                             f"max_seq_len {max_seq}"):
+            fast(torch.zeros(1, n, dtype=torch.int64), at(start, max_seq))
+    assert len(FakePlan.made) == 7 and list(fast.plans) == kept
 
 
 def test_unknown_prefill_path_is_a_clear_error():
@@ -191,6 +197,8 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
         states.append((logits, s))
     (l0, s0), *rest = states
     assert torch.isfinite(l0).all()
+    for _, s in states:  # (the padding rows past the prompt wrote nothing: the NaN is still there)
+        assert torch.isnan(s.k_cache[..., s.seq_len:, :]).all() and torch.isnan(s.v_cache[..., s.seq_len:, :]).all()
     for logits, s in rest:
         assert torch.equal(logits, l0)
         assert torch.equal(s.dn_state, s0.dn_state) and torch.equal(s.conv_ring, s0.conv_ring)
@@ -201,12 +209,12 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
 @needs_gpu
 @pytest.mark.parametrize("context,max_seq,pieces", [(40, 256, 1), (1500, 2048, 4)])
 def test_a_conversations_turns_of_any_length_up_to_64_replay_one_graph(mk, ref32, context, max_seq, pieces):
-    """Turns of 20, 37 and 64 tokens after a prompt, each in the plan of 64 rows (the rest padding):
+    """Turns of 20, 37 and 50 tokens after a prompt, each in the plan of 64 rows (the rest padding):
     the graph captured at the second turn replays at the third (another start and length), with the
     eager path's bits and within the bounds of the reference doing the same; the state after them
     equal too. With 2,048 positions the earlier keys are attended in 4 pieces merged by their
     log-sum-exps (prefill.context_pieces), with 256 in one."""
-    lengths = (20, 37, 64)
+    lengths = (20, 37, 50)
     seq = ids(context + sum(lengths), 77)
     graphed, eager = FastPrefill(mk), FastPrefill(mk, use_graph=False)
     a, b, r = (t.new_state(max_seq_len=max_seq) for t in (mk, mk, ref32))
@@ -227,6 +235,7 @@ def test_a_conversations_turns_of_any_length_up_to_64_replay_one_graph(mk, ref32
     assert torch.equal(a.k_cache[..., :n, :], b.k_cache[..., :n, :]) and torch.equal(a.v_cache[..., :n, :], b.v_cache[..., :n, :])
     ms = mk.to_model_state(a)
     assert rel(ms.recurrent, r.recurrent) < 0.08 and rel(ms.k_cache[..., :n, :], r.k_cache[..., :n, :]) < 0.08
+    assert rel(ms.conv, r.conv) < 0.08
 
 
 def test_the_earlier_keys_are_split_into_pieces_only_where_flash_would_lack_blocks():

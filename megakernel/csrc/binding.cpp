@@ -195,8 +195,8 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
 }
 
 // ---- prefill ------------------------------------------------------------------------------------
-// (their state is reached through a device table of 5 pointers and the start, prefill.cuh StateSlot,
-// so one captured CUDA graph serves every state and start of a shape: what they read and write
+// (their state is reached through a device table of 5 pointers, the start and the valid tokens,
+// prefill.cuh StateSlot, so one captured CUDA graph serves every state and start of a shape: what they read and write
 // through it is not in their schemas; the prefill is a captured graph, not something torch.compile
 // traces)
 const auto BF = torch::kBFloat16;

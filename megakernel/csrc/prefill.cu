@@ -67,7 +67,7 @@ template <class T>
 __device__ __forceinline__ T* table_ptr(const int64_t* table, int i) {
   return reinterpret_cast<T*>(static_cast<uintptr_t>(table[i]));
 }
-// the prefill's first position (the table's last entry, written by the host before each prefill)
+// the prefill's first position (after the 5 pointers; written by the host before each prefill)
 __device__ __forceinline__ int table_start(const int64_t* table) { return static_cast<int>(table[ST_START]); }
 // the prompt's valid tokens: rows t >= valid of this prefill are padding
 __device__ __forceinline__ int table_valid(const int64_t* table) { return static_cast<int>(table[ST_VALID]); }

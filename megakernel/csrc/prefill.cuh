@@ -4,8 +4,9 @@
 //
 // The state is reached through a device table (StateSlot): its 5 pointers, the prefill's first
 // position and its valid tokens, not baked-in arguments, so one captured CUDA graph of T rows serves
-// every state of the same max_seq, every start and every prompt of `valid` <= T tokens (the rows
-// past `valid` are padding: no-ops for the state, nothing written to the cache, their outputs 0):
+// every state of the same max_seq, every start > 0 and every prompt of `valid` <= T tokens (the rows
+// past `valid` are padding: no-ops for the state, nothing written to the cache, their outputs 0;
+// a fresh prompt's graph, SDPA over its own keys, serves start 0 and valid = T):
 //   [dn_state fp32 [18][16][128 v][128 k], conv_ring bf16 [18][4][6144],
 //    k_cache bf16 [6][2][max_seq][256], v_cache (same), rope bf16 [max_seq][2][32], start, valid]
 #pragma once
