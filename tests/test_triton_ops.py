@@ -204,7 +204,7 @@ gemv_configs = st.sampled_from([None, (4, 32, 4), (1, 16, 1), (8, 64, 2), (2, 25
 def assert_dot_close(out, expected, x, w, name="output"):
     """out ≈ x @ wᵀ (expected: the reference's) within TOL of the terms' magnitudes |x| @ |w|ᵀ, no
     NaN: a dot product whose terms cancel keeps the absolute error of its summation, not its
-    relative one (CI, 2026-11-26: N = 1, I = 136 gave 1.0e-4 relative of a 4.4e-4 output, 5e-8 of
+    relative one (CI, 2026-11-26: N = 1, I = 136 gave 1.0e-4 relative of a 4.4e-4 output, 1.7e-8 of
     its terms' magnitude), so a relative bound alone fails on a well-summed dot."""
     assert out.shape == expected.shape, f"{name}: shape {tuple(out.shape)} != reference {tuple(expected.shape)}"
     assert torch.isfinite(out).all(), f"{name}: NaN or inf in the output"
