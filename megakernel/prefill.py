@@ -108,9 +108,8 @@ def flash(q, kv, cu_q, cu_k, max_q: int, max_k: int, causal: bool, used=None):
     values kv [2, max_seq, 2, 256] (the 8 q heads over the 2 kv heads: GQA in the kernel); sequence b
     has the queries [cu_q[b], cu_q[b + 1]) and the keys from cu_k[b] (the first used[b] of them
     where given); causal aligned to the lower right → (out [rows, 8, 256], log-sum-exp)."""
-    out, lse = torch.ops.aten._flash_attention_forward(q, kv[0], kv[1], cu_q, cu_k, max_q, max_k, 0.0, causal, False,
-                                                       scale=q.shape[-1] ** -0.5, seqused_k=used)[:2]
-    return out, lse
+    return torch.ops.aten._flash_attention_forward(q, kv[0], kv[1], cu_q, cu_k, max_q, max_k, 0.0, causal, False,
+                                                   scale=q.shape[-1] ** -0.5, seqused_k=used)[:2]
 
 
 def lse_by_piece(lse: torch.Tensor, n: int, T: int) -> torch.Tensor:
@@ -224,18 +223,18 @@ class PrefillPlan:
         torch.mm(self.h, w["win"].t(), out=proj)
         op["prefill_attn_prep"](proj, w["q_norm"], w["k_norm"], self.table, slot, self.max_seq, self.qbuf, self.kv,
                                 self.eps)
-        if self.fresh:  # (as [1, heads, T, 256] views of the token-major buffers, the layout SDPA expects)
-            q, kk, vv = (x.view(1, T, -1, k.FA_HD).transpose(1, 2) for x in (self.qbuf, self.kv[0, :T], self.kv[1, :T]))
-            o = F.scaled_dot_product_attention(q, kk, vv, is_causal=True, scale=k.FA_HD ** -0.5,
-                                               enable_gqa=True).transpose(1, 2)[0]
-        else:
+        if not self.fresh:
             op["prefill_kv_prefix"](self.table, slot, self.max_seq, self.kv)
-            if self.pieces > 1:
-                self.attend_in_pieces(proj)
-                torch.mm(self.mix, w["out"].t(), out=self.x)
-                return
-            o = flash(self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0]
-        op["prefill_attn_gate"](o, proj, self.table, self.mix)
+        if self.pieces > 1:  # (after earlier tokens only) merged and gated into self.mix by one kernel
+            self.attend_in_pieces(proj)
+        else:
+            if self.fresh:  # (as [1, heads, T, 256] views of the token-major buffers, the layout SDPA expects)
+                q, kk, vv = (x.view(1, T, -1, k.FA_HD).transpose(1, 2) for x in (self.qbuf, self.kv[0, :T], self.kv[1, :T]))
+                o = F.scaled_dot_product_attention(q, kk, vv, is_causal=True, scale=k.FA_HD ** -0.5,
+                                                   enable_gqa=True).transpose(1, 2)[0]
+            else:
+                o = flash(self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0]
+            op["prefill_attn_gate"](o, proj, self.table, self.mix)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
     def attend_in_pieces(self, proj):

@@ -206,11 +206,7 @@ def assert_dot_close(out, expected, x, w, name="output"):
     NaN: a dot product whose terms cancel keeps the absolute error of its summation, not its
     relative one (CI, 2026-11-26: N = 1, I = 136 gave 1.0e-4 relative of a 4.4e-4 output, 1.7e-8 of
     its terms' magnitude), so a relative bound alone fails on a well-summed dot."""
-    assert out.shape == expected.shape, f"{name}: shape {tuple(out.shape)} != reference {tuple(expected.shape)}"
-    assert torch.isfinite(out).all(), f"{name}: NaN or inf in the output"
-    magnitude = ref.linear(x=x.abs(), weight=w.abs()).double().norm()
-    err = ((out.double() - expected.double()).norm() / magnitude.clamp_min(1e-30)).item()
-    assert err <= TOL, f"{name}: error {err:.3g} of the terms' magnitude > {TOL:g}"
+    assert_close(out, expected, TOL, name, scale=ref.linear(x=x.abs(), weight=w.abs()))
 
 
 @FEW
