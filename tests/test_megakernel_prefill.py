@@ -176,14 +176,16 @@ def test_a_prompt_continuing_a_sequence(mk, ref32, first, second, max_seq, seed)
 
 @gpu
 @needs_gpu
-@pytest.mark.parametrize("start", [0, 37])
-def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(mk, start):
+# (37 at 1,100 positions: 90 tokens padded to 128 rows, the earlier keys in 3 pieces, attn_merge_gate
+# reading the NaN-poisoned activations of the eager run too)
+@pytest.mark.parametrize("start,max_seq", [(0, 200), (37, 200), (37, 1100)])
+def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(mk, start, max_seq):
     prompt = ids(start + 90, 40)
     eager = FastPrefill(mk, use_graph=False)
     states = []
     # graph: the shape's first prefill runs eagerly, the second captures and replays, the third replays
     for run in (eager, mk.fast_prefill, mk.fast_prefill, mk.fast_prefill):
-        s = mk.new_state(max_seq_len=200)
+        s = mk.new_state(max_seq_len=max_seq)
         if start:
             mk.prefill(prompt[:, :start], s)
         s.k_cache[..., s.seq_len:, :] = float("nan")
