@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # For the next session (not run: session 17's device time ran out). The GPU tests that 13e9100 (the
 # review's mends of the prefill) changed and that no GPU has run yet: the prefill file (the graph test
-# checking that padded prompts leave the cache's NaN past them; a replayed padded turn of 50 tokens;
+# checking that padded prompts leave the cache's NaN past them, also at 1,100 positions where the
+# pieces' merge reads the NaN-poisoned activations (cacd188); a replayed padded turn of 50 tokens;
 # the conv ring against the reference), the prefill's memcheck (sanitize-run --prefill 70 now at 1,100
 # positions: padded rows, 3 pieces, 2 of them empty, attn_merge_gate), opcheck. Run from the repo root
 # with carry [".whl"] (write the tree's short commit into COMMIT first); ~4 minutes on a fresh H100.
