@@ -18,8 +18,8 @@ instead of fla's five and the state copies around them:
 Layouts (the fast prefill's, csrc/prefill.cuh): q, k, v [T][H][128] bf16 (q, k L2-normalised,
 q not yet scaled); g (log-decay), beta [T][H] fp32, a padding row's g = beta = 0; the state
 [NDN][H][dv][dk] fp32 (k contiguous); o [T][H][dv] bf16. The dots run on the tensor cores
-with fp32 accumulation: bf16 inputs where fla's are bf16 (W, K, Q, Sᵀ, V′), TF32 for the
-triangular inverse's blocks and the WY products (fla: TF32 and bf16).
+with fp32 accumulation: bf16 inputs where fla's are bf16 (K Kᵀ, Q Kᵀ, W Sᵀ, Q Sᵀ, V′ᵀ K), TF32
+for the WY products and P V′, fp32 FMA for the inverse's 16 x 16 blocks.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ import triton.language as tl
 CHUNK = 64  # tokens per chunk (C)
 SUB = 16  # the inverse's block size (C / 4 blocks per side)
 BV = 16  # state rows (values) per _chunk_state program: 16 heads x 8 = 128 programs
-WARPS = 4  # per program, both kernels
+INTRA_WARPS = 4  # warps per _chunk_intra program
+STATE_WARPS = 4  # warps per _chunk_state program (a warpgroup: the dots' 64 rows)
 LOG2E = 1.4426950408889634
 
 
@@ -183,7 +184,10 @@ def _chunk_state(q_ptr, k_ptr, w_ptr, u_ptr, p_ptr, gam_ptr, o_ptr, table_ptr, l
         St = tl.trans(S).to(tl.bfloat16)  # [DK, BVC]
         v_new = u - _mm_bf16(w, St, INTERP)  # [C, BVC]
         qg = (q.to(tl.float32) * tl.exp2(G)[:, None]).to(tl.bfloat16)
-        o = (_mm_bf16(qg, St, INTERP) + _mm_bf16(P, v_new, INTERP)) * scale
+        # P V′ in TF32: its bf16 form (V′ rounded in registers, the dot's B operand) computes wrong
+        # values and reads shared memory out of bounds on Triton 3.6 / H100 at BV = 16 and 32 (NOTES
+        # "Prefill v7"); the TF32 dot does neither
+        o = (_mm_bf16(qg, St, INTERP) + tl.dot(P.to(tl.float32), v_new)) * scale
         tl.store(o_ptr + (tc[:, None] * H + h) * DV + vs[None, :], o.to(tl.bfloat16), mask=mc[:, None])
         kd = (k.to(tl.float32) * tl.exp2(tl.where(mc, G_end - G, 0.0))[:, None]).to(tl.bfloat16)
         S = S * tl.exp2(G_end) + _mm_bf16(tl.trans(v_new), kd, INTERP)
@@ -216,7 +220,7 @@ class ChunkedDeltaRule:
         nchunks = triton.cdiv(T, CHUNK)
         interp = os.environ.get("TRITON_INTERPRET") == "1"
         _chunk_intra[(nchunks, H)](k, v, q, g, beta, self.w, self.u, self.p, self.gamma, T,
-                                   H=H, DK=DK, DV=DV, C=CHUNK, SUBC=SUB, INTERP=interp, num_warps=WARPS)
+                                   H=H, DK=DK, DV=DV, C=CHUNK, SUBC=SUB, INTERP=interp, num_warps=INTRA_WARPS)
         _chunk_state[(H, DV // BV)](q, k, self.w, self.u, self.p, self.gamma, o, table, layer * H * DV * DK, T, scale,
-                                    H=H, DK=DK, DV=DV, C=CHUNK, BVC=BV, ST_DN=self.st_dn, INTERP=interp, num_warps=WARPS)
+                                    H=H, DK=DK, DV=DV, C=CHUNK, BVC=BV, ST_DN=self.st_dn, INTERP=interp, num_warps=STATE_WARPS)
         return o

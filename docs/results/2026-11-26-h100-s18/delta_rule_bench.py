@@ -1,7 +1,8 @@
 """Session 18: the chunked delta rule alone, one layer at the 0.8B shapes (16 heads, 128 x 128), bf16
 inputs as the fast prefill makes them: fla 0.6.0's chunk_gated_delta_rule (what the prefill ran
 before, its state copied in and out around it as the prefill did: dn_state_in's share of one layer
-is not counted) against megakernel/delta_rule_chunked.py at several (BV, warps). Each variant's time
+is not counted) against megakernel/delta_rule_chunked.py at several (BV, warps): call 1 BV and both
+kernels' warps (BV = 16 only was correct then), call 4 BV = 16 and _chunk_intra's warps. Each variant's time
 per call from a CUDA graph of 20 calls (median of 7 replays), and its error against the fp32 chunked
 rule. Run from a tree's root: python delta_rule_bench.py OUT_JSON"""
 import json
@@ -71,8 +72,8 @@ for T in (520, 4096, 32768):
     print(rows[-1], flush=True)
     table = torch.zeros(7, dtype=torch.int64, device="cuda")
     table[0] = state.data_ptr()
-    for bv, warps in ((16, 4), (32, 4), (64, 4), (16, 8), (32, 8)):
-        drc.BV, drc.WARPS = bv, warps
+    for bv, warps in ((16, 1), (16, 2), (16, 4)):
+        drc.BV, drc.INTRA_WARPS = bv, warps
         rule = drc.ChunkedDeltaRule(T, H, D, D, "cuda", 0)
         out = torch.empty(T, H, D, dtype=torch.bfloat16, device="cuda")
         state[1].copy_(s0)
@@ -80,7 +81,7 @@ for T in (520, 4096, 32768):
         torch.cuda.synchronize()
         err = (rel(out, o_ref[0]), rel(state[1], s_ref))
         us = graph_us(lambda: rule(q, k, v, g, beta, table, 1, out, SCALE))
-        rows.append(dict(T=T, variant=f"ours BV={bv} warps={warps}", us=us, err_o=err[0], err_s=err[1]))
+        rows.append(dict(T=T, variant=f"ours BV={bv} intra warps={warps}", us=us, err_o=err[0], err_s=err[1]))
         print(rows[-1], flush=True)
 json.dump(dict(device=torch.cuda.get_device_name(), rows=rows), open(sys.argv[1], "w"), indent=1)
 print("\n| T | variant | µs per layer | output error | state error |\n| ---: | --- | ---: | ---: | ---: |")
