@@ -31,7 +31,7 @@ from .timing import (Clock, copy_bandwidth, dense_bf16_flops, matrix_flops, pref
 
 CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # before GEMM: cuDNN's names hold "sm90_"
               ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
-              ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "dn_state", "silu_mul",
+              ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "silu_mul",
                                      "attn_prep", "kv_prefix", "attn_gate", "attn_merge", "lm_head_kernel")),
               ("delta rule", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge")))
 

@@ -619,6 +619,27 @@ def test_batch_above_max_batch_is_refused(mk):
 
 @gpu
 @needs_gpu
+def test_an_op_given_a_wrong_shape_raises_naming_it():
+    """The binding's checks raise a RuntimeError that names the tensor and both shapes (in a child
+    process: an exception lost on its way out of the extension would end the process, not fail)."""
+    code = ("import torch, megakernel.ops as o\n"
+            "o.load(torch.device('cuda'))\n"
+            "bf = dict(dtype=torch.bfloat16, device='cuda')\n"
+            "T = 4\n"
+            "try:\n"
+            "    o.op('prefill_dn_out_norm')(torch.zeros(1, T, 16, 128, **bf), torch.zeros(T, 8224, **bf), torch.zeros(128, **bf),\n"
+            "        torch.zeros(7, dtype=torch.int64, device='cuda'), 0, torch.zeros(T, 2048, **bf), 1e-6)\n"
+            "except RuntimeError as e:\n"
+            "    print('RAISED', str(e).splitlines()[0])\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert "RAISED qwen35_megakernel.prefill_dn_out_norm: o has shape [1, 4, 16, 128]; expected [4, 16, 128]" in done.stdout, \
+        done.stdout + done.stderr[-2000:]
+
+
+@gpu
+@needs_gpu
 def test_opcheck_every_op(mk):
     """torch.library.opcheck of the decode op and of every prefill op, with the arguments a real
     decode step and a real (eager) prefill pass them."""

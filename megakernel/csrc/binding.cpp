@@ -244,7 +244,7 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
   const char* op = "qwen35_megakernel.prefill_dn_out_norm";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
-  check_tensor(o, op, "o", BF, {1, T, mk::DN_H, mk::DN_DV});
+  check_tensor(o, op, "o", BF, {T, mk::DN_H, mk::DN_DV});
   check_tensor(w, op, "norm weight", BF, {mk::DN_DV});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(out, op, "out", BF, {T, mk::DN_VAL});
