@@ -4,10 +4,12 @@ this one and stays its A/B reference and oracle in the tests). Two Triton kernel
 instead of fla's five and the state copies around them:
 
   _chunk_intra   one program per (chunk of C = 64 tokens, head), all chunks at once: the
-                 chunk's cumulative log-decay γ, the WY factors W = A⁻¹ diag(β e^γ) K and
-                 U = A⁻¹ diag(β) V with A = I + strict_lower(diag(β) K Kᵀ ⊙ Γ) inverted by
-                 16 x 16 blocks, and the chunk's causal scores P = (Q Kᵀ ⊙ Γ) (diagonal
-                 included); none of it depends on the state.
+                 chunk's cumulative log-decay γ; its causal scores P = (Q Kᵀ ⊙ Γ) (diagonal
+                 included) and L = strict_lower(diag(β) K Kᵀ ⊙ Γ) as 64 x 64 x 128 tensor-core
+                 dots; A = I + L inverted by 16 x 16 blocks (L's blocks and then X = A⁻¹ pass
+                 through a per-chunk scratch in global memory, the block's threads synchronised
+                 between); the WY factors W = X diag(β e^γ) K and U = X diag(β) V as two
+                 64 x 64 x 128 dots. None of it depends on the state.
   _chunk_state   one program per (head, BV value rows of the state): the state's rows
                  S [BV, dk] held in registers (fp32) across the chunks, in order:
                      V′ = U − W Sᵀ,  O = (Q ⊙ e^γ) Sᵀ · scale + P V′ · scale
@@ -61,56 +63,58 @@ def _block_inverse(L, SUBC: tl.constexpr):
 
 
 @triton.jit
-def _chunk_intra(k_ptr, v_ptr, q_ptr, g_ptr, beta_ptr, w_ptr, u_ptr, p_ptr, gam_ptr, T,
+def _sub_block(a_ptr, t0, H, h, T, ROW: tl.constexpr, COL: tl.constexpr, C: tl.constexpr, SUBC: tl.constexpr):
+    """Block (ROW, COL) of a chunk's [C, C] fp32 scratch matrix (rows past T: 0)."""
+    r = tl.arange(0, SUBC)
+    t = t0 + ROW * SUBC + r
+    return tl.load(a_ptr + (t[:, None] * H + h) * C + COL * SUBC + r[None, :], mask=(t < T)[:, None], other=0.0)
+
+
+@triton.jit
+def _put_block(a_ptr, X, t0, H, h, T, ROW: tl.constexpr, COL: tl.constexpr, C: tl.constexpr, SUBC: tl.constexpr):
+    r = tl.arange(0, SUBC)
+    t = t0 + ROW * SUBC + r
+    tl.store(a_ptr + (t[:, None] * H + h) * C + COL * SUBC + r[None, :], X, mask=(t < T)[:, None])
+
+
+@triton.jit
+def _chunk_intra(k_ptr, v_ptr, q_ptr, g_ptr, beta_ptr, w_ptr, u_ptr, p_ptr, gam_ptr, a_ptr, T,
                  H: tl.constexpr, DK: tl.constexpr, DV: tl.constexpr, C: tl.constexpr, SUBC: tl.constexpr,
                  INTERP: tl.constexpr):
     c, h = tl.program_id(0), tl.program_id(1)
-    r = tl.arange(0, SUBC)
+    ci = tl.arange(0, C)
     dk = tl.arange(0, DK)
     dv = tl.arange(0, DV)
     t0 = c * C
-    # the four 16-row blocks' tokens, keys, β and γ (γ: cumsum of g from the chunk's start, log2 units)
-    t_0, t_1, t_2, t_3 = t0 + r, t0 + SUBC + r, t0 + 2 * SUBC + r, t0 + 3 * SUBC + r
-    m_0, m_1, m_2, m_3 = t_0 < T, t_1 < T, t_2 < T, t_3 < T
-    g_0 = tl.load(g_ptr + t_0 * H + h, mask=m_0, other=0.0) * 1.4426950408889634
-    g_1 = tl.load(g_ptr + t_1 * H + h, mask=m_1, other=0.0) * 1.4426950408889634
-    g_2 = tl.load(g_ptr + t_2 * H + h, mask=m_2, other=0.0) * 1.4426950408889634
-    g_3 = tl.load(g_ptr + t_3 * H + h, mask=m_3, other=0.0) * 1.4426950408889634
-    G_0 = tl.cumsum(g_0, axis=0)
-    G_1 = tl.cumsum(g_1, axis=0) + tl.sum(g_0, axis=0)
-    G_2 = tl.cumsum(g_2, axis=0) + tl.sum(g_0, axis=0) + tl.sum(g_1, axis=0)
-    G_3 = tl.cumsum(g_3, axis=0) + tl.sum(g_0, axis=0) + tl.sum(g_1, axis=0) + tl.sum(g_2, axis=0)
-    b_0 = tl.load(beta_ptr + t_0 * H + h, mask=m_0, other=0.0)
-    b_1 = tl.load(beta_ptr + t_1 * H + h, mask=m_1, other=0.0)
-    b_2 = tl.load(beta_ptr + t_2 * H + h, mask=m_2, other=0.0)
-    b_3 = tl.load(beta_ptr + t_3 * H + h, mask=m_3, other=0.0)
-    k_0 = tl.load(k_ptr + (t_0[:, None] * H + h) * DK + dk[None, :], mask=m_0[:, None], other=0.0)
-    k_1 = tl.load(k_ptr + (t_1[:, None] * H + h) * DK + dk[None, :], mask=m_1[:, None], other=0.0)
-    k_2 = tl.load(k_ptr + (t_2[:, None] * H + h) * DK + dk[None, :], mask=m_2[:, None], other=0.0)
-    k_3 = tl.load(k_ptr + (t_3[:, None] * H + h) * DK + dk[None, :], mask=m_3[:, None], other=0.0)
-    tl.store(gam_ptr + t_0 * H + h, G_0, mask=m_0)
-    tl.store(gam_ptr + t_1 * H + h, G_1, mask=m_1)
-    tl.store(gam_ptr + t_2 * H + h, G_2, mask=m_2)
-    tl.store(gam_ptr + t_3 * H + h, G_3, mask=m_3)
+    tc = t0 + ci
+    mc = tc < T
+    # γ: the cumulative log-decay from the chunk's start (log2 units); the chunk's keys and queries
+    G = tl.cumsum(tl.load(g_ptr + tc * H + h, mask=mc, other=0.0) * 1.4426950408889634, axis=0)
+    b = tl.load(beta_ptr + tc * H + h, mask=mc, other=0.0)
+    tl.store(gam_ptr + tc * H + h, G, mask=mc)
+    k = tl.load(k_ptr + (tc[:, None] * H + h) * DK + dk[None, :], mask=mc[:, None], other=0.0)
+    q = tl.load(q_ptr + (tc[:, None] * H + h) * DK + dk[None, :], mask=mc[:, None], other=0.0)
+    causal = ci[:, None] >= ci[None, :]
+    decay = tl.exp2(tl.where(causal, G[:, None] - G[None, :], -float("inf")))  # Γ, 0 above the diagonal
+    # P = (Q Kᵀ ⊙ Γ), diagonal included (row i sees keys j <= i); L = strict_lower(diag(β) K Kᵀ ⊙ Γ)
+    P = tl.where(causal, _mm_bf16(q, tl.trans(k), INTERP) * decay, 0.0)
+    tl.store(p_ptr + (tc[:, None] * H + h) * C + ci[None, :], P.to(tl.bfloat16), mask=mc[:, None])
+    L = tl.where(ci[:, None] > ci[None, :], _mm_bf16(k, tl.trans(k), INTERP) * b[:, None] * decay, 0.0)
+    tl.store(a_ptr + (tc[:, None] * H + h) * C + ci[None, :], L, mask=mc[:, None])
+    tl.debug_barrier()
 
-    # L = strict_lower(diag(β) K Kᵀ ⊙ Γ), block (i, j) for i >= j; Γ's exponent masked before exp2
-    lower = r[:, None] > r[None, :]
-    L_00 = tl.where(lower, _mm_bf16(k_0, tl.trans(k_0), INTERP) * b_0[:, None] * tl.exp2(tl.where(lower, G_0[:, None] - G_0[None, :], -float("inf"))), 0.0)
-    L_11 = tl.where(lower, _mm_bf16(k_1, tl.trans(k_1), INTERP) * b_1[:, None] * tl.exp2(tl.where(lower, G_1[:, None] - G_1[None, :], -float("inf"))), 0.0)
-    L_22 = tl.where(lower, _mm_bf16(k_2, tl.trans(k_2), INTERP) * b_2[:, None] * tl.exp2(tl.where(lower, G_2[:, None] - G_2[None, :], -float("inf"))), 0.0)
-    L_33 = tl.where(lower, _mm_bf16(k_3, tl.trans(k_3), INTERP) * b_3[:, None] * tl.exp2(tl.where(lower, G_3[:, None] - G_3[None, :], -float("inf"))), 0.0)
-    L_10 = _mm_bf16(k_1, tl.trans(k_0), INTERP) * b_1[:, None] * tl.exp2(G_1[:, None] - G_0[None, :])
-    L_20 = _mm_bf16(k_2, tl.trans(k_0), INTERP) * b_2[:, None] * tl.exp2(G_2[:, None] - G_0[None, :])
-    L_21 = _mm_bf16(k_2, tl.trans(k_1), INTERP) * b_2[:, None] * tl.exp2(G_2[:, None] - G_1[None, :])
-    L_30 = _mm_bf16(k_3, tl.trans(k_0), INTERP) * b_3[:, None] * tl.exp2(G_3[:, None] - G_0[None, :])
-    L_31 = _mm_bf16(k_3, tl.trans(k_1), INTERP) * b_3[:, None] * tl.exp2(G_3[:, None] - G_1[None, :])
-    L_32 = _mm_bf16(k_3, tl.trans(k_2), INTERP) * b_3[:, None] * tl.exp2(G_3[:, None] - G_2[None, :])
-
-    # X = (I + L)⁻¹ by blocks: the diagonal blocks by substitution, then X_ij = −X_ii Σ_{j<=m<i} L_im X_mj
-    X_00 = _block_inverse(L_00, SUBC)
-    X_11 = _block_inverse(L_11, SUBC)
-    X_22 = _block_inverse(L_22, SUBC)
-    X_33 = _block_inverse(L_33, SUBC)
+    # X = (I + L)⁻¹ by 16 x 16 blocks (read back from the scratch): the diagonal blocks by
+    # substitution, then X_ij = −X_ii Σ_{j<=m<i} L_im X_mj
+    L_10 = _sub_block(a_ptr, t0, H, h, T, 1, 0, C, SUBC)
+    L_20 = _sub_block(a_ptr, t0, H, h, T, 2, 0, C, SUBC)
+    L_21 = _sub_block(a_ptr, t0, H, h, T, 2, 1, C, SUBC)
+    L_30 = _sub_block(a_ptr, t0, H, h, T, 3, 0, C, SUBC)
+    L_31 = _sub_block(a_ptr, t0, H, h, T, 3, 1, C, SUBC)
+    L_32 = _sub_block(a_ptr, t0, H, h, T, 3, 2, C, SUBC)
+    X_00 = _block_inverse(_sub_block(a_ptr, t0, H, h, T, 0, 0, C, SUBC), SUBC)
+    X_11 = _block_inverse(_sub_block(a_ptr, t0, H, h, T, 1, 1, C, SUBC), SUBC)
+    X_22 = _block_inverse(_sub_block(a_ptr, t0, H, h, T, 2, 2, C, SUBC), SUBC)
+    X_33 = _block_inverse(_sub_block(a_ptr, t0, H, h, T, 3, 3, C, SUBC), SUBC)
     X_10 = -tl.dot(X_11, tl.dot(L_10, X_00, input_precision="ieee"), input_precision="ieee")
     X_21 = -tl.dot(X_22, tl.dot(L_21, X_11, input_precision="ieee"), input_precision="ieee")
     X_32 = -tl.dot(X_33, tl.dot(L_32, X_22, input_precision="ieee"), input_precision="ieee")
@@ -120,43 +124,26 @@ def _chunk_intra(k_ptr, v_ptr, q_ptr, g_ptr, beta_ptr, w_ptr, u_ptr, p_ptr, gam_
                    input_precision="ieee")
     X_30 = -tl.dot(X_33, tl.dot(L_30, X_00, input_precision="ieee") + tl.dot(L_31, X_10, input_precision="ieee")
                    + tl.dot(L_32, X_20, input_precision="ieee"), input_precision="ieee")
+    tl.debug_barrier()  # (every block of L read before X overwrites it; above the diagonal L's zeros stay)
+    _put_block(a_ptr, X_00, t0, H, h, T, 0, 0, C, SUBC)
+    _put_block(a_ptr, X_10, t0, H, h, T, 1, 0, C, SUBC)
+    _put_block(a_ptr, X_11, t0, H, h, T, 1, 1, C, SUBC)
+    _put_block(a_ptr, X_20, t0, H, h, T, 2, 0, C, SUBC)
+    _put_block(a_ptr, X_21, t0, H, h, T, 2, 1, C, SUBC)
+    _put_block(a_ptr, X_22, t0, H, h, T, 2, 2, C, SUBC)
+    _put_block(a_ptr, X_30, t0, H, h, T, 3, 0, C, SUBC)
+    _put_block(a_ptr, X_31, t0, H, h, T, 3, 1, C, SUBC)
+    _put_block(a_ptr, X_32, t0, H, h, T, 3, 2, C, SUBC)
+    _put_block(a_ptr, X_33, t0, H, h, T, 3, 3, C, SUBC)
+    tl.debug_barrier()
 
-    # W = X diag(β e^γ) K (the state's reads), U = X diag(β) V (the prediction targets)
-    kb_0 = k_0.to(tl.float32) * (b_0 * tl.exp2(G_0))[:, None]
-    kb_1 = k_1.to(tl.float32) * (b_1 * tl.exp2(G_1))[:, None]
-    kb_2 = k_2.to(tl.float32) * (b_2 * tl.exp2(G_2))[:, None]
-    kb_3 = k_3.to(tl.float32) * (b_3 * tl.exp2(G_3))[:, None]
-    w_0 = tl.dot(X_00, kb_0)
-    w_1 = tl.dot(X_10, kb_0) + tl.dot(X_11, kb_1)
-    w_2 = tl.dot(X_20, kb_0) + tl.dot(X_21, kb_1) + tl.dot(X_22, kb_2)
-    w_3 = tl.dot(X_30, kb_0) + tl.dot(X_31, kb_1) + tl.dot(X_32, kb_2) + tl.dot(X_33, kb_3)
-    tl.store(w_ptr + (t_0[:, None] * H + h) * DK + dk[None, :], w_0.to(tl.bfloat16), mask=m_0[:, None])
-    tl.store(w_ptr + (t_1[:, None] * H + h) * DK + dk[None, :], w_1.to(tl.bfloat16), mask=m_1[:, None])
-    tl.store(w_ptr + (t_2[:, None] * H + h) * DK + dk[None, :], w_2.to(tl.bfloat16), mask=m_2[:, None])
-    tl.store(w_ptr + (t_3[:, None] * H + h) * DK + dk[None, :], w_3.to(tl.bfloat16), mask=m_3[:, None])
-    vb_0 = tl.load(v_ptr + (t_0[:, None] * H + h) * DV + dv[None, :], mask=m_0[:, None], other=0.0).to(tl.float32) * b_0[:, None]
-    vb_1 = tl.load(v_ptr + (t_1[:, None] * H + h) * DV + dv[None, :], mask=m_1[:, None], other=0.0).to(tl.float32) * b_1[:, None]
-    vb_2 = tl.load(v_ptr + (t_2[:, None] * H + h) * DV + dv[None, :], mask=m_2[:, None], other=0.0).to(tl.float32) * b_2[:, None]
-    vb_3 = tl.load(v_ptr + (t_3[:, None] * H + h) * DV + dv[None, :], mask=m_3[:, None], other=0.0).to(tl.float32) * b_3[:, None]
-    u_0 = tl.dot(X_00, vb_0)
-    u_1 = tl.dot(X_10, vb_0) + tl.dot(X_11, vb_1)
-    u_2 = tl.dot(X_20, vb_0) + tl.dot(X_21, vb_1) + tl.dot(X_22, vb_2)
-    u_3 = tl.dot(X_30, vb_0) + tl.dot(X_31, vb_1) + tl.dot(X_32, vb_2) + tl.dot(X_33, vb_3)
-    tl.store(u_ptr + (t_0[:, None] * H + h) * DV + dv[None, :], u_0, mask=m_0[:, None])
-    tl.store(u_ptr + (t_1[:, None] * H + h) * DV + dv[None, :], u_1, mask=m_1[:, None])
-    tl.store(u_ptr + (t_2[:, None] * H + h) * DV + dv[None, :], u_2, mask=m_2[:, None])
-    tl.store(u_ptr + (t_3[:, None] * H + h) * DV + dv[None, :], u_3, mask=m_3[:, None])
-
-    # P = (Q Kᵀ ⊙ Γ) over the whole chunk, diagonal included (row i sees keys j <= i)
-    ci = tl.arange(0, C)
-    tc = t0 + ci
-    mc = tc < T
-    G = tl.cumsum(tl.load(g_ptr + tc * H + h, mask=mc, other=0.0) * 1.4426950408889634, axis=0)
-    qc = tl.load(q_ptr + (tc[:, None] * H + h) * DK + dk[None, :], mask=mc[:, None], other=0.0)
-    kc = tl.load(k_ptr + (tc[:, None] * H + h) * DK + dk[None, :], mask=mc[:, None], other=0.0)
-    causal = ci[:, None] >= ci[None, :]
-    P = tl.where(causal, _mm_bf16(qc, tl.trans(kc), INTERP) * tl.exp2(tl.where(causal, G[:, None] - G[None, :], -float("inf"))), 0.0)
-    tl.store(p_ptr + (tc[:, None] * H + h) * C + ci[None, :], P.to(tl.bfloat16), mask=mc[:, None])
+    # W = X diag(β e^γ) K (the state's reads), U = X diag(β) V (the prediction targets): 64 x 64 x 128, TF32
+    X = tl.load(a_ptr + (tc[:, None] * H + h) * C + ci[None, :], mask=mc[:, None], other=0.0)
+    w = tl.dot(X, k.to(tl.float32) * (b * tl.exp2(G))[:, None])
+    tl.store(w_ptr + (tc[:, None] * H + h) * DK + dk[None, :], w.to(tl.bfloat16), mask=mc[:, None])
+    v = tl.load(v_ptr + (tc[:, None] * H + h) * DV + dv[None, :], mask=mc[:, None], other=0.0)
+    u = tl.dot(X, v.to(tl.float32) * b[:, None])
+    tl.store(u_ptr + (tc[:, None] * H + h) * DV + dv[None, :], u, mask=mc[:, None])
 
 
 @triton.jit
@@ -208,10 +195,11 @@ class ChunkedDeltaRule:
         self.u = torch.empty(T, H, DV, dtype=torch.float32, device=device)
         self.p = torch.empty(T, H, CHUNK, dtype=torch.bfloat16, device=device)
         self.gamma = torch.empty(T, H, dtype=torch.float32, device=device)
+        self.a = torch.empty(T, H, CHUNK, dtype=torch.float32, device=device)  # _chunk_intra's scratch: L, then X
 
     def buffers(self) -> tuple[torch.Tensor, ...]:
-        """The intermediates (W, U, P, γ): written by _chunk_intra before _chunk_state reads them."""
-        return self.w, self.u, self.p, self.gamma
+        """The intermediates (W, U, P, γ and the scratch): written by _chunk_intra before they are read."""
+        return self.w, self.u, self.p, self.gamma, self.a
 
     def __call__(self, q, k, v, g, beta, table, layer: int, o, scale: float):
         """o [T][H][DV] bf16 ← the delta rule over q, k, v, g, beta (layouts above), the state of
@@ -219,7 +207,7 @@ class ChunkedDeltaRule:
         T, H, DK, DV = self.T, self.H, self.DK, self.DV
         nchunks = triton.cdiv(T, CHUNK)
         interp = os.environ.get("TRITON_INTERPRET") == "1"
-        _chunk_intra[(nchunks, H)](k, v, q, g, beta, self.w, self.u, self.p, self.gamma, T,
+        _chunk_intra[(nchunks, H)](k, v, q, g, beta, self.w, self.u, self.p, self.gamma, self.a, T,
                                    H=H, DK=DK, DV=DV, C=CHUNK, SUBC=SUB, INTERP=interp, num_warps=INTRA_WARPS)
         _chunk_state[(H, DV // BV)](q, k, self.w, self.u, self.p, self.gamma, o, table, layer * H * DV * DK, T, scale,
                                     H=H, DK=DK, DV=DV, C=CHUNK, BVC=BV, ST_DN=self.st_dn, INTERP=interp, num_warps=STATE_WARPS)

@@ -26,3 +26,14 @@ echo "delta rule tests: exit $?"; grep -E "^T=|passed|failed|Error" "$OUT/r/test
 in_tree new 280 python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel_prefill.py tests/test_prefill_decode.py \
     "tests/test_megakernel.py::test_opcheck_every_op" -k "not initcheck and not synccheck" > "$OUT/r/tests_prefill.txt" 2>&1
 echo "prefill tests: exit $?"; grep -E "passed|failed|FAILED|ERROR" "$OUT/r/tests_prefill.txt" | tail -8; pack
+ab() {
+  local name=$1 limit=$2 sa=$3 sb=$4 round side; shift 4
+  for round in 1; do
+    for side in $sa $sb; do
+      in_tree $side "$limit" python3 -m compare bench --tiers megakernel --repeats 3 --no-progress "$@" \
+          --json "$OUT/r/${name}_${side}_$round.json" > "$OUT/r/${name}_${side}_$round.md" 2>&1
+      echo "$name $side $round: exit $?"; grep -E "^\| megakernel" "$OUT/r/${name}_${side}_$round.md" | cut -c1-75; pack
+    done
+  done
+}
+ab pp 100 base new --pp 520,4096 --tg 0

@@ -2,7 +2,8 @@
 inputs as the fast prefill makes them: fla 0.6.0's chunk_gated_delta_rule (what the prefill ran
 before, its state copied in and out around it as the prefill did: dn_state_in's share of one layer
 is not counted) against megakernel/delta_rule_chunked.py at several (BV, warps): call 1 BV and both
-kernels' warps (BV = 16 only was correct then), call 4 BV = 16 and _chunk_intra's warps. Each variant's time
+kernels' warps (BV = 16 only was correct then), call 4 BV = 16 and _chunk_intra's warps, call 5
+(the restructured _chunk_intra, and 4cfd724's in the same call) 4 and 8 warps. Each variant's time
 per call from a CUDA graph of 20 calls (median of 7 replays), and its error against the fp32 chunked
 rule. Run from a tree's root: python delta_rule_bench.py OUT_JSON"""
 import json
@@ -72,7 +73,7 @@ for T in (520, 4096, 32768):
     print(rows[-1], flush=True)
     table = torch.zeros(7, dtype=torch.int64, device="cuda")
     table[0] = state.data_ptr()
-    for bv, warps in ((16, 1), (16, 2), (16, 4)):
+    for bv, warps in ((16, 4), (16, 8)):
         drc.BV, drc.INTRA_WARPS = bv, warps
         rule = drc.ChunkedDeltaRule(T, H, D, D, "cuda", 0)
         out = torch.empty(T, H, D, dtype=torch.bfloat16, device="cuda")
