@@ -4,12 +4,11 @@ this one and stays its A/B reference and oracle in the tests). Two Triton kernel
 instead of fla's five and the state copies around them:
 
   _chunk_intra   one program per (chunk of C = 64 tokens, head), all chunks at once: the
-                 chunk's cumulative log-decay γ; its causal scores P = (Q Kᵀ ⊙ Γ) (diagonal
-                 included) and L = strict_lower(diag(β) K Kᵀ ⊙ Γ) as 64 x 64 x 128 tensor-core
-                 dots; A = I + L inverted by 16 x 16 blocks (L's blocks and then X = A⁻¹ pass
-                 through a per-chunk scratch in global memory, the block's threads synchronised
-                 between); the WY factors W = X diag(β e^γ) K and U = X diag(β) V as two
-                 64 x 64 x 128 dots. None of it depends on the state.
+                 chunk's cumulative log-decay γ, its causal scores P = (Q Kᵀ ⊙ Γ) (diagonal
+                 included), the WY factors W = A⁻¹ diag(β e^γ) K and U = A⁻¹ diag(β) V with
+                 A = I + strict_lower(diag(β) K Kᵀ ⊙ Γ) inverted by 16 x 16 blocks; the inputs
+                 are read KB columns at a time (K Kᵀ and Q Kᵀ summed over them, W and U written
+                 by them). None of it depends on the state.
   _chunk_state   one program per (head, BV value rows of the state): the state's rows
                  S [BV, dk] held in registers (fp32) across the chunks, in order:
                      V′ = U − W Sᵀ,  O = (Q ⊙ e^γ) Sᵀ · scale + P V′ · scale
@@ -34,6 +33,7 @@ import triton.language as tl
 
 CHUNK = 64  # tokens per chunk (C)
 SUB = 16  # the inverse's block size (C / 4 blocks per side)
+KB = 32  # _chunk_intra's columns of k, q, v per step (its registers: 16 x KB pieces)
 BV = 16  # state rows (values) per _chunk_state program: 16 heads x 8 = 128 programs
 INTRA_WARPS = 4  # warps per _chunk_intra program
 STATE_WARPS = 4  # warps per _chunk_state program (a warpgroup: the dots' 64 rows)
@@ -63,58 +63,102 @@ def _block_inverse(L, SUBC: tl.constexpr):
 
 
 @triton.jit
-def _sub_block(a_ptr, t0, H, h, T, ROW: tl.constexpr, COL: tl.constexpr, C: tl.constexpr, SUBC: tl.constexpr):
-    """Block (ROW, COL) of a chunk's [C, C] fp32 scratch matrix (rows past T: 0)."""
-    r = tl.arange(0, SUBC)
-    t = t0 + ROW * SUBC + r
-    return tl.load(a_ptr + (t[:, None] * H + h) * C + COL * SUBC + r[None, :], mask=(t < T)[:, None], other=0.0)
+def _rows(ptr, t, m, h, H: tl.constexpr, D: tl.constexpr, col0, KB: tl.constexpr):
+    """Rows t of a [T][H][D] tensor at head h, columns col0 .. col0 + KB (rows where m is false: 0)."""
+    cols = col0 + tl.arange(0, KB)
+    return tl.load(ptr + (t[:, None] * H + h) * D + cols[None, :], mask=m[:, None], other=0.0)
 
 
 @triton.jit
-def _put_block(a_ptr, X, t0, H, h, T, ROW: tl.constexpr, COL: tl.constexpr, C: tl.constexpr, SUBC: tl.constexpr):
-    r = tl.arange(0, SUBC)
-    t = t0 + ROW * SUBC + r
-    tl.store(a_ptr + (t[:, None] * H + h) * C + COL * SUBC + r[None, :], X, mask=(t < T)[:, None])
+def _store_rows(ptr, x, t, m, h, H: tl.constexpr, D: tl.constexpr, col0, KB: tl.constexpr):
+    cols = col0 + tl.arange(0, KB)
+    tl.store(ptr + (t[:, None] * H + h) * D + cols[None, :], x, mask=m[:, None])
 
 
 @triton.jit
-def _chunk_intra(k_ptr, v_ptr, q_ptr, g_ptr, beta_ptr, w_ptr, u_ptr, p_ptr, gam_ptr, a_ptr, T,
+def _chunk_intra(k_ptr, v_ptr, q_ptr, g_ptr, beta_ptr, w_ptr, u_ptr, p_ptr, gam_ptr, T,
                  H: tl.constexpr, DK: tl.constexpr, DV: tl.constexpr, C: tl.constexpr, SUBC: tl.constexpr,
-                 INTERP: tl.constexpr):
+                 KB: tl.constexpr, INTERP: tl.constexpr):
     c, h = tl.program_id(0), tl.program_id(1)
+    r = tl.arange(0, SUBC)
     ci = tl.arange(0, C)
-    dk = tl.arange(0, DK)
-    dv = tl.arange(0, DV)
     t0 = c * C
+    # the four 16-row blocks' tokens, β and γ (γ: cumsum of g from the chunk's start, log2 units)
+    t_0, t_1, t_2, t_3 = t0 + r, t0 + SUBC + r, t0 + 2 * SUBC + r, t0 + 3 * SUBC + r
+    m_0, m_1, m_2, m_3 = t_0 < T, t_1 < T, t_2 < T, t_3 < T
+    g_0 = tl.load(g_ptr + t_0 * H + h, mask=m_0, other=0.0) * 1.4426950408889634
+    g_1 = tl.load(g_ptr + t_1 * H + h, mask=m_1, other=0.0) * 1.4426950408889634
+    g_2 = tl.load(g_ptr + t_2 * H + h, mask=m_2, other=0.0) * 1.4426950408889634
+    g_3 = tl.load(g_ptr + t_3 * H + h, mask=m_3, other=0.0) * 1.4426950408889634
+    G_0 = tl.cumsum(g_0, axis=0)
+    G_1 = tl.cumsum(g_1, axis=0) + tl.sum(g_0, axis=0)
+    G_2 = tl.cumsum(g_2, axis=0) + tl.sum(g_0, axis=0) + tl.sum(g_1, axis=0)
+    G_3 = tl.cumsum(g_3, axis=0) + tl.sum(g_0, axis=0) + tl.sum(g_1, axis=0) + tl.sum(g_2, axis=0)
+    b_0 = tl.load(beta_ptr + t_0 * H + h, mask=m_0, other=0.0)
+    b_1 = tl.load(beta_ptr + t_1 * H + h, mask=m_1, other=0.0)
+    b_2 = tl.load(beta_ptr + t_2 * H + h, mask=m_2, other=0.0)
+    b_3 = tl.load(beta_ptr + t_3 * H + h, mask=m_3, other=0.0)
+    tl.store(gam_ptr + t_0 * H + h, G_0, mask=m_0)
+    tl.store(gam_ptr + t_1 * H + h, G_1, mask=m_1)
+    tl.store(gam_ptr + t_2 * H + h, G_2, mask=m_2)
+    tl.store(gam_ptr + t_3 * H + h, G_3, mask=m_3)
     tc = t0 + ci
     mc = tc < T
-    # γ: the cumulative log-decay from the chunk's start (log2 units); the chunk's keys and queries
     G = tl.cumsum(tl.load(g_ptr + tc * H + h, mask=mc, other=0.0) * 1.4426950408889634, axis=0)
-    b = tl.load(beta_ptr + tc * H + h, mask=mc, other=0.0)
-    tl.store(gam_ptr + tc * H + h, G, mask=mc)
-    k = tl.load(k_ptr + (tc[:, None] * H + h) * DK + dk[None, :], mask=mc[:, None], other=0.0)
-    q = tl.load(q_ptr + (tc[:, None] * H + h) * DK + dk[None, :], mask=mc[:, None], other=0.0)
-    causal = ci[:, None] >= ci[None, :]
-    decay = tl.exp2(tl.where(causal, G[:, None] - G[None, :], -float("inf")))  # Γ, 0 above the diagonal
-    # P = (Q Kᵀ ⊙ Γ), diagonal included (row i sees keys j <= i); L = strict_lower(diag(β) K Kᵀ ⊙ Γ)
-    P = tl.where(causal, _mm_bf16(q, tl.trans(k), INTERP) * decay, 0.0)
-    tl.store(p_ptr + (tc[:, None] * H + h) * C + ci[None, :], P.to(tl.bfloat16), mask=mc[:, None])
-    L = tl.where(ci[:, None] > ci[None, :], _mm_bf16(k, tl.trans(k), INTERP) * b[:, None] * decay, 0.0)
-    tl.store(a_ptr + (tc[:, None] * H + h) * C + ci[None, :], L, mask=mc[:, None])
-    tl.debug_barrier()
 
-    # X = (I + L)⁻¹ by 16 x 16 blocks (read back from the scratch): the diagonal blocks by
-    # substitution, then X_ij = −X_ii Σ_{j<=m<i} L_im X_mj
-    L_10 = _sub_block(a_ptr, t0, H, h, T, 1, 0, C, SUBC)
-    L_20 = _sub_block(a_ptr, t0, H, h, T, 2, 0, C, SUBC)
-    L_21 = _sub_block(a_ptr, t0, H, h, T, 2, 1, C, SUBC)
-    L_30 = _sub_block(a_ptr, t0, H, h, T, 3, 0, C, SUBC)
-    L_31 = _sub_block(a_ptr, t0, H, h, T, 3, 1, C, SUBC)
-    L_32 = _sub_block(a_ptr, t0, H, h, T, 3, 2, C, SUBC)
-    X_00 = _block_inverse(_sub_block(a_ptr, t0, H, h, T, 0, 0, C, SUBC), SUBC)
-    X_11 = _block_inverse(_sub_block(a_ptr, t0, H, h, T, 1, 1, C, SUBC), SUBC)
-    X_22 = _block_inverse(_sub_block(a_ptr, t0, H, h, T, 2, 2, C, SUBC), SUBC)
-    X_33 = _block_inverse(_sub_block(a_ptr, t0, H, h, T, 3, 3, C, SUBC), SUBC)
+    # K Kᵀ in 16 x 16 blocks (i >= j) and Q Kᵀ over the whole chunk, summed over KB columns at a time
+    # (the inputs' registers stay small: the program keeps its 10 blocks and 64 x 64 scores)
+    A_00 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    A_11 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    A_22 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    A_33 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    A_10 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    A_20 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    A_21 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    A_30 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    A_31 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    A_32 = tl.zeros([SUBC, SUBC], dtype=tl.float32)
+    QK = tl.zeros([C, C], dtype=tl.float32)
+    for kk in range(0, DK, KB):
+        k_0 = _rows(k_ptr, t_0, m_0, h, H, DK, kk, KB)
+        k_1 = _rows(k_ptr, t_1, m_1, h, H, DK, kk, KB)
+        k_2 = _rows(k_ptr, t_2, m_2, h, H, DK, kk, KB)
+        k_3 = _rows(k_ptr, t_3, m_3, h, H, DK, kk, KB)
+        A_00 += _mm_bf16(k_0, tl.trans(k_0), INTERP)
+        A_11 += _mm_bf16(k_1, tl.trans(k_1), INTERP)
+        A_22 += _mm_bf16(k_2, tl.trans(k_2), INTERP)
+        A_33 += _mm_bf16(k_3, tl.trans(k_3), INTERP)
+        A_10 += _mm_bf16(k_1, tl.trans(k_0), INTERP)
+        A_20 += _mm_bf16(k_2, tl.trans(k_0), INTERP)
+        A_21 += _mm_bf16(k_2, tl.trans(k_1), INTERP)
+        A_30 += _mm_bf16(k_3, tl.trans(k_0), INTERP)
+        A_31 += _mm_bf16(k_3, tl.trans(k_1), INTERP)
+        A_32 += _mm_bf16(k_3, tl.trans(k_2), INTERP)
+        QK += _mm_bf16(_rows(q_ptr, tc, mc, h, H, DK, kk, KB), tl.trans(_rows(k_ptr, tc, mc, h, H, DK, kk, KB)), INTERP)
+
+    # P = (Q Kᵀ ⊙ Γ), diagonal included (row i sees keys j <= i); Γ's exponent masked before exp2
+    causal = ci[:, None] >= ci[None, :]
+    P = tl.where(causal, QK * tl.exp2(tl.where(causal, G[:, None] - G[None, :], -float("inf"))), 0.0)
+    _store_rows(p_ptr, P.to(tl.bfloat16), tc, mc, h, H, C, 0, C)
+
+    # L = strict_lower(diag(β) K Kᵀ ⊙ Γ), block (i, j) for i >= j
+    lower = r[:, None] > r[None, :]
+    L_00 = tl.where(lower, A_00 * b_0[:, None] * tl.exp2(tl.where(lower, G_0[:, None] - G_0[None, :], -float("inf"))), 0.0)
+    L_11 = tl.where(lower, A_11 * b_1[:, None] * tl.exp2(tl.where(lower, G_1[:, None] - G_1[None, :], -float("inf"))), 0.0)
+    L_22 = tl.where(lower, A_22 * b_2[:, None] * tl.exp2(tl.where(lower, G_2[:, None] - G_2[None, :], -float("inf"))), 0.0)
+    L_33 = tl.where(lower, A_33 * b_3[:, None] * tl.exp2(tl.where(lower, G_3[:, None] - G_3[None, :], -float("inf"))), 0.0)
+    L_10 = A_10 * b_1[:, None] * tl.exp2(G_1[:, None] - G_0[None, :])
+    L_20 = A_20 * b_2[:, None] * tl.exp2(G_2[:, None] - G_0[None, :])
+    L_21 = A_21 * b_2[:, None] * tl.exp2(G_2[:, None] - G_1[None, :])
+    L_30 = A_30 * b_3[:, None] * tl.exp2(G_3[:, None] - G_0[None, :])
+    L_31 = A_31 * b_3[:, None] * tl.exp2(G_3[:, None] - G_1[None, :])
+    L_32 = A_32 * b_3[:, None] * tl.exp2(G_3[:, None] - G_2[None, :])
+
+    # X = (I + L)⁻¹ by blocks: the diagonal blocks by substitution, then X_ij = −X_ii Σ_{j<=m<i} L_im X_mj
+    X_00 = _block_inverse(L_00, SUBC)
+    X_11 = _block_inverse(L_11, SUBC)
+    X_22 = _block_inverse(L_22, SUBC)
+    X_33 = _block_inverse(L_33, SUBC)
     X_10 = -tl.dot(X_11, tl.dot(L_10, X_00, input_precision="ieee"), input_precision="ieee")
     X_21 = -tl.dot(X_22, tl.dot(L_21, X_11, input_precision="ieee"), input_precision="ieee")
     X_32 = -tl.dot(X_33, tl.dot(L_32, X_22, input_precision="ieee"), input_precision="ieee")
@@ -124,26 +168,30 @@ def _chunk_intra(k_ptr, v_ptr, q_ptr, g_ptr, beta_ptr, w_ptr, u_ptr, p_ptr, gam_
                    input_precision="ieee")
     X_30 = -tl.dot(X_33, tl.dot(L_30, X_00, input_precision="ieee") + tl.dot(L_31, X_10, input_precision="ieee")
                    + tl.dot(L_32, X_20, input_precision="ieee"), input_precision="ieee")
-    tl.debug_barrier()  # (every block of L read before X overwrites it; above the diagonal L's zeros stay)
-    _put_block(a_ptr, X_00, t0, H, h, T, 0, 0, C, SUBC)
-    _put_block(a_ptr, X_10, t0, H, h, T, 1, 0, C, SUBC)
-    _put_block(a_ptr, X_11, t0, H, h, T, 1, 1, C, SUBC)
-    _put_block(a_ptr, X_20, t0, H, h, T, 2, 0, C, SUBC)
-    _put_block(a_ptr, X_21, t0, H, h, T, 2, 1, C, SUBC)
-    _put_block(a_ptr, X_22, t0, H, h, T, 2, 2, C, SUBC)
-    _put_block(a_ptr, X_30, t0, H, h, T, 3, 0, C, SUBC)
-    _put_block(a_ptr, X_31, t0, H, h, T, 3, 1, C, SUBC)
-    _put_block(a_ptr, X_32, t0, H, h, T, 3, 2, C, SUBC)
-    _put_block(a_ptr, X_33, t0, H, h, T, 3, 3, C, SUBC)
-    tl.debug_barrier()
 
-    # W = X diag(β e^γ) K (the state's reads), U = X diag(β) V (the prediction targets): 64 x 64 x 128, TF32
-    X = tl.load(a_ptr + (tc[:, None] * H + h) * C + ci[None, :], mask=mc[:, None], other=0.0)
-    w = tl.dot(X, k.to(tl.float32) * (b * tl.exp2(G))[:, None])
-    tl.store(w_ptr + (tc[:, None] * H + h) * DK + dk[None, :], w.to(tl.bfloat16), mask=mc[:, None])
-    v = tl.load(v_ptr + (tc[:, None] * H + h) * DV + dv[None, :], mask=mc[:, None], other=0.0)
-    u = tl.dot(X, v.to(tl.float32) * b[:, None])
-    tl.store(u_ptr + (tc[:, None] * H + h) * DV + dv[None, :], u, mask=mc[:, None])
+    # W = X diag(β e^γ) K (the state's reads), U = X diag(β) V (the prediction targets), KB columns at a time
+    e_0, e_1, e_2, e_3 = b_0 * tl.exp2(G_0), b_1 * tl.exp2(G_1), b_2 * tl.exp2(G_2), b_3 * tl.exp2(G_3)
+    for kk in range(0, DK, KB):
+        kb_0 = _rows(k_ptr, t_0, m_0, h, H, DK, kk, KB).to(tl.float32) * e_0[:, None]
+        kb_1 = _rows(k_ptr, t_1, m_1, h, H, DK, kk, KB).to(tl.float32) * e_1[:, None]
+        kb_2 = _rows(k_ptr, t_2, m_2, h, H, DK, kk, KB).to(tl.float32) * e_2[:, None]
+        kb_3 = _rows(k_ptr, t_3, m_3, h, H, DK, kk, KB).to(tl.float32) * e_3[:, None]
+        _store_rows(w_ptr, tl.dot(X_00, kb_0).to(tl.bfloat16), t_0, m_0, h, H, DK, kk, KB)
+        _store_rows(w_ptr, (tl.dot(X_10, kb_0) + tl.dot(X_11, kb_1)).to(tl.bfloat16), t_1, m_1, h, H, DK, kk, KB)
+        _store_rows(w_ptr, (tl.dot(X_20, kb_0) + tl.dot(X_21, kb_1) + tl.dot(X_22, kb_2)).to(tl.bfloat16),
+                    t_2, m_2, h, H, DK, kk, KB)
+        _store_rows(w_ptr, (tl.dot(X_30, kb_0) + tl.dot(X_31, kb_1) + tl.dot(X_32, kb_2) + tl.dot(X_33, kb_3)).to(tl.bfloat16),
+                    t_3, m_3, h, H, DK, kk, KB)
+    for vv in range(0, DV, KB):
+        vb_0 = _rows(v_ptr, t_0, m_0, h, H, DV, vv, KB).to(tl.float32) * b_0[:, None]
+        vb_1 = _rows(v_ptr, t_1, m_1, h, H, DV, vv, KB).to(tl.float32) * b_1[:, None]
+        vb_2 = _rows(v_ptr, t_2, m_2, h, H, DV, vv, KB).to(tl.float32) * b_2[:, None]
+        vb_3 = _rows(v_ptr, t_3, m_3, h, H, DV, vv, KB).to(tl.float32) * b_3[:, None]
+        _store_rows(u_ptr, tl.dot(X_00, vb_0), t_0, m_0, h, H, DV, vv, KB)
+        _store_rows(u_ptr, tl.dot(X_10, vb_0) + tl.dot(X_11, vb_1), t_1, m_1, h, H, DV, vv, KB)
+        _store_rows(u_ptr, tl.dot(X_20, vb_0) + tl.dot(X_21, vb_1) + tl.dot(X_22, vb_2), t_2, m_2, h, H, DV, vv, KB)
+        _store_rows(u_ptr, tl.dot(X_30, vb_0) + tl.dot(X_31, vb_1) + tl.dot(X_32, vb_2) + tl.dot(X_33, vb_3),
+                    t_3, m_3, h, H, DV, vv, KB)
 
 
 @triton.jit
@@ -195,11 +243,10 @@ class ChunkedDeltaRule:
         self.u = torch.empty(T, H, DV, dtype=torch.float32, device=device)
         self.p = torch.empty(T, H, CHUNK, dtype=torch.bfloat16, device=device)
         self.gamma = torch.empty(T, H, dtype=torch.float32, device=device)
-        self.a = torch.empty(T, H, CHUNK, dtype=torch.float32, device=device)  # _chunk_intra's scratch: L, then X
 
     def buffers(self) -> tuple[torch.Tensor, ...]:
-        """The intermediates (W, U, P, γ and the scratch): written by _chunk_intra before they are read."""
-        return self.w, self.u, self.p, self.gamma, self.a
+        """The intermediates (W, U, P, γ): written by _chunk_intra before _chunk_state reads them."""
+        return self.w, self.u, self.p, self.gamma
 
     def __call__(self, q, k, v, g, beta, table, layer: int, o, scale: float):
         """o [T][H][DV] bf16 ← the delta rule over q, k, v, g, beta (layouts above), the state of
@@ -207,8 +254,8 @@ class ChunkedDeltaRule:
         T, H, DK, DV = self.T, self.H, self.DK, self.DV
         nchunks = triton.cdiv(T, CHUNK)
         interp = os.environ.get("TRITON_INTERPRET") == "1"
-        _chunk_intra[(nchunks, H)](k, v, q, g, beta, self.w, self.u, self.p, self.gamma, self.a, T,
-                                   H=H, DK=DK, DV=DV, C=CHUNK, SUBC=SUB, INTERP=interp, num_warps=INTRA_WARPS)
+        _chunk_intra[(nchunks, H)](k, v, q, g, beta, self.w, self.u, self.p, self.gamma, T,
+                                   H=H, DK=DK, DV=DV, C=CHUNK, SUBC=SUB, KB=KB, INTERP=interp, num_warps=INTRA_WARPS)
         _chunk_state[(H, DV // BV)](q, k, self.w, self.u, self.p, self.gamma, o, table, layer * H * DV * DK, T, scale,
                                     H=H, DK=DK, DV=DV, C=CHUNK, BVC=BV, ST_DN=self.st_dn, INTERP=interp, num_warps=STATE_WARPS)
         return o

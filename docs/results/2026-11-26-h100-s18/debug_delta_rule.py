@@ -61,7 +61,7 @@ for t in rule.buffers():
     t.fill_(float("nan"))
 nch = -(-T // C)
 interp = False
-mod._chunk_intra[(nch, H)](k, v, q, g, beta, rule.w, rule.u, rule.p, rule.gamma, rule.a, T, H=H, DK=D, DV=D, C=C, SUBC=16,
+mod._chunk_intra[(nch, H)](k, v, q, g, beta, rule.w, rule.u, rule.p, rule.gamma, T, H=H, DK=D, DV=D, C=C, SUBC=16, KB=mod.KB,
                            INTERP=interp, num_warps=mod.INTRA_WARPS)
 torch.cuda.synchronize()
 print(f"T={T} {VARIANT}: intra ran", flush=True)
@@ -138,8 +138,8 @@ def graph_us(fn, calls=20, replays=5):
 
 
 if rel(o, want) < 0.02:
-    t_intra = graph_us(lambda: mod._chunk_intra[(nch, H)](k, v, q, g, beta, rule.w, rule.u, rule.p, rule.gamma, rule.a, T, H=H, DK=D,
-                                                          DV=D, C=C, SUBC=16, INTERP=interp, num_warps=mod.INTRA_WARPS))
+    t_intra = graph_us(lambda: mod._chunk_intra[(nch, H)](k, v, q, g, beta, rule.w, rule.u, rule.p, rule.gamma, T, H=H, DK=D,
+                                                          DV=D, C=C, SUBC=16, KB=mod.KB, INTERP=interp, num_warps=mod.INTRA_WARPS))
     t_state = graph_us(lambda: mod._chunk_state[(H, D // mod.BV)](q, k, rule.w, rule.u, rule.p, rule.gamma, o, arg, 1 * H * D * D,
                                                                   T, SCALE, H=H, DK=D, DV=D, C=C, BVC=mod.BV, ST_DN=0,
                                                                   INTERP=interp, num_warps=mod.STATE_WARPS))

@@ -5,7 +5,8 @@ is not counted) against megakernel/delta_rule_chunked.py at several (BV, warps):
 kernels' warps (BV = 16 only was correct then), call 4 BV = 16 and _chunk_intra's warps, call 5
 (the restructured _chunk_intra, and 4cfd724's in the same call) 4 and 8 warps. Each variant's time
 per call from a CUDA graph of 20 calls (median of 7 replays), and its error against the fp32 chunked
-rule. Run from a tree's root: python delta_rule_bench.py OUT_JSON"""
+rule. Run from a tree's root: python delta_rule_bench.py OUT_JSON [VARIANTS]
+VARIANTS (call 6): comma-separated KB:intra-warps of the tree's kernel, or "default" (its constants)."""
 import json
 import statistics
 import sys
@@ -73,8 +74,11 @@ for T in (520, 4096, 32768):
     print(rows[-1], flush=True)
     table = torch.zeros(7, dtype=torch.int64, device="cuda")
     table[0] = state.data_ptr()
-    for bv, warps in ((16, 4), (16, 8)):
-        drc.BV, drc.INTRA_WARPS = bv, warps
+    variants = sys.argv[2] if len(sys.argv) > 2 else "default"
+    for spec in variants.split(","):
+        if spec != "default":
+            drc.KB, drc.INTRA_WARPS = (int(x) for x in spec.split(":"))
+        bv, warps = drc.BV, drc.INTRA_WARPS
         rule = drc.ChunkedDeltaRule(T, H, D, D, "cuda", 0)
         out = torch.empty(T, H, D, dtype=torch.bfloat16, device="cuda")
         state[1].copy_(s0)
@@ -82,7 +86,7 @@ for T in (520, 4096, 32768):
         torch.cuda.synchronize()
         err = (rel(out, o_ref[0]), rel(state[1], s_ref))
         us = graph_us(lambda: rule(q, k, v, g, beta, table, 1, out, SCALE))
-        rows.append(dict(T=T, variant=f"ours BV={bv} intra warps={warps}", us=us, err_o=err[0], err_s=err[1]))
+        rows.append(dict(T=T, variant=f"ours BV={bv} intra warps={warps} KB={getattr(drc, 'KB', '-')}", us=us, err_o=err[0], err_s=err[1]))
         print(rows[-1], flush=True)
 json.dump(dict(device=torch.cuda.get_device_name(), rows=rows), open(sys.argv[1], "w"), indent=1)
 print("\n| T | variant | µs per layer | output error | state error |\n| ---: | --- | ---: | ---: | ---: |")
