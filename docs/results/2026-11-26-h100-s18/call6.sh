@@ -33,7 +33,7 @@ pack
 in_tree new 120 python3 -m pytest -q -s -m gpu -p no:cacheprovider tests/test_megakernel_delta_rule.py > "$OUT/r/tests_delta_rule.txt" 2>&1
 echo "delta rule tests: exit $?"; grep -E "passed|failed" "$OUT/r/tests_delta_rule.txt" | tail -2; pack
 for side in base new; do
-  in_tree $side 100 python3 -m compare bench --tiers megakernel --repeats 3 --no-progress --pp 256,520,1024,4096 --tg 0 \
+  in_tree $side 100 python3 -m compare bench --tiers megakernel --repeats 3 --no-progress --pp 256,520,1024,4096 --tg 0 --depth 0 \
       --json "$OUT/r/pp_${side}_1.json" > "$OUT/r/pp_${side}_1.md" 2>&1
   echo "pp $side 1: exit $?"; grep -E "^\| megakernel" "$OUT/r/pp_${side}_1.md" | cut -c1-75; pack
 done
