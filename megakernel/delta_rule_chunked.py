@@ -35,7 +35,7 @@ CHUNK = 64  # tokens per chunk (C)
 SUB = 16  # the inverse's block size (C / 4 blocks per side)
 KB = 32  # _chunk_intra's columns of k, q, v per step (its registers: 16 x KB pieces)
 BV = 16  # state rows (values) per _chunk_state program: 16 heads x 8 = 128 programs
-INTRA_WARPS = 4  # warps per _chunk_intra program
+INTRA_WARPS = 2  # warps per _chunk_intra program (2: 48 / 204 / 1,495 µs a layer at 520 / 4,096 / 32,768 tokens; 4: 55 / 265 / 2,013)
 STATE_WARPS = 4  # warps per _chunk_state program (a warpgroup: the dots' 64 rows)
 LOG2E = 1.4426950408889634
 

@@ -617,25 +617,46 @@ def test_batch_above_max_batch_is_refused(mk):
         mk.new_state(batch_size=mk.k.MAX_BATCH + 1)
 
 
+PROBE_EXTENSION = r"""
+#include <torch/extension.h>
+void fail(const at::Tensor& t) { TORCH_CHECK(t.dim() == 99, "probe: shape ", t.sizes()); }
+TORCH_LIBRARY(qwen35_probe, m) { m.def("fail(Tensor t) -> ()"); }
+TORCH_LIBRARY_IMPL(qwen35_probe, CUDA, m) { m.impl("fail", &fail); }
+"""
+
+
+def child_raises(code: str) -> tuple[bool, str]:
+    """Runs `code` in a child Python (from the repo root): whether it printed RAISED, and what it said."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    return "RAISED" in done.stdout, f"exit {done.returncode}: {done.stdout[-1000:]}{done.stderr[-2000:]}"
+
+
 @gpu
 @needs_gpu
 def test_an_op_given_a_wrong_shape_raises_naming_it():
-    """The binding's checks raise a RuntimeError that names the tensor and both shapes (in a child
-    process: an exception lost on its way out of the extension would end the process, not fail)."""
-    code = ("import torch, megakernel.ops as o\n"
+    """The binding's checks raise a RuntimeError that names the tensor and its shape (in a child
+    process: an exception lost on its way out of the extension ends the process). Skipped where a
+    minimal extension built the same way loses its exception too: that is the machine's torch and
+    compiler, not our binding (the lent H100s, 2026-11-26: SIGSEGV, docs/results/2026-11-26-h100-s18)."""
+    ours = ("import torch, megakernel.ops as o\n"
             "o.load(torch.device('cuda'))\n"
             "bf = dict(dtype=torch.bfloat16, device='cuda')\n"
-            "T = 4\n"
             "try:\n"
-            "    o.op('prefill_dn_out_norm')(torch.zeros(1, T, 16, 128, **bf), torch.zeros(T, 8224, **bf), torch.zeros(128, **bf),\n"
-            "        torch.zeros(7, dtype=torch.int64, device='cuda'), 0, torch.zeros(T, 2048, **bf), 1e-6)\n"
+            "    o.op('prefill_silu_mul')(torch.zeros(4, 100, **bf), torch.zeros(4, 3584, **bf))\n"
             "except RuntimeError as e:\n"
             "    print('RAISED', str(e).splitlines()[0])\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
-    assert "RAISED qwen35_megakernel.prefill_dn_out_norm: o has shape [1, 4, 16, 128]; expected [4, 16, 128]" in done.stdout, \
-        done.stdout + done.stderr[-2000:]
+    raised, said = child_raises(ours)
+    if not raised:
+        probe = ("import torch\nfrom torch.utils.cpp_extension import load_inline\n"
+                 f"load_inline('qwen35_probe_ext', cpp_sources={PROBE_EXTENSION!r}, functions=[], extra_cflags=['-O3'])\n"
+                 "try:\n    torch.ops.qwen35_probe.fail(torch.zeros(1, device='cuda'))\n"
+                 "except RuntimeError as e:\n    print('RAISED', e)\n")
+        if not child_raises(probe)[0]:
+            pytest.skip("this machine loses C++ exceptions thrown inside JIT-built extensions: a minimal "
+                        f"load_inline op does too (ours: {said.splitlines()[0] if said else ''})")
+    assert raised, said
+    assert "qwen35_megakernel.prefill_silu_mul: gate_up is not a [T, 7168] buffer ([4, 100])" in said, said
 
 
 @gpu
