@@ -1,8 +1,7 @@
 """`python -m compare prefill`: where the megakernel tier's fast prefill spends its time (the
 official pp figures come from `compare bench`): ppN on a fresh state per repetition, graph
 replay, CUDA events, median / min / max; then one replay under torch.profiler with the kernels
-grouped into GEMM (cuBLAS), delta rule (megakernel/delta_rule_chunked.py; fla's before session 18),
-attention (SDPA), ours (csrc/prefill.cu) and
+grouped into GEMM (cuBLAS), delta rule (fla), attention (SDPA), ours (csrc/prefill.cu) and
 other. Against the floors, both measured in the same run (compare/timing.py): matrix FLOPs /
 the dense bf16 rate, weight bytes / the copy bandwidth.
 
@@ -31,9 +30,9 @@ from .timing import (Clock, copy_bandwidth, dense_bf16_flops, matrix_flops, pref
 
 CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # before GEMM: cuDNN's names hold "sm90_"
               ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
-              ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "silu_mul",
+              ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "dn_state", "silu_mul",
                                      "attn_prep", "kv_prefix", "attn_gate", "attn_merge", "lm_head_kernel")),
-              ("delta rule", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge")))
+              ("delta rule (fla)", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge")))
 
 
 def pp_row(tier, T: int, reps: int, seed: int = 0, depth: int = 0):
@@ -97,17 +96,16 @@ def derive(row: dict, config, rates: dict) -> dict:
 def render(rows, rates: dict) -> str:
     lines = [f"floors from this run's rates: dense bf16 {rates['dense_bf16_flops'] / 1e12:.0f} TFLOP/s, copy "
              f"{rates['copy_bandwidth_Bps'] / 1e12:.2f} TB/s", "",
-             "| prompt | tok/s (median) | min–max | ms | TFLOP/s | matrix floor ms | bytes floor ms | GEMM µs | delta rule µs | attention µs | ours µs | other µs | kernels |",
+             "| prompt | tok/s (median) | min–max | ms | TFLOP/s | matrix floor ms | bytes floor ms | GEMM µs | fla µs | attention µs | ours µs | other µs | kernels |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         b = r["breakdown"]
-        b.setdefault("delta rule", b.get("delta rule (fla)", {}))  # (its name in files written before session 18)
         us = lambda c: f"{b.get(c, {}).get('us', 0.0):,.0f}"  # noqa: E731
         n = sum(v["kernels"] for v in b.values())
         name = f"pp{r['T']}" + (f" @ d{r['depth']}" if r.get("depth") else "")
         lines.append(f"| {name} | {r['tok_s_median']:,.0f} | {r['tok_s_min']:,.0f}–{r['tok_s_max']:,.0f} | "
                      f"{r['ms_median']:.3f} | {r['tflops']:.0f} | {r['flop_floor_ms']:.3f} | {r['bytes_floor_ms']:.3f} | {us('GEMM (cuBLAS)')} | "
-                     f"{us('delta rule')} | {us('attention (SDPA)')} | {us('ours (prefill.cu)')} | {us('other')} | {n} |")
+                     f"{us('delta rule (fla)')} | {us('attention (SDPA)')} | {us('ours (prefill.cu)')} | {us('other')} | {n} |")
     return "\n".join(lines) + "\n"
 
 

@@ -3,9 +3,8 @@ tensor cores, captured once per prompt shape as a CUDA graph and replayed.
 
 Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu):
     add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v], cuBLAS) →
-    DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → the chunked delta rule (2 Triton kernels,
-              delta_rule_chunked.py: the state read and written in place, in the decode kernel's
-              [V][K] layout) → gated norm + conv ring
+    DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → fla's chunked delta rule (state read and
+              written in the decode kernel's [V][K] layout) → state copy → gated norm + conv ring
     attention: q/k norm + RoPE + cache write (1 kernel) → causal attention → output gate; a fresh
               prompt: SDPA over its own keys (cuDNN's Hopper kernel where torch picks it); after
               earlier tokens: the cache's earlier positions copied next to the new ones, then flash
@@ -36,10 +35,9 @@ from reference import record
 from reference.config import LINEAR
 
 from . import ops
-from .delta_rule_chunked import CHUNK, ChunkedDeltaRule
 
 MAX_PLANS = 4  # prefill shapes kept, with their buffers and graphs (least recently used dropped first)
-PAD_ROWS = CHUNK  # a prompt after earlier tokens runs in a plan of rows rounded up to this (the delta rule's chunk)
+PAD_ROWS = 64  # a prompt after earlier tokens runs in a plan of rows rounded up to this (fla's chunk)
 FLASH_BLOCK_M = 64  # query rows per block of flash attention's head-dim-256 forward kernel (FA2)
 
 
@@ -53,8 +51,12 @@ def context_pieces(T: int, max_seq: int, heads: int, sms: int) -> int:
 
 
 def unavailable_reason() -> str | None:
-    """Why the fast prefill cannot run here (torch's flash attention with a key count read from
-    the device), or None."""
+    """Why the fast prefill cannot run here (fla's chunked delta rule, torch's flash attention with
+    a key count read from the device), or None."""
+    try:
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule  # noqa: F401
+    except Exception as e:  # ImportError, or triton failing to initialise
+        return f"flash-linear-attention is not importable ({type(e).__name__}: {e})"
     if not torch.backends.cuda.is_flash_attention_available():
         return "this torch build has no flash attention (torch.backends.cuda.is_flash_attention_available())"
     schema = str(torch.ops.aten._flash_attention_forward.default._schema)
@@ -124,6 +126,9 @@ class PrefillPlan:
     table holds (a prompt of 1..T tokens, the rest padding; start + tokens <= max_seq)."""
 
     def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None):
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+
+        self.delta_rule = chunk_gated_delta_rule
         self.op = {name: ops.op(name) for name in ops.OP_NAMES if name.startswith("prefill_")}
         self.tier, self.T, self.max_seq, self.fresh = tier, T, max_seq, fresh
         self.k = k = tier.k
@@ -140,8 +145,7 @@ class PrefillPlan:
         self.act = torch.empty(T, k.INTER, dtype=bf, device=dev)
         self.dn_q, self.dn_k, self.dn_v = (torch.empty(1, T, k.DN_H, k.DN_DK, dtype=bf, device=dev) for _ in range(3))
         self.g, self.beta = (torch.empty(1, T, k.DN_H, dtype=f32, device=dev) for _ in range(2))
-        self.dn_o = torch.empty(T, k.DN_H, k.DN_DV, dtype=bf, device=dev)
-        self.delta_rule = ChunkedDeltaRule(T, k.DN_H, k.DN_DK, k.DN_DV, dev, k.PREFILL_STATE_DN)
+        self.h0 = torch.empty(k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=f32, device=dev)
         self.qbuf = torch.empty(T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
         # keys and values of positions [0, start + n) (n: the valid tokens), token-major (flash's
         # varlen layout), sized for any start; flash reads the first `used` = start + n of them, query
@@ -177,6 +181,7 @@ class PrefillPlan:
         t, op, T, eps, D = self.tier, self.op, self.T, self.eps, self.k.D
         W = t.prefill_weights
         embed = t.weights["model.embed_tokens.weight"]
+        op["prefill_dn_state_in"](self.table, self.h0)
         op["prefill_add_rms_norm"](None, self.ids, embed, self.res, W[0]["in_norm"], self.h, eps)
         record(trace, "embed", self.res.view(1, T, D)[:, :self.valid])
         for i, kind in enumerate(t.config.layer_types):
@@ -206,8 +211,10 @@ class PrefillPlan:
         torch.mm(self.h, w["win"].t(), out=proj)
         op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
                               self.dn_q, self.dn_k, self.dn_v, self.g, self.beta)
-        self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.table, slot, self.dn_o, k.DN_DK ** -0.5)
-        op["prefill_dn_out_norm"](self.dn_o, proj, w["gnorm"], self.table, slot, self.mix, self.eps)
+        o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, scale=k.DN_DK ** -0.5,
+                                   initial_state=self.h0[slot:slot + 1], output_final_state=True, state_v_first=True)
+        op["prefill_dn_state_out"](self.table, slot, final)
+        op["prefill_dn_out_norm"](o, proj, w["gnorm"], self.table, slot, self.mix, self.eps)
         torch.mm(self.mix, w["out"].t(), out=self.x)
 
     def attention(self, w, slot):
@@ -244,7 +251,7 @@ class PrefillPlan:
     def poison(self):
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
         for t in (self.res, self.h, self.x, self.proj_buf, self.mix, self.gu, self.act, self.dn_q, self.dn_k, self.dn_v,
-                  self.g, self.beta, self.dn_o, *self.delta_rule.buffers(), self.qbuf, self.kv, self.logits) + ((self.q_pieces,) if self.pieces > 1 else ()):
+                  self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits) + ((self.q_pieces,) if self.pieces > 1 else ()):
             t.fill_(float("nan"))
 
     # ---- graph ------------------------------------------------------------------------

@@ -244,7 +244,7 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
   const char* op = "qwen35_megakernel.prefill_dn_out_norm";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
-  check_tensor(o, op, "o", BF, {T, mk::DN_H, mk::DN_DV});
+  check_tensor(o, op, "o", BF, {1, T, mk::DN_H, mk::DN_DV});
   check_tensor(w, op, "norm weight", BF, {mk::DN_DV});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(out, op, "out", BF, {T, mk::DN_VAL});
@@ -252,6 +252,23 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_out_norm(ptr<const uint16_t>(o), ptr<const uint16_t>(proj), ptr<const uint16_t>(w), ptr<const int64_t>(table),
                       layer, ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(proj)), op);
+}
+
+void prefill_dn_state_in(const Tensor& table, const Tensor& dst) {
+  const char* op = "qwen35_megakernel.prefill_dn_state_in";
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
+  check_tensor(dst, op, "dst", F32, {mk::NDN, mk::DN_H, mk::DN_DV, mk::DN_DK});
+  c10::cuda::CUDAGuard guard(dst.device());
+  ok(mkp::dn_state_in(ptr<const int64_t>(table), ptr<float>(dst), stream_of(dst)), op);
+}
+
+void prefill_dn_state_out(const Tensor& table, int64_t layer, const Tensor& src) {
+  const char* op = "qwen35_megakernel.prefill_dn_state_out";
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
+  check_tensor(src, op, "src", F32, {1, mk::DN_H, mk::DN_DV, mk::DN_DK});
+  TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
+  c10::cuda::CUDAGuard guard(src.device());
+  ok(mkp::dn_state_out(ptr<const int64_t>(table), layer, ptr<const float>(src), stream_of(src)), op);
 }
 
 void prefill_silu_mul(const Tensor& gate_up, const Tensor& out) {
@@ -373,7 +390,6 @@ py::dict constants() {
   for (int l = 0; l < NLAYER; ++l) kinds.append(is_full_attention(l) ? "full_attention" : "linear_attention");
   d["LAYER_TYPES"] = kinds;
   d["PREFILL_STATE_SLOTS"] = static_cast<int>(mkp::ST_N);
-  d["PREFILL_STATE_DN"] = static_cast<int>(mkp::ST_DN);
   d["PREFILL_STATE_START"] = static_cast<int>(mkp::ST_START);
   d["PREFILL_STATE_VALID"] = static_cast<int>(mkp::ST_VALID);
   return d;
@@ -394,6 +410,8 @@ TORCH_LIBRARY(qwen35_megakernel, m) {
         "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta) -> ()");
   m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor state_table, int layer, "
         "Tensor(a!) out, float eps) -> ()");
+  m.def("prefill_dn_state_in(Tensor state_table, Tensor(a!) dst) -> ()");
+  m.def("prefill_dn_state_out(Tensor state_table, int layer, Tensor src) -> ()");
   m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out) -> ()");
   m.def("prefill_attn_prep(Tensor proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int max_seq, "
         "Tensor(a!) qbuf, Tensor(b!) kv, float eps) -> ()");
@@ -409,6 +427,8 @@ TORCH_LIBRARY_IMPL(qwen35_megakernel, CUDA, m) {
   m.impl("prefill_add_rms_norm", &prefill_add_rms_norm);
   m.impl("prefill_dn_prep", &prefill_dn_prep);
   m.impl("prefill_dn_out_norm", &prefill_dn_out_norm);
+  m.impl("prefill_dn_state_in", &prefill_dn_state_in);
+  m.impl("prefill_dn_state_out", &prefill_dn_state_out);
   m.impl("prefill_silu_mul", &prefill_silu_mul);
   m.impl("prefill_attn_prep", &prefill_attn_prep);
   m.impl("prefill_kv_prefix", &prefill_kv_prefix);

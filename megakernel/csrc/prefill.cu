@@ -22,9 +22,11 @@ using mk::FA_HKV;
 using mk::FA_HQ;
 using mk::FA_QKV;
 using mk::INTER;
-constexpr int DN_HD = mk::DN_DK;  // = DN_DV: the gated norm's group
+constexpr int DN_HD = mk::DN_DK;  // = DN_DV: the gated norm's group and the state's side
 static_assert(mk::DN_DK == mk::DN_DV, "a DeltaNet head's q, k and v have one width");
 constexpr int DN_Z = mk::DN_WIN_Z, DN_B = mk::DN_WIN_B, DN_A = mk::DN_WIN_A;
+constexpr int DN_STATE = mk::DN_STATE_FLOATS;  // floats per layer
+constexpr int N_DN = mk::NDN;
 constexpr int FA_K = mk::FA_WIN_K, FA_V = mk::FA_WIN_V, FA_ROT_HALF = mk::FA_ROT / 2;
 
 __device__ __forceinline__ float rnd(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
@@ -177,6 +179,19 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
     for (int c = i; c < DN_CONV; c += 2048)
       *reinterpret_cast<uint4*>(ring + c) = *reinterpret_cast<const uint4*>(row + c);
   }
+}
+
+// ---- fp32 state copies (16-byte vectors) ------------------------------------------------
+__global__ void dn_state_in_kernel(const int64_t* __restrict__ table, float4* __restrict__ dst) {
+  const float4* src = table_ptr<const float4>(table, ST_DN);
+  const size_t n4 = static_cast<size_t>(N_DN) * DN_STATE / 4;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += gridDim.x * static_cast<size_t>(blockDim.x))
+    dst[i] = src[i];
+}
+
+__global__ void dn_state_out_kernel(const int64_t* __restrict__ table, int slot, const float4* __restrict__ src) {
+  float4* dst = table_ptr<float4>(table, ST_DN) + static_cast<size_t>(slot) * DN_STATE / 4;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < DN_STATE / 4; i += gridDim.x * blockDim.x) dst[i] = src[i];
 }
 
 // ---- SwiGLU: one thread per 8 outputs -----------------------------------------------------
@@ -368,6 +383,16 @@ cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const 
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
                         uint16_t* out, int T, float eps, cudaStream_t s) {
   dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, table, slot, out, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s) {
+  dn_state_in_kernel<<<blocks_for(static_cast<size_t>(N_DN) * DN_STATE / 4, 256), 256, 0, s>>>(table, reinterpret_cast<float4*>(dst));
+  return cudaGetLastError();
+}
+
+cudaError_t dn_state_out(const int64_t* table, int slot, const float* src, cudaStream_t s) {
+  dn_state_out_kernel<<<blocks_for(DN_STATE / 4, 256), 256, 0, s>>>(table, slot, reinterpret_cast<const float4*>(src));
   return cudaGetLastError();
 }
 

@@ -1,6 +1,6 @@
 // Prefill kernels of the megakernel tier: the memory-bound steps between the tensor-core
-// parts (cuBLAS GEMMs, the chunked delta rule in Triton: megakernel/delta_rule_chunked.py, torch's
-// flash attention), each fused into one pass over its [T, ...] activations. Plain C++ interface so the binding includes it with g++.
+// parts (cuBLAS GEMMs, fla's chunked delta rule, torch's flash attention), each fused into
+// one pass over its [T, ...] activations. Plain C++ interface so the binding includes it with g++.
 //
 // The state is reached through a device table (StateSlot): its 5 pointers, the prefill's first
 // position and its valid tokens, not baked-in arguments, so one captured CUDA graph of T rows serves
@@ -36,6 +36,11 @@ cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const 
 // of proj into the conv ring (after dn_prep has read the old ones).
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
                         uint16_t* out, int T, float eps, cudaStream_t s);
+
+// fp32 delta-rule states between the table's dn_state and contiguous buffers: all 18 layers
+// into `dst` [18][16][128][128] (before the layers), one layer's `src` into its slot (after it).
+cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s);
+cudaError_t dn_state_out(const int64_t* table, int slot, const float* src, cudaStream_t s);
 
 // out [T][3584] = silu(gu[:, :3584]) * gu[:, 3584:]
 cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s);
