@@ -14,7 +14,8 @@ positions (5, 6, ...; the split-K steps mix rows at 40 and 300 tokens), the refu
 
 `--prefill N` instead runs the fast prefill (eagerly, no graph) of N tokens on a fresh
 state, then of N more after them (the continuing path: cache prefix copy, masked
-attention, conv ring), then one decode step: memcheck of every kernel it launches.
+attention, conv ring), then one decode step: memcheck of every kernel it launches, synccheck of
+the prefill's own (`--kernel-name kns=mkp`; unfiltered, the GEMMs' barriers overflow its tracking).
 """
 
 from __future__ import annotations

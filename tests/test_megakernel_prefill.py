@@ -251,15 +251,21 @@ def test_the_earlier_keys_are_split_into_pieces_only_where_flash_would_lack_bloc
 
 @gpu
 @needs_gpu
-# racecheck is left out: it fails inside Hopper cuBLAS GEMMs with an internal error (sanitize.py)
-@pytest.mark.parametrize("tool", ["memcheck", "initcheck", "synccheck"])
+# racecheck is left out: it fails inside Hopper cuBLAS GEMMs with an internal error (sanitize.py).
+# initcheck is left out: it reports dn_prep's reads of the in-projection's output (a cuBLAS GEMM wrote
+# every row) as uninitialised, then runs past 400 s (docs/results/2026-11-26-h100-s18, call 9); the
+# graph test's NaN-poisoned buffers check for unwritten reads instead. synccheck checks our kernels
+# (prefill.cu's namespace): unfiltered, the cuBLAS GEMMs' and the decode step's barriers overflow its
+# tracking (call 9: 1 error, "overflow of tracked cuda::barrier structures"); filtered, 0 errors in 22 s.
+@pytest.mark.parametrize("tool", ["memcheck", "synccheck"])
 def test_compute_sanitizer_of_the_prefill(tool, tmp_path):
     exe = shutil.which("compute-sanitizer") or (
         os.path.join(os.path.dirname(nvcc_path()), "compute-sanitizer") if nvcc_path() else None)
     if not exe or not os.path.exists(exe):
         pytest.skip("compute-sanitizer is not installed")
     env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", CUDA_LAUNCH_BLOCKING="1")
-    cmd = [exe, "--tool", tool, "--error-exitcode", "3",
+    only = ["--kernel-name", "kns=mkp"] if tool == "synccheck" else []
+    cmd = [exe, "--tool", tool, *only, "--error-exitcode", "3",
            sys.executable, "-m", "megakernel", "sanitize-run", "--prefill", "70"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     out = proc.stdout + proc.stderr
