@@ -20,7 +20,7 @@ class UsageError(Exception):
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, default_config="qwen3.5-0.8b"):
-    parser.add_argument("--config", choices=["qwen3.5-0.8b", "tiny"], default=default_config,
+    parser.add_argument("--config", choices=list(ModelConfig.built_in()), default=default_config,
                         help="built-in config with seeded random weights (default: %(default)s)")
     parser.add_argument("--checkpoint", metavar="DIR_OR_HUB_ID",
                         help="a Hugging Face folder of safetensors (or hub id) instead of random weights")

@@ -50,7 +50,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # a token
 def add_arguments(parser):
     parser.add_argument("--checkpoint", metavar="DIR_OR_HUB_ID", help="a Hugging Face folder (or hub id) with a tokenizer")
     add_nonfinite_argument(parser)
-    parser.add_argument("--config", choices=["qwen3.5-0.8b", "tiny"], default=None,
+    parser.add_argument("--config", choices=list(ModelConfig.built_in()), default=None,
                         help="built-in config without a checkpoint (default: qwen3.5-0.8b on a GPU, tiny on a CPU)")
     parser.add_argument("--tier", default=None,
                         help=f"one of {', '.join(TIERS)} (default: reference on a CPU, on a GPU the first of "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from reference import Tier, TierState, record
+from reference import Tier, TierState, record, without_tied_head
 
 # functions transformers may have replaced by fla / causal_conv1d kernels
 _KERNELIZED = ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule",
@@ -63,8 +63,9 @@ class HFTier(Tier):
         hf_config._attn_implementation = attn_implementation
         with torch.device("meta"):
             model = Qwen3_5ForCausalLM(hf_config)
-        state = {k: v.to(dtype) for k, v in weights.items() if k != "lm_head.weight"}
-        state["lm_head.weight"] = state["model.embed_tokens.weight"]
+        state = {k: v.to(dtype) for k, v in without_tied_head(config, weights).items()}
+        if config.tie_word_embeddings:
+            state["lm_head.weight"] = state["model.embed_tokens.weight"]
         model.load_state_dict(state, strict=True, assign=True)
         model.tie_weights()
         # the rotary buffers were made on meta: rebuild them, in fp32 as from_pretrained keeps them

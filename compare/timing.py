@@ -110,10 +110,12 @@ def dense_bf16_flops(device, n: int = 8192, repeats: int = 5) -> float | None:
 
 
 def weight_bytes_per_step(config) -> int:
-    """Bytes of the weight matrices one decode step reads in bf16 (embedding = tied
-    lm_head once, every projection), as docs count them: 1,503,789,056 for the 0.8B.
-    The conv taps and norm vectors (0.07 % more) are left out."""
-    return sum(2 * math.prod(s) for s in expected_shapes(config).values() if len(s) == 2)
+    """Bytes of the weight matrices one decode step reads in bf16 (the lm_head once: the tied
+    embedding, or its own matrix, the embedding's one row then left out; every projection), as
+    docs count them: 1,503,789,056 for the 0.8B. The conv taps and norm vectors (0.07 % more)
+    are left out."""
+    return sum(2 * math.prod(s) for name, s in expected_shapes(config).items()
+               if len(s) == 2 and (name != "model.embed_tokens.weight" or config.tie_word_embeddings))
 
 
 def layer_state_bytes(config, layer: int, context: int, state_bytes: int = 2) -> int:
@@ -141,9 +143,8 @@ def part_bytes_per_step(config, context: int, state_bytes: int = 2) -> dict[str,
     """The bytes each part of one batch-1 decode step (compare.layer_times.parts) must move with
     `context` tokens in the state: "embed" one embedding row; "layers.{i}" that layer's weight
     matrices in bf16 (as `weight_bytes_per_step` counts them) and its `layer_state_bytes`; "norm"
-    the final norm's weights; "lm_head" its matrix (the tied embedding). The layers and the lm_head
-    add up to `floor_bytes_per_step(config, 1, context)` (with an untied embedding that also counts
-    the whole embedding, of which a step reads one row)."""
+    the final norm's weights; "lm_head" its matrix (the tied embedding, or its own). The layers and
+    the lm_head add up to `floor_bytes_per_step(config, 1, context)`."""
     shapes = expected_shapes(config)
     matrices = {name: 2 * math.prod(s) for name, s in shapes.items() if len(s) == 2}
     out = {"embed": 2 * config.hidden_size}
@@ -334,7 +335,7 @@ def matrix_flops(config, T: int, context: int = 0) -> float:
     gates are left out: a few % at most)."""
     total = 0.0
     for name, shape in expected_shapes(config).items():
-        if len(shape) == 2 and name != "model.embed_tokens.weight":
+        if len(shape) == 2 and name not in ("model.embed_tokens.weight", "lm_head.weight"):
             total += 2.0 * T * shape[0] * shape[1]
     total += 2.0 * config.vocab_size * config.hidden_size
     keys = T * context + T * (T + 1) / 2  # (query, key) pairs

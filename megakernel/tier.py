@@ -45,6 +45,7 @@ SHAPE_FIELDS = (
     "vocab_size", "hidden_size", "intermediate_size", "layer_types", "num_attention_heads", "num_key_value_heads",
     "head_dim", "rope_theta", "partial_rotary_factor", "linear_num_key_heads", "linear_num_value_heads",
     "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "rms_norm_eps",
+    "tie_word_embeddings",  # (the kernel's lm_head reads the embedding)
 )
 PREFILL_PATHS = ("fast", "reference")
 SCHEDULES = ("ring", "register", "stream-only")  # csrc/shapes.cuh Schedule, in its order

@@ -8,11 +8,12 @@ from .interface import (FAULT_NONE, FAULT_POSITION, FAULT_TOKEN, FAULT_WORDS, Ti
 from .model import HybridModel, ModelState, forward_rows, new_model_state, reset_row, row_view
 from .tier import ReferenceTier
 from . import tolerances
-from .weights import WeightsError, expected_shapes, hazard_weights, perturb_norms, random_weights, validate_weights
+from .weights import (WeightsError, expected_shapes, hazard_weights, perturb_norms, random_weights, validate_weights,
+                      without_tied_head)
 
 __all__ = [
     "CheckpointError", "ConfigError", "FAULT_NONE", "FAULT_POSITION", "FAULT_TOKEN", "FAULT_WORDS", "FULL", "HybridModel", "LINEAR", "ModelConfig", "ModelState",
     "ReferenceTier", "Tier", "TierInputError", "TierState", "TierUnavailable", "WeightsError",
     "expected_shapes", "forward_rows", "load_checkpoint", "new_model_state", "reset_row", "row_view", "perturb_norms", "hazard_weights", "random_weights", "record",
-    "tolerances", "validate_weights",
+    "tolerances", "validate_weights", "without_tied_head",
 ]

@@ -1,7 +1,7 @@
 """Load a Qwen3.5 checkpoint: a folder of safetensors (one file or sharded with an
 index) or a hub id, text weights under `model.language_model.` (real Qwen3.5
 checkpoints) or `model.` (text-only saves). Vision and MTP weights are ignored and the
-lm_head is tied. Nothing is taken on trust: the config, the index and every safetensors
+lm_head is the embedding where the config ties them. Nothing is taken on trust: the config, the index and every safetensors
 header are checked before any tensor is read (a header's offsets must tile the bytes that
 follow it), every text tensor must have the name, shape and a floating-point dtype the
 config asks for, and every weight must be finite. Each problem is one CheckpointError,
@@ -189,7 +189,7 @@ def _text_entries(folder: str) -> dict[str, TensorEntry]:
 def _check_against_config(config: ModelConfig, folder: str, entries: dict[str, TensorEntry]) -> None:
     """One CheckpointError listing every text tensor that is missing, unexpected, of the
     wrong shape for the config or of a dtype that is not a float's."""
-    tensors = {name: e for name, e in entries.items() if name != "lm_head.weight"}
+    tensors = {name: e for name, e in entries.items() if name != "lm_head.weight" or not config.tie_word_embeddings}
     problems = shape_problems(config, {name: e.shape for name, e in tensors.items()}, lambda name: tensors[name].where)
     problems += [f"{e.where} has dtype {e.dtype}, expected one of {', '.join(WEIGHT_DTYPES)}"
                  for e in entries.values() if e.dtype not in WEIGHT_DTYPES]
@@ -230,7 +230,7 @@ def _check_finite(entry: TensorEntry, t: torch.Tensor) -> None:
 
 
 def _untie(weights: dict, entries: dict[str, TensorEntry]) -> None:
-    """Drop a stored lm_head.weight, which this model ties to the embedding: only a copy
+    """Drop a stored lm_head.weight of a model that ties it to the embedding: only a copy
     of the embedding is allowed."""
     lm_head = weights.pop("lm_head.weight", None)
     if lm_head is not None and not torch.equal(lm_head, weights["model.embed_tokens.weight"]):
@@ -251,5 +251,6 @@ def load_checkpoint(path_or_repo_id, dtype=torch.bfloat16, device="cpu",
     entries = _text_entries(folder)
     _check_against_config(config, folder, entries)
     weights = _read_tensors(entries, dtype, device, allow_nonfinite)
-    _untie(weights, entries)
+    if config.tie_word_embeddings:
+        _untie(weights, entries)
     return config, weights

@@ -1,8 +1,11 @@
 """ModelConfig: the shapes and constants of a Qwen3.5 text model.
 
-`ModelConfig.qwen3_5_0_8b()` is built in (no network), `ModelConfig.tiny()` is the
-same architecture at toy width for tests, `ModelConfig.from_hf(...)` reads a
-transformers `config.json` (text-only or the multimodal one nesting `text_config`).
+`ModelConfig.qwen3_5_0_8b()` is built in (no network), as are the family's other public
+dense sizes (`ModelConfig.named("qwen3.5-2b" | "qwen3.5-4b" | "qwen3.5-9b" | "qwen3.5-27b")`,
+from their published config.json: 9B and 27B have an lm_head of their own, the smaller ones
+tie it to the embedding); `ModelConfig.tiny()` is the same architecture at toy width for
+tests; `ModelConfig.from_hf(...)` reads a transformers `config.json` (text-only or the
+multimodal one nesting `text_config`).
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ class ModelConfig:
     initializer_range: float = 0.02
     max_position_embeddings: int = 262144
     eos_token_ids: tuple[int, ...] = ()
+    tie_word_embeddings: bool = True  # the lm_head is the embedding (else `lm_head.weight` of its own)
 
     def __post_init__(self):
         problems = []
@@ -102,6 +106,8 @@ class ModelConfig:
             )
         if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
             problems.append(f"rotary_dim={self.rotary_dim} must be even and at most head_dim={self.head_dim}")
+        if not isinstance(self.tie_word_embeddings, bool):
+            problems.append(f"tie_word_embeddings={self.tie_word_embeddings!r} (expected true or false)")
         if problems:
             raise ConfigError("invalid ModelConfig: " + "; ".join(problems))
 
@@ -184,8 +190,29 @@ class ModelConfig:
         )
 
     @classmethod
+    def family_member(cls, name: str, hidden: int, inter: int, layers: int, heads: tuple[int, int],
+                      linear_value_heads: int, tie: bool) -> "ModelConfig":
+        """A public dense Qwen3.5 size: what its config.json says beyond what every size shares
+        (vocab, head widths, the 3:1 layer pattern, RoPE, the DeltaNet key heads)."""
+        return dataclasses.replace(
+            cls.qwen3_5_0_8b(), name=name, hidden_size=hidden, intermediate_size=inter,
+            layer_types=(LINEAR, LINEAR, LINEAR, FULL) * (layers // 4), num_attention_heads=heads[0],
+            num_key_value_heads=heads[1], linear_num_value_heads=linear_value_heads, tie_word_embeddings=tie)
+
+    @classmethod
+    def built_in(cls) -> dict:
+        """Every built-in config's name → its constructor (`named` builds one)."""
+        fm = cls.family_member
+        return {"qwen3.5-0.8b": cls.qwen3_5_0_8b, "tiny": cls.tiny,
+                # Qwen/Qwen3.5-{2B,4B,9B,27B} config.json (text_config, tie_word_embeddings)
+                "qwen3.5-2b": lambda: fm("qwen3.5-2b", 2048, 6144, 24, (8, 2), 16, True),
+                "qwen3.5-4b": lambda: fm("qwen3.5-4b", 2560, 9216, 32, (16, 4), 32, True),
+                "qwen3.5-9b": lambda: fm("qwen3.5-9b", 4096, 12288, 32, (16, 4), 32, False),
+                "qwen3.5-27b": lambda: fm("qwen3.5-27b", 5120, 17408, 64, (24, 4), 48, False)}
+
+    @classmethod
     def named(cls, name: str) -> "ModelConfig":
-        builders = {"qwen3.5-0.8b": cls.qwen3_5_0_8b, "tiny": cls.tiny}
+        builders = cls.built_in()
         if name not in builders:
             raise ConfigError(f"unknown config {name!r}; expected one of {sorted(builders)}")
         return builders[name]()
@@ -240,6 +267,9 @@ class ModelConfig:
             raise ConfigError(f"rope_type {rope.get('rope_type')!r} is not supported (expected 'default')")
         eos = text.get("eos_token_id", raw.get("eos_token_id"))
         eos = () if eos is None else tuple(eos) if isinstance(eos, (list, tuple)) else (eos,)
+        tie = text.get("tie_word_embeddings", raw.get("tie_word_embeddings", True))
+        if not isinstance(tie, bool):
+            raise ConfigError(f"tie_word_embeddings is {json_type(tie)} in JSON, expected true or false")
         head_dim = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
         return cls(
             name=raw.get("_name_or_path") or text.get("model_type", "qwen3_5_text"),
@@ -261,6 +291,7 @@ class ModelConfig:
             initializer_range=text.get("initializer_range", 0.02),
             max_position_embeddings=text.get("max_position_embeddings", 262144),
             eos_token_ids=eos,
+            tie_word_embeddings=tie,
         )
 
     def to_hf_dict(self) -> dict:
@@ -288,6 +319,7 @@ class ModelConfig:
             "rms_norm_eps": self.rms_norm_eps,
             "initializer_range": self.initializer_range,
             "max_position_embeddings": self.max_position_embeddings,
+            "tie_word_embeddings": self.tie_word_embeddings,
             "rope_parameters": {
                 "rope_type": "default",
                 "rope_theta": self.rope_theta,
@@ -295,7 +327,6 @@ class ModelConfig:
                 "mrope_section": [11, 11, 10],
                 "mrope_interleaved": True,
             },
-            "tie_word_embeddings": True,
             "mlp_only_layers": [],
             "eos_token_id": list(self.eos_token_ids) or None,
         }

@@ -106,7 +106,7 @@ class HybridModel:
         h, _ = ops.add_rms_norm(x=x, residual=residual, weight=w["model.norm.weight"], eps=c.rms_norm_eps)
         record(trace, "norm", h)
         hook("norm")
-        logits = ops.lm_head(x=h[:, -1], weight=w["model.embed_tokens.weight"])
+        logits = ops.lm_head(x=h[:, -1], weight=w["model.embed_tokens.weight" if self.config.tie_word_embeddings else "lm_head.weight"])
         hook("lm_head")
         return logits
 

@@ -8,6 +8,7 @@ import torch
 from . import ops
 from .interface import Tier, TierInputError
 from .model import HybridModel, ModelState, forward_rows, new_model_state, reset_row, row_view
+from .weights import without_tied_head
 
 
 class ReferenceTier(Tier):
@@ -18,7 +19,7 @@ class ReferenceTier(Tier):
 
     def __init__(self, config, weights, device="cpu", dtype=torch.float32):
         super().__init__(config, weights, device, dtype)
-        self.weights = {k: v.to(device=self.device, dtype=dtype) for k, v in weights.items() if k != "lm_head.weight"}
+        self.weights = {k: v.to(device=self.device, dtype=dtype) for k, v in without_tied_head(config, weights).items()}
         self.model = HybridModel(config, self.weights, ops)
 
     def _new_state(self, batch_size, max_seq_len):

@@ -23,10 +23,13 @@ NORM_ZERO_CENTRED = ("input_layernorm.weight", "post_attention_layernorm.weight"
 
 
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Every tensor of the text model, keyed by its transformers name (lm_head is tied)."""
+    """Every tensor of the text model, keyed by its transformers name (`lm_head.weight` only
+    where the config does not tie it to the embedding)."""
     c = config
     D, I = c.hidden_size, c.intermediate_size
     shapes = {"model.embed_tokens.weight": (c.vocab_size, D), "model.norm.weight": (D,)}
+    if not c.tie_word_embeddings:
+        shapes["lm_head.weight"] = (c.vocab_size, D)
     for i, kind in enumerate(c.layer_types):
         p = f"model.layers.{i}."
         shapes[p + "input_layernorm.weight"] = (D,)
@@ -110,7 +113,8 @@ def hazard_weights(weights: dict, seed: int = 2) -> dict:
     scaled = emb.to(torch.float32, copy=True)  # (.float() of an fp32 tensor is the tensor itself)
     scaled[:, channels] *= HAZARD_SCALE
     out["model.embed_tokens.weight"] = scaled.to(emb.dtype)
-    if "lm_head.weight" in out:  # (a tied head equals the embedding)
+    head = out.get("lm_head.weight")
+    if head is not None and (head is emb or torch.equal(head, emb)):  # (a tied head's copy follows the embedding)
         out["lm_head.weight"] = out["model.embed_tokens.weight"]
     for name, t in weights.items():
         for suffix, values in (("linear_attn.A_log", HAZARD_A_LOG), ("linear_attn.dt_bias", HAZARD_DT_BIAS)):
@@ -141,8 +145,10 @@ def shape_problems(config: ModelConfig, shapes: dict, label=str) -> list[str]:
 
 def validate_weights(config: ModelConfig, weights: dict, dtype=None) -> None:
     """Raise one WeightsError listing every missing, unexpected, mis-shaped or
-    mis-typed tensor. `lm_head.weight` is accepted only as the tied embedding."""
-    given = {k: v for k, v in weights.items() if k != "lm_head.weight"}
+    mis-typed tensor. Where the config ties the lm_head, `lm_head.weight` is accepted only as
+    a copy of the embedding."""
+    tied = config.tie_word_embeddings
+    given = {k: v for k, v in weights.items() if k != "lm_head.weight" or not tied}
     problems = shape_problems(config, {k: tuple(v.shape) if isinstance(v, torch.Tensor) else None
                                        for k, v in given.items()})
     for name, t in given.items():
@@ -152,12 +158,18 @@ def validate_weights(config: ModelConfig, weights: dict, dtype=None) -> None:
             problems.append(f"{name} has dtype {t.dtype}, expected {dtype}")
         elif not t.is_floating_point():
             problems.append(f"{name} has dtype {t.dtype}, expected a floating-point dtype")
-    if "lm_head.weight" in weights:
+    if tied and "lm_head.weight" in weights:
         lm, emb = weights["lm_head.weight"], weights.get("model.embed_tokens.weight")
         if emb is not None and (lm.shape != emb.shape or not torch.equal(lm, emb)):
             problems.append("lm_head.weight differs from model.embed_tokens.weight, but the model ties them")
     if problems:
         raise WeightsError(f"weights do not fit config {config.name!r}: " + "; ".join(problems))
+
+
+def without_tied_head(config: ModelConfig, weights: dict) -> dict:
+    """`weights` without a tied lm_head's copy of the embedding (the tiers read the embedding
+    there); an lm_head of its own stays."""
+    return {k: v for k, v in weights.items() if k != "lm_head.weight" or not config.tie_word_embeddings}
 
 
 def _preview(names: list[str], limit: int = MAX_LISTED) -> str:

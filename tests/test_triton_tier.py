@@ -65,6 +65,25 @@ def test_tier_matches_reference(weights, cuda_graph):
     assert torch.equal(tier.decode_argmax(token, state).cpu(), expected.cpu())
 
 
+def test_an_untied_head(weights):
+    """A config whose lm_head is its own matrix (as 9B and 27B have): the tier's logits follow the
+    reference's, which reads that matrix (tests/test_family_configs.py)."""
+    config = CONFIG.replace(name="tiny-untied", tie_word_embeddings=False)
+    head = torch.randn(config.vocab_size, config.hidden_size, generator=torch.Generator().manual_seed(5)) * 0.02
+    untied = weights | {"lm_head.weight": head}
+    ref = ReferenceTier(config, untied, device=DEVICE, dtype=torch.float32)
+    tier = TritonTier(config, untied, device=DEVICE, dtype=torch.float32)
+    ids = torch.randint(0, config.vocab_size, (1, 9), generator=torch.Generator().manual_seed(6))
+    ref_state, state = ref.new_state(1, 20), tier.new_state(1, 20)
+    ref_logits, logits = ref.prefill(ids, ref_state), tier.prefill(ids, state)
+    assert_close(logits, ref_logits, TOL, "prefill logits")
+    token = ref_logits.argmax(-1)
+    assert_close(tier.decode(token, state), ref.decode(token, ref_state), TOL, "decode logits")
+    tied_ref = ReferenceTier(CONFIG, weights, device=DEVICE, dtype=torch.float32)
+    tied = tied_ref.prefill(ids, tied_ref.new_state(1, 20))
+    assert rel_err(ref_logits, tied) > 0.5, "the untied head's logits should not be the embedding's"
+
+
 def _fork(tier, state):
     """A copy of `state` (so an extra decode leaves the original alone)."""
     copy = tier.new_state(state.batch_size, state.max_seq_len)

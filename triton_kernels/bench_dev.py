@@ -105,7 +105,7 @@ def bench_gemv_all(results, tier):
 
     w = tier.model.w
     mats = [t for k, t in w.items() if t.dim() == 2 and k.endswith("weight") and "conv1d" not in k]
-    lm = w["model.embed_tokens.weight"]
+    lm = w.get("lm_head.weight", w["model.embed_tokens.weight"])
     total = sum(m.numel() * 2 for m in mats)
     xs = {m.shape[1]: torch.randn(1, m.shape[1], device="cuda", dtype=torch.bfloat16) for m in mats}
     out = {"matrices": len(mats), "bytes": total}

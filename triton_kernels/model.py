@@ -40,7 +40,8 @@ def fuse_weights(config, weights: dict) -> dict:
     """The tier's weight dict: the fused projections replace their parts; the conv
     weight becomes [C, K]. Other tensors are shared with `weights`."""
     w = dict(weights)
-    w.pop("lm_head.weight", None)
+    if config.tie_word_embeddings:  # (the embedding serves as the head)
+        w.pop("lm_head.weight", None)
     for i, kind in enumerate(config.layer_types):
         p = f"model.layers.{i}."
         names = [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"]

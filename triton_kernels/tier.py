@@ -25,7 +25,7 @@ import dataclasses
 
 import torch
 
-from reference import Tier, TierInputError, new_model_state, reset_row, row_view
+from reference import Tier, TierInputError, new_model_state, reset_row, row_view, without_tied_head
 
 from ._util import interpreting
 
@@ -69,7 +69,7 @@ class TritonTier(Tier):
         from .model import FusedModel, TritonState
 
         self.state_class = TritonState
-        converted = {k: v.to(device=self.device, dtype=dtype) for k, v in weights.items() if k != "lm_head.weight"}
+        converted = {k: v.to(device=self.device, dtype=dtype) for k, v in without_tied_head(config, weights).items()}
         self.model = FusedModel(config, converted, gemv)
         self.cuda_graph = cuda_graph
         self.prefill_graph = prefill_graph
