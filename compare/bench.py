@@ -447,8 +447,9 @@ def run(args) -> int:
         raise UsageError(f"--vs {args.vs!r}: unknown tier; expected one of {list(TIERS)}")
     want_layers = args.layers or bool(args.png)
     batches = batch_sizes(args.batch)
-    tiers, skipped = select_tiers(args.tiers, device)
+    select_tiers(args.tiers, device)  # (an unknown tier, or one that cannot run here: refused before the weights are made)
     config, weights = load_model(args)
+    tiers, skipped = select_tiers(args.tiers, device, config=config)
     workloads, notes = plan(args, config, batches)
     if not workloads and not want_layers:
         raise UsageError("nothing to run: every workload is 0 or left out, and no --layers")

@@ -12,7 +12,7 @@ import torch
 
 from reference import ModelConfig, hazard_weights, load_checkpoint, random_weights
 
-from .tiers import TIERS, unavailable_reason
+from .tiers import TIERS, tier_class, unavailable_reason
 
 
 class UsageError(Exception):
@@ -62,22 +62,31 @@ def load_model(args):
     return config, weights
 
 
-def select_tiers(requested, device, always=()):
+def tier_reason(name: str, device, config=None) -> str | None:
+    """Why tier `name` cannot run on `device` here, or (given a config) cannot run that model; None if it can."""
+    reason = unavailable_reason(name, device)
+    if reason is None and config is not None:
+        reason = tier_class(name).config_unsupported_reason(config)
+    return reason
+
+
+def select_tiers(requested, device, always=(), config=None):
     """→ (tiers to run, {tier: reason} skipped). Tiers named explicitly that cannot run
-    are an error; by default the ones that cannot run are listed as skipped."""
+    (here, or the model `config` describes) are an error; by default the ones that cannot
+    run are listed as skipped."""
     if requested:
         names = [t.strip() for t in requested.split(",") if t.strip()]
         unknown = [t for t in names if t not in TIERS]
         if unknown:
             raise UsageError(f"unknown tier(s) {unknown}; expected some of {list(TIERS)}")
         for t in names:
-            reason = unavailable_reason(t, device)
+            reason = tier_reason(t, device, config)
             if reason is not None:
                 raise UsageError(f"tier {t!r} cannot run on {device}: {reason}")
         return list(dict.fromkeys(list(always) + names)), {}
     run, skipped = [], {}
     for t in TIERS:
-        reason = unavailable_reason(t, device)
+        reason = tier_reason(t, device, config)
         if reason is None:
             run.append(t)
         else:

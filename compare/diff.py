@@ -112,9 +112,10 @@ def run(args) -> int:
             raise UsageError("--batch does not write or read dumps; expected --batch without --dump/--against")
         return run_batch(args)
     device = pick_device(args.device)
-    tiers, skipped = select_tiers(args.tiers, device)
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    select_tiers(args.tiers, device)  # (an unknown tier, or one that cannot run here: refused before the weights are made)
     config, weights = load_model(args)
+    tiers, skipped = select_tiers(args.tiers, device, config=config)
     max_seq = args.prompt_len + args.decode_steps + 1
     if max_seq > config.max_position_embeddings:
         raise UsageError(f"--prompt-len + --decode-steps = {max_seq - 1} exceeds the model's "
@@ -231,9 +232,10 @@ def format_ratios(config, names, ratios) -> str:
 def run_batch(args) -> int:
     B = args.batch
     device = pick_device(args.device)
-    tiers, skipped = select_tiers(args.tiers, device)
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    select_tiers(args.tiers, device)  # (an unknown tier, or one that cannot run here: refused before the weights are made)
     config, weights = load_model(args)
+    tiers, skipped = select_tiers(args.tiers, device, config=config)
     lengths = [args.prompt_len + BATCH_PROMPT_STEP * r for r in range(B)]
     max_seq = max(lengths) + args.decode_steps + 1
     if max_seq > config.max_position_embeddings:

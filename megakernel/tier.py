@@ -58,12 +58,19 @@ def config_mismatch(config: ModelConfig) -> list[str]:
             for f in SHAPE_FIELDS if getattr(config, f) != getattr(SUPPORTED, f)]
 
 
-def check_config(config: ModelConfig) -> None:
+def config_refusal(config: ModelConfig) -> str | None:
+    """Why the kernel cannot run `config` (the fields where it differs), or None."""
     bad = config_mismatch(config)
-    if bad:
-        raise TierInputError(
-            f"the megakernel is compiled for the {SUPPORTED.name} shapes only; config {config.name!r} differs in "
+    if not bad:
+        return None
+    return (f"the megakernel is compiled for the {SUPPORTED.name} shapes only; config {config.name!r} differs in "
             + ", ".join(bad[:6]) + (f", … ({len(bad) - 6} more)" if len(bad) > 6 else ""))
+
+
+def check_config(config: ModelConfig) -> None:
+    why = config_refusal(config)
+    if why:
+        raise TierInputError(why)
 
 
 def kernel_shape_mismatch(config: ModelConfig, k) -> list[str]:
@@ -164,6 +171,10 @@ class MegakernelTier(Tier):
     def many_tokens_per_launch(self) -> bool:
         """decode_greedy runs in one launch in the ring schedule (the others: a launch a step)."""
         return self.schedule == "ring"
+
+    @classmethod
+    def config_unsupported_reason(cls, config) -> str | None:
+        return config_refusal(config)
 
     @classmethod
     def unavailable_reason(cls, device) -> str | None:

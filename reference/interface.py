@@ -171,6 +171,11 @@ class Tier(abc.ABC):
         """Why this tier cannot run on `device` here, or None if it can."""
         return None
 
+    @classmethod
+    def config_unsupported_reason(cls, config) -> str | None:
+        """Why this tier cannot run the model `config` describes, or None if it can."""
+        return None
+
     @abc.abstractmethod
     def _new_state(self, batch_size: int, max_seq_len: int) -> TierState: ...
 

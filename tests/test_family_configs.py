@@ -126,3 +126,20 @@ def test_the_megakernel_refuses_an_untied_head_by_name():
     assert config_mismatch(ModelConfig.qwen3_5_0_8b()) == []
     assert config_mismatch(ModelConfig.qwen3_5_0_8b().replace(tie_word_embeddings=False)) == [
         "tie_word_embeddings=False (expected True)"]
+
+
+def test_a_tier_that_cannot_run_the_config_is_skipped_with_why(monkeypatch):
+    """`compare diff / bench --config NAME`: the megakernel (built for the 0.8B) is listed as skipped
+    with its reason where the default tiers run, and asking for it is an error naming the fields."""
+    import compare.common as common
+    from compare.common import UsageError, select_tiers
+
+    monkeypatch.setattr(common, "unavailable_reason", lambda name, device: None)  # (as on a GPU machine)
+    config = ModelConfig.named("qwen3.5-2b")
+    run, skipped = select_tiers(None, "cuda", config=config)
+    assert "megakernel" not in run and {"reference", "hf"} <= set(run)
+    assert skipped["megakernel"].startswith("the megakernel is compiled for the qwen3.5-0.8b shapes only; config "
+                                            "'qwen3.5-2b' differs in hidden_size=2048 (expected 1024)")
+    assert "megakernel" in select_tiers(None, "cuda", config=ModelConfig.qwen3_5_0_8b())[0]
+    with pytest.raises(UsageError, match=r"tier 'megakernel' cannot run on cuda: .*intermediate_size=6144"):
+        select_tiers("reference,megakernel", "cuda", config=config)
