@@ -106,7 +106,8 @@ class HybridModel:
         h, _ = ops.add_rms_norm(x=x, residual=residual, weight=w["model.norm.weight"], eps=c.rms_norm_eps)
         record(trace, "norm", h)
         hook("norm")
-        logits = ops.lm_head(x=h[:, -1], weight=w["model.embed_tokens.weight" if self.config.tie_word_embeddings else "lm_head.weight"])
+        head = "model.embed_tokens.weight" if c.tie_word_embeddings else "lm_head.weight"  # (tied, or its own)
+        logits = ops.lm_head(x=h[:, -1], weight=w[head])
         hook("lm_head")
         return logits
 
