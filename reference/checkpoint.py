@@ -1,11 +1,12 @@
 """Load a Qwen3.5 checkpoint: a folder of safetensors (one file or sharded with an
 index) or a hub id, text weights under `model.language_model.` (real Qwen3.5
 checkpoints) or `model.` (text-only saves). Vision and MTP weights are ignored and the
-lm_head is the embedding where the config ties them. Nothing is taken on trust: the config, the index and every safetensors
-header are checked before any tensor is read (a header's offsets must tile the bytes that
-follow it), every text tensor must have the name, shape and a floating-point dtype the
-config asks for, and every weight must be finite. Each problem is one CheckpointError,
-one line naming the file (and the tensor) and what was expected."""
+lm_head is the embedding where the config ties them. Nothing is taken on trust: the config,
+the index and every safetensors header are checked before any tensor is read (a header's
+offsets must tile the bytes that follow it), every text tensor must have the name, shape
+and a floating-point dtype the config asks for, and every weight must be finite. Each
+problem is one CheckpointError, one line naming the file (and the tensor) and what was
+expected."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from .config import ConfigError, ModelConfig, is_count, parse_json_object, read_json_object
-from .weights import shape_problems
+from .weights import shape_problems, without_tied_head
 
 IGNORED_PREFIXES = ("model.visual.", "mtp.", "visual.")
 INDEX_FILE = "model.safetensors.index.json"
@@ -189,7 +190,7 @@ def _text_entries(folder: str) -> dict[str, TensorEntry]:
 def _check_against_config(config: ModelConfig, folder: str, entries: dict[str, TensorEntry]) -> None:
     """One CheckpointError listing every text tensor that is missing, unexpected, of the
     wrong shape for the config or of a dtype that is not a float's."""
-    tensors = {name: e for name, e in entries.items() if name != "lm_head.weight" or not config.tie_word_embeddings}
+    tensors = without_tied_head(config, entries)
     problems = shape_problems(config, {name: e.shape for name, e in tensors.items()}, lambda name: tensors[name].where)
     problems += [f"{e.where} has dtype {e.dtype}, expected one of {', '.join(WEIGHT_DTYPES)}"
                  for e in entries.values() if e.dtype not in WEIGHT_DTYPES]

@@ -194,8 +194,8 @@ class ModelConfig:
                       linear_value_heads: int, tie: bool) -> "ModelConfig":
         """A public dense Qwen3.5 size: what its config.json says beyond what every size shares
         (vocab, head widths, the 3:1 layer pattern, RoPE, the DeltaNet key heads)."""
-        return dataclasses.replace(
-            cls.qwen3_5_0_8b(), name=name, hidden_size=hidden, intermediate_size=inter,
+        return cls.qwen3_5_0_8b().replace(
+            name=name, hidden_size=hidden, intermediate_size=inter,
             layer_types=(LINEAR, LINEAR, LINEAR, FULL) * (layers // 4), num_attention_heads=heads[0],
             num_key_value_heads=heads[1], linear_num_value_heads=linear_value_heads, tie_word_embeddings=tie)
 

@@ -148,7 +148,7 @@ def validate_weights(config: ModelConfig, weights: dict, dtype=None) -> None:
     mis-typed tensor. Where the config ties the lm_head, `lm_head.weight` is accepted only as
     a copy of the embedding."""
     tied = config.tie_word_embeddings
-    given = {k: v for k, v in weights.items() if k != "lm_head.weight" or not tied}
+    given = without_tied_head(config, weights)
     problems = shape_problems(config, {k: tuple(v.shape) if isinstance(v, torch.Tensor) else None
                                        for k, v in given.items()})
     for name, t in given.items():

@@ -37,11 +37,10 @@ class TritonState(ModelState):
 
 
 def fuse_weights(config, weights: dict) -> dict:
-    """The tier's weight dict: the fused projections replace their parts; the conv
-    weight becomes [C, K]. Other tensors are shared with `weights`."""
+    """The tier's weight dict (from weights without a tied head's copy: reference
+    `without_tied_head`): the fused projections replace their parts; the conv weight becomes
+    [C, K]. Other tensors are shared with `weights`."""
     w = dict(weights)
-    if config.tie_word_embeddings:  # (the embedding serves as the head)
-        w.pop("lm_head.weight", None)
     for i, kind in enumerate(config.layer_types):
         p = f"model.layers.{i}."
         names = [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"]
