@@ -1,6 +1,7 @@
 """The megakernel's own tools (each imports only `reference` and `megakernel`):
 
     python -m megakernel build --arch sm_90a      compile-check the kernels with the local nvcc (no GPU)
+                                                  (--config qwen3.5-9b: another size's build, megakernel/family.py)
     python -m megakernel phases                   the kernel stopped after each phase vs the reference's intermediates
     python -m megakernel anatomy                  where a step's time goes, from the kernel's own clock
     python -m megakernel sanitize-run             a short decode (or prefill) run for compute-sanitizer
@@ -36,6 +37,7 @@ def main(argv=None) -> int:
     b.add_argument("--arch", action="append", default=None,
                    help="sm_80, sm_86, sm_89, sm_90a (repeatable; default sm_90a)")
     b.add_argument("--verbose", action="store_true")
+    b.add_argument("--config", default=None, help="a built-in config name (default: the 0.8B, the sources' defaults)")
     sub.add_parser("phases", help="the kernel stopped after each phase vs the bf16 reference's intermediates (GPU)")
     sub.add_parser("anatomy", help="where a decode step's time goes, from the kernel's own clock (GPU)")
     sub.add_parser("soak", help="a long fed-back decode across state resets: hangs, NaN, per-token p50/p99 (GPU)")
@@ -46,15 +48,30 @@ def main(argv=None) -> int:
     s.add_argument("--batch", type=int, default=1, help="rows of the decoded state (the ring schedule: 1..8)")
     s.add_argument("--prefill", type=int, default=0, metavar="N",
                    help="run the fast prefill of N + N tokens and one decode step instead")
+    s.add_argument("--config", default=None, help="a built-in config name (default: the 0.8B)")
     args = parser.parse_args(argv)
 
+    config = None
+    if args.config:
+        from reference import ModelConfig
+
+        from .family import config_refusal
+
+        try:
+            config = ModelConfig.named(args.config)
+        except (KeyError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if config_refusal(config):
+            print(f"error: {config_refusal(config)}", file=sys.stderr)
+            return 2
     if args.command == "build":
         from .build import BuildError, compile_check
 
         status = 0
         for arch in args.arch or ["sm_90a"]:
             try:
-                print(compile_check(arch, verbose=args.verbose))
+                print(compile_check(arch, verbose=args.verbose, config=config))
             except BuildError as e:
                 print(f"error: {e}", file=sys.stderr)
                 status = 1
@@ -63,8 +80,8 @@ def main(argv=None) -> int:
         from .sanitize import sanitize_prefill, sanitize_run
 
         if args.prefill:
-            return sanitize_prefill(args.prefill)
-        return sanitize_run(steps=args.steps, schedule=args.schedule, grid=args.grid, batch=args.batch)
+            return sanitize_prefill(args.prefill, config=config)
+        return sanitize_run(steps=args.steps, schedule=args.schedule, grid=args.grid, batch=args.batch, config=config)
     return 2
 
 

@@ -1,11 +1,12 @@
-"""The megakernel tier's kernels as torch operators: `torch.ops.qwen35_megakernel.*`.
+"""The megakernel tier's kernels as torch operators: `torch.ops.qwen35_megakernel.*` (the 0.8B;
+another size's build has its own namespace, `qwen35_megakernel_<shape tag>`, megakernel/family.py).
 
-`load(device)` builds the extension just in time (megakernel/build.py) and registers its ops:
+`load(device, config)` builds the extension just in time (megakernel/build.py) and registers its ops:
 
-    decode(layer_table, embed, final_norm, dn_state!, conv_ring!, k_cache!, v_cache!, rope,
+    decode(layer_table, embed, lm_head, final_norm, dn_state!, conv_ring!, k_cache!, v_cache!, rope,
            workspace!, sync!, token, next_token!, fault!, logits!, trace!, times!, stream!,
            pos[B], positions_per_split, steps, stop_ids, grid, schedule, ring_slots, stop_after) -> ()
-        `steps` decode steps of B = dn_state.shape[0] rows, row b at position pos[b] at the first
+        `steps` decode steps of B = dn_state.shape[0] rows (lm_head: the embedding where the config ties them), row b at position pos[b] at the first
         (csrc/megakernel.cu), each later step fed the last one's argmax; next_token [steps, B];
         ends after the step where every row has produced one of stop_ids. `!` marks what it
         writes. logits / trace / times (one-step launches) and stream (pinned host memory
@@ -35,16 +36,15 @@ OP_NAMES = ("decode", "prefill_add_rms_norm", "prefill_dn_prep", "prefill_dn_out
             "prefill_dn_state_out", "prefill_silu_mul", "prefill_attn_prep", "prefill_kv_prefix", "prefill_attn_gate",
             "prefill_attn_merge_gate", "prefill_lm_head")
 
-_fakes_registered = False
+_fakes_registered = set()
 
 
-def _register_fakes() -> None:
-    global _fakes_registered
-    if _fakes_registered:
+def _register_fakes(namespace: str) -> None:
+    if namespace in _fakes_registered:
         return
     for name in OP_NAMES:
-        torch.library.register_fake(f"{NAMESPACE}::{name}")(lambda *args, **kwargs: None)
-    _fakes_registered = True
+        torch.library.register_fake(f"{namespace}::{name}")(lambda *args, **kwargs: None)
+    _fakes_registered.add(namespace)
 
 
 class Constants:
@@ -77,15 +77,17 @@ class Constants:
         return workspace[offset:offset + n * size].view(dtype)
 
 
-def load(device):
-    """→ (the extension module, Constants). Builds on first use (megakernel/build.py)."""
+def load(device, config=None):
+    """→ (the extension module, Constants) of `config`'s shape (None: the 0.8B). Builds on first use
+    (megakernel/build.py); Constants.NAMESPACE names its ops."""
     from .build import load as build_load
 
-    ext = build_load(device)
-    _register_fakes()
-    return ext, Constants(ext.constants())
+    ext = build_load(device, config=config)
+    k = Constants(ext.constants())
+    _register_fakes(k.NAMESPACE)
+    return ext, k
 
 
-def op(name: str):
-    """torch.ops.qwen35_megakernel.<name> (after load())."""
-    return getattr(getattr(torch.ops, NAMESPACE), name)
+def op(name: str, namespace: str = NAMESPACE):
+    """torch.ops.<namespace>.<name> (after load(); the 0.8B's namespace unless given)."""
+    return getattr(getattr(torch.ops, namespace), name)

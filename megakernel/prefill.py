@@ -129,7 +129,7 @@ class PrefillPlan:
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule
 
         self.delta_rule = chunk_gated_delta_rule
-        self.op = {name: ops.op(name) for name in ops.OP_NAMES if name.startswith("prefill_")}
+        self.op = {name: ops.op(name, tier.ops_namespace) for name in ops.OP_NAMES if name.startswith("prefill_")}
         self.tier, self.T, self.max_seq, self.fresh = tier, T, max_seq, fresh
         self.k = k = tier.k
         self.eps = tier.config.rms_norm_eps
@@ -143,9 +143,11 @@ class PrefillPlan:
         self.mix = torch.empty(T, k.DN_VAL, dtype=bf, device=dev)  # mixer output, the out-proj's input
         self.gu = torch.empty(T, 2 * k.INTER, dtype=bf, device=dev)
         self.act = torch.empty(T, k.INTER, dtype=bf, device=dev)
-        self.dn_q, self.dn_k, self.dn_v = (torch.empty(1, T, k.DN_H, k.DN_DK, dtype=bf, device=dev) for _ in range(3))
-        self.g, self.beta = (torch.empty(1, T, k.DN_H, dtype=f32, device=dev) for _ in range(2))
-        self.h0 = torch.empty(k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=f32, device=dev)
+        # q, k by key head, v and the gates by value head (fla's GVA: value head h reads key head h // DN_GROUP)
+        self.dn_q, self.dn_k = (torch.empty(1, T, k.DN_HK, k.DN_DK, dtype=bf, device=dev) for _ in range(2))
+        self.dn_v = torch.empty(1, T, k.DN_HV, k.DN_DV, dtype=bf, device=dev)
+        self.g, self.beta = (torch.empty(1, T, k.DN_HV, dtype=f32, device=dev) for _ in range(2))
+        self.h0 = torch.empty(k.NDN, k.DN_HV, k.DN_DV, k.DN_DK, dtype=f32, device=dev)
         self.qbuf = torch.empty(T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
         # keys and values of positions [0, start + n) (n: the valid tokens), token-major (flash's
         # varlen layout), sized for any start; flash reads the first `used` = start + n of them, query
@@ -203,7 +205,7 @@ class PrefillPlan:
         op["prefill_add_rms_norm"](self.x[rows], None, embed, self.res[rows], t.weights["model.norm.weight"],
                                    self.h[rows], eps)
         record(trace, "norm", self.h.view(1, T, D)[:, :self.valid])
-        op["prefill_lm_head"](self.h, self.table, embed, self.logits)
+        op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
 
     def deltanet(self, w, slot):
         op, T, k = self.op, self.T, self.k

@@ -52,17 +52,17 @@ def random_context(state, n, seed: int):
     state.positions = list(n) if isinstance(n, (list, tuple)) else [n] * state.batch_size
 
 
-def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None = None, batch: int = 1) -> int:
+def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None = None, batch: int = 1, config=None) -> int:
     """`schedule`: "ring" or "register" (None: the tier's). Even steps write the logits and the
     trace, odd ones take the fused argmax; then a step at a 40-token context (split-K with the
     out-proj's merge) and one at a 300-token context (split-K merged by the last unit). `grid`:
-    fewer blocks (less instrumented work per launch). Every stage prints a line first, so a crash
-    in the instrumented process shows where it happened."""
+    fewer blocks (less instrumented work per launch). `config`: another buildable size (default the
+    0.8B). Every stage prints a line first, so a crash in the instrumented process shows where it happened."""
     from reference import ModelConfig, TierInputError
 
     from .tier import MegakernelTier
 
-    config = ModelConfig.qwen3_5_0_8b()
+    config = config or ModelConfig.qwen3_5_0_8b()
     tier = MegakernelTier(config, gpu_random_weights(config), device="cuda")
     if schedule is not None:
         tier.schedule = schedule
@@ -132,7 +132,7 @@ def sanitize_run(steps: int = 2, schedule: str | None = None, grid: int | None =
     return 1 if bad else 0
 
 
-def sanitize_prefill(n: int) -> int:
+def sanitize_prefill(n: int, config=None) -> int:
     """Fast prefill of n tokens, then n more, then one decode step; non-zero exit on NaN. The state
     holds at least 1,100 positions, so the second prefill runs padded to a multiple of 64 rows with
     its earlier keys in 3 pieces (prefill.context_pieces), two of them empty: attn_merge_gate too."""
@@ -141,7 +141,7 @@ def sanitize_prefill(n: int) -> int:
     from .prefill import FastPrefill
     from .tier import MegakernelTier
 
-    config = ModelConfig.qwen3_5_0_8b()
+    config = config or ModelConfig.qwen3_5_0_8b()
     tier = MegakernelTier(config, gpu_random_weights(config), device="cuda")
     if tier.fast_prefill is None:
         print(f"no fast prefill here: {tier.prefill_note}", flush=True)

@@ -1,9 +1,11 @@
 """The megakernel tier: every decode step is ONE persistent CUDA launch (csrc/megakernel.cu,
-the torch op `qwen35_megakernel.decode`, megakernel/ops.py) that runs the embedding row, 18
-Gated DeltaNet and 6 gated attention layers, the final norm, the lm_head and the greedy argmax.
-Batch 1 to MAX_BATCH (8) sequences per launch, each at its own position (every weight read once
-per step and applied to every row), bf16, the qwen3.5-0.8b shapes only (csrc/shapes.cuh; the
-tier reads every shape and buffer size from the built extension). How it works: megakernel/DESIGN.md.
+the torch op `qwen35_megakernel.decode`, megakernel/ops.py) that runs the embedding row, the
+Gated DeltaNet and gated attention layers, the final norm, the lm_head and the greedy argmax.
+Built per model shape (megakernel/family.py): the 0.8B (the sources' defaults), and any config
+within the kernels' constraints (of the family also 2B and 9B; a config outside them is refused,
+naming the field). Batch 1 to MAX_BATCH (8 at the 0.8B widths, else 1) sequences per launch, each
+at its own position (every weight read once per step and applied to every row), bf16 (the tier
+reads every shape and buffer size from the built extension). How it works: megakernel/DESIGN.md.
 
 Schedules (`tier.schedule`): "ring" (the weights streamed through shared memory by a producer
 warp; the default wherever it fits), "register" (each warp loads its weights into registers:
@@ -17,8 +19,8 @@ so prefill → decode continues exactly where the prompt left off. `prefill="ref
 machine without flash-linear-attention) runs `reference.HybridModel` on the GPU instead, on
 views of the same state. A one-token prompt is one decode launch on either path.
 State layout (MegakernelState; csrc/shapes.cuh), B rows, the row outermost so that row r alone
-is a batch-1 state (`row_state`: what a prefill into one row works on):
-    dn_state  [B, 18, 16, 128 v, 128 k] fp32   (K contiguous: the transpose of ModelState's S)
+is a batch-1 state (`row_state`: what a prefill into one row works on); the 0.8B's sizes:
+    dn_state  [B, 18, 16, 128 v, 128 k] fp32   (NDN, DN_HV; K contiguous: the transpose of ModelState's S)
     conv_ring [B, 18, 4, 6144] bf16            pre-conv inputs, column = position % 4
     k_cache, v_cache [B, 6, 2, max_seq, 256] bf16
     rope      [max_seq, 2, 32] bf16            cos | sin per position (torch computes them; shared)
@@ -37,34 +39,19 @@ from reference import ModelConfig, Tier, TierInputError, TierState, TierUnavaila
 from reference import ops as reference_ops
 from reference.model import HybridModel, ModelState, forward_rows
 
+from . import family
 from .prefill import FastPrefill, layer_weights, unavailable_reason as prefill_unavailable_reason
 
-SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh is written for
-# the fields the kernel is built for (everything but the name, eos ids and max positions)
-SHAPE_FIELDS = (
-    "vocab_size", "hidden_size", "intermediate_size", "layer_types", "num_attention_heads", "num_key_value_heads",
-    "head_dim", "rope_theta", "partial_rotary_factor", "linear_num_key_heads", "linear_num_value_heads",
-    "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "rms_norm_eps",
-    "tie_word_embeddings",  # (the kernel's lm_head reads the embedding)
-)
+SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh defaults to (other sizes: a build per shape, family.py)
 PREFILL_PATHS = ("fast", "reference")
 SCHEDULES = ("ring", "register", "stream-only")  # csrc/shapes.cuh Schedule, in its order
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head (NOTES.md v9)
 
 
-def config_mismatch(config: ModelConfig) -> list[str]:
-    """The shape fields where `config` differs from the qwen3.5-0.8b the kernel is built for."""
-    return [f"{f}={getattr(config, f)!r} (expected {getattr(SUPPORTED, f)!r})"
-            for f in SHAPE_FIELDS if getattr(config, f) != getattr(SUPPORTED, f)]
-
-
 def config_refusal(config: ModelConfig) -> str | None:
-    """Why the kernel cannot run `config` (the fields where it differs), or None."""
-    bad = config_mismatch(config)
-    if not bad:
-        return None
-    return (f"the megakernel is compiled for the {SUPPORTED.name} shapes only; config {config.name!r} differs in "
-            + ", ".join(bad[:6]) + (f", … ({len(bad) - 6} more)" if len(bad) > 6 else ""))
+    """Why the kernel cannot be built for `config` (every field that breaks a constraint,
+    megakernel/family.py), or None."""
+    return family.config_refusal(config)
 
 
 def check_config(config: ModelConfig) -> None:
@@ -79,8 +66,9 @@ def kernel_shape_mismatch(config: ModelConfig, k) -> list[str]:
     pairs = {
         "vocab_size": k.VOCAB, "hidden_size": k.D, "intermediate_size": k.INTER, "layer_types": tuple(k.LAYER_TYPES),
         "num_attention_heads": k.FA_HQ, "num_key_value_heads": k.FA_HKV, "head_dim": k.FA_HD,
-        "rotary_dim": k.FA_ROT, "linear_num_key_heads": k.DN_H, "linear_num_value_heads": k.DN_H,
+        "rotary_dim": k.FA_ROT, "linear_num_key_heads": k.DN_HK, "linear_num_value_heads": k.DN_HV,
         "linear_key_head_dim": k.DN_DK, "linear_value_head_dim": k.DN_DV, "linear_conv_kernel_dim": k.CONV_K,
+        "tie_word_embeddings": bool(k.TIED),
     }
     bad = [f"{f}: config {getattr(config, f)!r}, kernel {v!r}" for f, v in pairs.items() if getattr(config, f) != v]
     if abs(config.rms_norm_eps - k.RMS_EPS) > 1e-12:
@@ -207,8 +195,9 @@ class MegakernelTier(Tier):
             self.device = torch.device("cuda", torch.cuda.current_device())
         from . import ops
 
-        self.ext, self.k = ops.load(self.device)
-        self._decode_op = ops.op("decode")
+        self.ext, self.k = ops.load(self.device, config)
+        self.ops_namespace = self.k.NAMESPACE
+        self._decode_op = ops.op("decode", self.ops_namespace)
         bad = kernel_shape_mismatch(config, self.k) + fault_layout_mismatch(self.k)
         if bad:
             raise RuntimeError("the built megakernel's shapes (csrc/shapes.cuh) differ from the config: " + "; ".join(bad))
@@ -268,6 +257,9 @@ class MegakernelTier(Tier):
         self.weights = {}
         self.packed_in_proj, self.packed_gate_up = [], []  # per layer, the packed buffers below
         self.weights["model.embed_tokens.weight"] = put("model.embed_tokens.weight")
+        # the head: the embedding itself where the config ties them (the kernel checks it is)
+        self.lm_head_weight = (self.weights["model.embed_tokens.weight"] if c.tie_word_embeddings
+                               else self.weights.setdefault("lm_head.weight", put("lm_head.weight")))
         self.weights["model.norm.weight"] = put("model.norm.weight")
         k = self.k
         table = torch.zeros(c.num_layers, k.NSLOT, dtype=torch.int64)
@@ -310,7 +302,7 @@ class MegakernelTier(Tier):
         bf = torch.bfloat16
         return MegakernelState(
             tier=self.name, config=self.config, batch_size=B, max_seq_len=max_seq_len,
-            dn_state=torch.zeros(B, k.NDN, k.DN_H, k.DN_DV, k.DN_DK, dtype=torch.float32, device=dev),
+            dn_state=torch.zeros(B, k.NDN, k.DN_HV, k.DN_DV, k.DN_DK, dtype=torch.float32, device=dev),
             conv_ring=torch.zeros(B, k.NDN, k.CONV_K, k.DN_CONV, dtype=bf, device=dev),
             k_cache=torch.zeros(B, k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
             v_cache=torch.zeros(B, k.NFA, k.FA_HKV, max_seq_len, k.FA_HD, dtype=bf, device=dev),
@@ -458,7 +450,7 @@ class MegakernelTier(Tier):
         """The decode op's arguments (megakernel/ops.py) for a launch of `state` (_launch's, unchecked)."""
         none32, none64 = self._nothing[torch.float32], self._nothing[torch.int64]
         return (
-            self.layer_table, self.weights["model.embed_tokens.weight"], self.weights["model.norm.weight"],
+            self.layer_table, self.weights["model.embed_tokens.weight"], self.lm_head_weight, self.weights["model.norm.weight"],
             state.dn_state, state.conv_ring, state.k_cache, state.v_cache, state.rope, self.workspace, self.sync,
             token_ids.contiguous(), out_token, state.fault, none32 if logits is None else logits, none32 if trace is None else trace,
             none64 if times is None else times, none64 if stream is None else stream, state.positions,

@@ -120,26 +120,32 @@ def test_an_untied_checkpoint_loads_its_head(tmp_path):
         load_checkpoint(str(tmp_path))
 
 
-def test_the_megakernel_refuses_an_untied_head_by_name():
-    from megakernel.tier import config_mismatch
+def test_the_megakernel_builds_an_untied_head_and_refuses_4b_and_27b_by_name():
+    from megakernel.family import config_problems, kernel_defines
 
-    assert config_mismatch(ModelConfig.qwen3_5_0_8b()) == []
-    assert config_mismatch(ModelConfig.qwen3_5_0_8b().replace(tie_word_embeddings=False)) == [
-        "tie_word_embeddings=False (expected True)"]
+    assert config_problems(ModelConfig.qwen3_5_0_8b().replace(tie_word_embeddings=False)) == []
+    assert kernel_defines(ModelConfig.named("qwen3.5-9b"))["MK_TIED"] == 0
+    assert config_problems(ModelConfig.named("qwen3.5-4b")) == [
+        "hidden_size=2560: must be 1024, 2048 or 4096 (a warp's four 1024-column pieces of a K = hidden_size row are "
+        "whole rows)"]
+    assert [p.split(":")[0] for p in config_problems(ModelConfig.named("qwen3.5-27b"))] == [
+        "hidden_size=5120", "intermediate_size=17408", "num_attention_heads=24"]
 
 
 def test_a_tier_that_cannot_run_the_config_is_skipped_with_why(monkeypatch):
-    """`compare diff / bench --config NAME`: the megakernel (built for the 0.8B) is listed as skipped
-    with its reason where the default tiers run, and asking for it is an error naming the fields."""
+    """`compare diff / bench --config NAME`: the megakernel, where it cannot be built for the config,
+    is listed as skipped with its reason where the default tiers run, and asking for it is an error
+    naming the fields."""
     import compare.common as common
     from compare.common import UsageError, select_tiers
 
     monkeypatch.setattr(common, "unavailable_reason", lambda name, device: None)  # (as on a GPU machine)
-    config = ModelConfig.named("qwen3.5-2b")
+    config = ModelConfig.named("qwen3.5-4b")
     run, skipped = select_tiers(None, "cuda", config=config)
     assert "megakernel" not in run and {"reference", "hf"} <= set(run)
-    assert skipped["megakernel"].startswith("the megakernel is compiled for the qwen3.5-0.8b shapes only; config "
-                                            "'qwen3.5-2b' differs in hidden_size=2048 (expected 1024)")
-    assert "megakernel" in select_tiers(None, "cuda", config=ModelConfig.qwen3_5_0_8b())[0]
-    with pytest.raises(UsageError, match=r"tier 'megakernel' cannot run on cuda: .*intermediate_size=6144"):
+    assert skipped["megakernel"].startswith("the megakernel cannot be built for config 'qwen3.5-4b': hidden_size=2560: "
+                                            "must be 1024, 2048 or 4096")
+    for ok in ("qwen3.5-0.8b", "qwen3.5-2b", "qwen3.5-9b"):
+        assert "megakernel" in select_tiers(None, "cuda", config=ModelConfig.named(ok))[0]
+    with pytest.raises(UsageError, match=r"tier 'megakernel' cannot run on cuda: .*hidden_size=2560"):
         select_tiers("reference,megakernel", "cuda", config=config)

@@ -22,7 +22,8 @@ from helpers import rel_err as rel
 import megakernel.tier as tier_mod
 from compare import load_tier, unavailable_reason
 from megakernel.build import CSRC, BuildError, compile_check, cuda_include_dirs, normalize_arch, nvcc_path
-from megakernel.tier import MegakernelTier, StepTimes, attention_splits, config_mismatch, kernel_shape_mismatch
+from megakernel.family import config_problems
+from megakernel.tier import MegakernelTier, StepTimes, attention_splits, kernel_shape_mismatch
 from reference import ModelConfig, TierInputError, TierUnavailable, random_weights
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -80,11 +81,13 @@ def test_unavailable_without_gpu():
 
 
 def test_other_config_is_a_clear_error():
+    """A config outside the kernels' constraints is refused before anything is built, naming each
+    field and what it must be (megakernel/family.py)."""
     config = ModelConfig.tiny()
-    assert any(m.startswith("hidden_size=64") for m in config_mismatch(config))
-    with pytest.raises(TierInputError, match=r"qwen3\.5-0\.8b shapes only.*hidden_size=64 \(expected 1024\)"):
+    assert any(m.startswith("hidden_size=64: must be 1024, 2048 or 4096") for m in config_problems(config))
+    with pytest.raises(TierInputError, match=r"cannot be built for config 'tiny': linear_key_head_dim=16: must be 128"):
         MegakernelTier(config, random_weights(config), device="cuda")
-    assert config_mismatch(ModelConfig.qwen3_5_0_8b()) == []
+    assert config_problems(ModelConfig.qwen3_5_0_8b()) == []
 
 
 
@@ -116,29 +119,36 @@ def test_attention_splits_is_the_kernels_formula(tmp_path):
 
 
 def shapes_header() -> dict:
-    """csrc/shapes.cuh's `constexpr int NAME = <integer>;` lines (the model's primary numbers)."""
+    """csrc/shapes.cuh's `constexpr int NAME = <integer>;` lines and its `#define MK_* <integer>`
+    defaults (the model's primary numbers)."""
     text = open(os.path.join(CSRC, "shapes.cuh")).read()
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"constexpr int (\w+) = (\d+);", text)} | {
-        m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+) = (\d+)[,;]", text)}
+        m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+) = (\d+)[,;]", text)} | {
+        m.group(1): int(m.group(2)) for m in re.finditer(r"#define (MK_\w+) (\d+)", text)}
 
 
 def test_shapes_header_is_the_0_8b_config():
-    """The one header of the kernel's numbers says what the model's config says (no GPU needed:
+    """The one header of the kernel's numbers says what the model's config says: its defaults are the
+    0.8B's defines (megakernel/family.py), its fixed numbers every buildable config's (no GPU needed:
     the tier checks the built extension's numbers against the config again at load time)."""
+    from megakernel.family import FIXED, kernel_defines
+
     h, c = shapes_header(), ModelConfig.qwen3_5_0_8b()
-    assert (h["D"], h["INTER"], h["VOCAB"], h["NLAYER"]) == (c.hidden_size, c.intermediate_size, c.vocab_size, c.num_layers)
-    assert (h["DN_H"], h["DN_DK"], h["DN_DV"], h["CONV_K"]) == (c.linear_num_key_heads, c.linear_key_head_dim,
-                                                               c.linear_value_head_dim, c.linear_conv_kernel_dim)
-    assert c.linear_num_value_heads == c.linear_num_key_heads
-    assert (h["FA_HQ"], h["FA_HKV"], h["FA_HD"], h["FA_ROT"]) == (c.num_attention_heads, c.num_key_value_heads,
-                                                                 c.head_dim, c.rotary_dim)
+    assert {k: v for k, v in h.items() if k.startswith("MK_")} == kernel_defines(c)
+    assert (h["DN_DK"], h["DN_DV"], h["CONV_K"], h["FA_HD"], h["FA_ROT"]) == (
+        c.linear_key_head_dim, c.linear_value_head_dim, c.linear_conv_kernel_dim, c.head_dim, c.rotary_dim)
+    assert {f: v for f, v, _ in FIXED if f != "rms_norm_eps"} == {
+        "linear_key_head_dim": h["DN_DK"], "linear_value_head_dim": h["DN_DV"], "linear_conv_kernel_dim": h["CONV_K"],
+        "head_dim": h["FA_HD"], "rotary_dim": h["FA_ROT"], "linear_num_key_heads": h["MK_DN_HK"]}
     interval = h["FULL_ATTENTION_INTERVAL"]
     assert all((t == "full_attention") == (i % interval == interval - 1) for i, t in enumerate(c.layer_types))
 
 
 class FakeConstants:
     """The numbers the built extension would report for the 0.8B (kernel_shape_mismatch's view)."""
-    D, INTER, VOCAB, FA_HQ, FA_HKV, FA_HD, FA_ROT, DN_H, DN_DK, DN_DV, CONV_K = 1024, 3584, 248320, 8, 2, 256, 64, 16, 128, 128, 4
+    D, INTER, VOCAB, FA_HQ, FA_HKV, FA_HD, FA_ROT, DN_HK, DN_HV, DN_DK, DN_DV, CONV_K = (
+        1024, 3584, 248320, 8, 2, 256, 64, 16, 16, 128, 128, 4)
+    TIED = True
     LAYER_TYPES = ["linear_attention"] * 3 + ["full_attention"]
     LAYER_TYPES = LAYER_TYPES * 6
     RMS_EPS = 1e-6

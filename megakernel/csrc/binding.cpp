@@ -1,4 +1,5 @@
-// The megakernel tier's kernels as torch operators (namespace qwen35_megakernel, CUDA only):
+// The megakernel tier's kernels as torch operators (namespace qwen35_megakernel, or the shape's own:
+// MK_OPS_NAMESPACE; CUDA only):
 //   decode                one decode step, or many (each fed the last one's argmax): the megakernel (megakernel.cuh)
 //   prefill_*             the fast prefill's fused kernels (prefill.cuh)
 // Every op has a named schema (the tensors it writes marked `(a!)`), checks what it is given
@@ -15,6 +16,16 @@
 
 #include "megakernel.cuh"
 #include "prefill.cuh"
+
+// The ops' namespace: qwen35_megakernel for the 0.8B, its own per shape otherwise (megakernel/family.py),
+// so builds of several shapes load side by side in one process. (The two-step macros expand the name.)
+#ifndef MK_OPS_NAMESPACE
+#define MK_OPS_NAMESPACE qwen35_megakernel
+#endif
+#define MK_STR2(x) #x
+#define MK_STR(x) MK_STR2(x)
+#define MK_TORCH_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
+#define MK_TORCH_LIBRARY_IMPL(ns, k, m) TORCH_LIBRARY_IMPL(ns, k, m)
 
 namespace {
 
@@ -69,22 +80,24 @@ py::dict configure_py(int64_t device) {
 }
 
 // ---- decode -------------------------------------------------------------------------------------
-void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_norm, const Tensor& dn_state,
+void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_head, const Tensor& final_norm, const Tensor& dn_state,
             const Tensor& conv_ring, const Tensor& k_cache, const Tensor& v_cache, const Tensor& rope,
             const Tensor& workspace, const Tensor& sync, const Tensor& token, const Tensor& next_token,
             const Tensor& fault, const Tensor& logits, const Tensor& trace, const Tensor& times, const Tensor& stream,
             c10::IntArrayRef pos, int64_t positions_per_split, int64_t steps, c10::IntArrayRef stop_ids, double temperature,
             int64_t seed, int64_t grid, int64_t schedule, int64_t ring_slots, int64_t stop_after) {
   using namespace mk;
-  const char* op = "qwen35_megakernel.decode";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".decode";
   const auto bf = torch::kBFloat16, f32 = torch::kFloat32;
-  TORCH_CHECK(dn_state.dim() == 5, op, ": dn_state must be [B, ", NDN, ", ", DN_H, ", ", DN_DV, ", ", DN_DK, "]");
+  TORCH_CHECK(dn_state.dim() == 5, op, ": dn_state must be [B, ", NDN, ", ", DN_HV, ", ", DN_DV, ", ", DN_DK, "]");
   const int64_t B = dn_state.size(0);
   TORCH_CHECK(B >= 1 && B <= MAX_BATCH, op, ": batch ", B, " outside [1, ", MAX_BATCH, "] (the rows one launch decodes)");
   check_tensor(layer_table, op, "layer_table", torch::kInt64, {NLAYER, NSLOT});
   check_tensor(embed, op, "embed", bf, {VOCAB, D});
+  check_tensor(lm_head, op, "lm_head", bf, {VOCAB, D});
+  TORCH_CHECK(!TIED || lm_head.data_ptr() == embed.data_ptr(), op, ": the config ties the lm_head to the embedding: pass the embedding as lm_head");
   check_tensor(final_norm, op, "final_norm", bf, {D});
-  check_tensor(dn_state, op, "dn_state", f32, {B, NDN, DN_H, DN_DV, DN_DK});
+  check_tensor(dn_state, op, "dn_state", f32, {B, NDN, DN_HV, DN_DV, DN_DK});
   check_tensor(conv_ring, op, "conv_ring", bf, {B, NDN, CONV_K, DN_CONV});
   TORCH_CHECK(k_cache.dim() == 5, op, ": k_cache must be [B, ", NFA, ", ", FA_HKV, ", max_seq, ", FA_HD, "]");
   const int64_t max_seq = k_cache.size(3);
@@ -128,7 +141,7 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   TORCH_CHECK(positions_per_split >= 1 && positions_per_split <= (1 << 20), op, ": positions_per_split ", positions_per_split,
               " outside [1, 2^20]");
   if (times.numel()) check_tensor(times, op, "times", torch::kInt64, {times_words(static_cast<int>(grid))});
-  for (const Tensor* t : {&embed, &final_norm, &dn_state, &conv_ring, &k_cache, &v_cache, &rope, &workspace, &sync, &token,
+  for (const Tensor* t : {&embed, &lm_head, &final_norm, &dn_state, &conv_ring, &k_cache, &v_cache, &rope, &workspace, &sync, &token,
                           &next_token, &fault})
     TORCH_CHECK(t->device() == layer_table.device(), op, ": every tensor must be on ", layer_table.device());
   const int device = layer_table.device().index();
@@ -151,6 +164,7 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& final_
   Args a{};
   a.layers = ptr<const uint64_t>(layer_table);
   a.embed = ptr<const uint16_t>(embed);
+  a.lm_head = ptr<const uint16_t>(lm_head);
   a.final_norm = ptr<const uint16_t>(final_norm);
   a.dn_state = ptr<float>(dn_state);
   a.conv_ring = ptr<uint16_t>(conv_ring);
@@ -205,7 +219,7 @@ const auto I64 = torch::kInt64;
 
 void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Tensor>& ids, const Tensor& embed,
                           const Tensor& residual, const Tensor& w, const Tensor& out, double eps) {
-  const char* op = "qwen35_megakernel.prefill_add_rms_norm";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_add_rms_norm";
   const int T = rows_of(out, mk::D, op, "out");
   check_tensor(residual, op, "residual", BF, {T, mk::D});
   check_tensor(out, op, "out", BF, {T, mk::D});
@@ -222,16 +236,17 @@ void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Te
 void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, const Tensor& conv_w,
                      const Tensor& a_log, const Tensor& dt_bias, const Tensor& q, const Tensor& k, const Tensor& v,
                      const Tensor& g, const Tensor& beta) {
-  const char* op = "qwen35_megakernel.prefill_dn_prep";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_prep";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(conv_w, op, "conv_w", BF, {mk::DN_CONV, mk::CONV_K});
-  check_tensor(a_log, op, "A_log", BF, {mk::DN_H});
-  check_tensor(dt_bias, op, "dt_bias", BF, {mk::DN_H});
-  for (const auto& [t, what] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}}) check_tensor(*t, op, what, BF, {1, T, mk::DN_H, mk::DN_DK});
-  check_tensor(g, op, "g", F32, {1, T, mk::DN_H});
-  check_tensor(beta, op, "beta", F32, {1, T, mk::DN_H});
+  check_tensor(a_log, op, "A_log", BF, {mk::DN_HV});
+  check_tensor(dt_bias, op, "dt_bias", BF, {mk::DN_HV});
+  for (const auto& [t, what] : {std::pair{&q, "q"}, {&k, "k"}}) check_tensor(*t, op, what, BF, {1, T, mk::DN_HK, mk::DN_DK});
+  check_tensor(v, op, "v", BF, {1, T, mk::DN_HV, mk::DN_DV});
+  check_tensor(g, op, "g", F32, {1, T, mk::DN_HV});
+  check_tensor(beta, op, "beta", F32, {1, T, mk::DN_HV});
   TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, ptr<const uint16_t>(conv_w),
@@ -241,10 +256,10 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
 
 void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, const Tensor& table, int64_t layer,
                          const Tensor& out, double eps) {
-  const char* op = "qwen35_megakernel.prefill_dn_out_norm";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_out_norm";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
-  check_tensor(o, op, "o", BF, {1, T, mk::DN_H, mk::DN_DV});
+  check_tensor(o, op, "o", BF, {1, T, mk::DN_HV, mk::DN_DV});
   check_tensor(w, op, "norm weight", BF, {mk::DN_DV});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(out, op, "out", BF, {T, mk::DN_VAL});
@@ -255,24 +270,24 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
 }
 
 void prefill_dn_state_in(const Tensor& table, const Tensor& dst) {
-  const char* op = "qwen35_megakernel.prefill_dn_state_in";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_state_in";
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
-  check_tensor(dst, op, "dst", F32, {mk::NDN, mk::DN_H, mk::DN_DV, mk::DN_DK});
+  check_tensor(dst, op, "dst", F32, {mk::NDN, mk::DN_HV, mk::DN_DV, mk::DN_DK});
   c10::cuda::CUDAGuard guard(dst.device());
   ok(mkp::dn_state_in(ptr<const int64_t>(table), ptr<float>(dst), stream_of(dst)), op);
 }
 
 void prefill_dn_state_out(const Tensor& table, int64_t layer, const Tensor& src) {
-  const char* op = "qwen35_megakernel.prefill_dn_state_out";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_state_out";
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
-  check_tensor(src, op, "src", F32, {1, mk::DN_H, mk::DN_DV, mk::DN_DK});
+  check_tensor(src, op, "src", F32, {1, mk::DN_HV, mk::DN_DV, mk::DN_DK});
   TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   c10::cuda::CUDAGuard guard(src.device());
   ok(mkp::dn_state_out(ptr<const int64_t>(table), layer, ptr<const float>(src), stream_of(src)), op);
 }
 
 void prefill_silu_mul(const Tensor& gate_up, const Tensor& out) {
-  const char* op = "qwen35_megakernel.prefill_silu_mul";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_silu_mul";
   const int T = rows_of(gate_up, 2 * mk::INTER, op, "gate_up");
   check_tensor(gate_up, op, "gate_up", BF, {T, 2 * mk::INTER});
   check_tensor(out, op, "out", BF, {T, mk::INTER});
@@ -282,7 +297,7 @@ void prefill_silu_mul(const Tensor& gate_up, const Tensor& out) {
 
 void prefill_attn_prep(const Tensor& proj, const Tensor& q_w, const Tensor& k_w, const Tensor& table, int64_t layer,
                        int64_t max_seq, const Tensor& qbuf, const Tensor& kv, double eps) {
-  const char* op = "qwen35_megakernel.prefill_attn_prep";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_attn_prep";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
   check_tensor(q_w, op, "q_norm", BF, {mk::FA_HD});
@@ -299,7 +314,7 @@ void prefill_attn_prep(const Tensor& proj, const Tensor& q_w, const Tensor& k_w,
 }
 
 void prefill_kv_prefix(const Tensor& table, int64_t layer, int64_t max_seq, const Tensor& kv) {
-  const char* op = "qwen35_megakernel.prefill_kv_prefix";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_kv_prefix";
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(kv, op, "kv", BF, {2, max_seq, mk::FA_HKV, mk::FA_HD});
   TORCH_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
@@ -308,7 +323,7 @@ void prefill_kv_prefix(const Tensor& table, int64_t layer, int64_t max_seq, cons
 }
 
 void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& table, const Tensor& out) {
-  const char* op = "qwen35_megakernel.prefill_attn_gate";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_attn_gate";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
   TORCH_CHECK(o.is_cuda() && o.scalar_type() == BF && o.dim() == 3 && o.size(0) == T && o.size(1) == mk::FA_HQ &&
                   o.size(2) == mk::FA_HD && o.stride(2) == 1,
@@ -324,7 +339,7 @@ void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& table,
 
 void prefill_attn_merge_gate(const Tensor& o_ctx, const Tensor& lse_ctx, const Tensor& o_new, const Tensor& lse_new,
                              const Tensor& proj, const Tensor& table, const Tensor& out) {
-  const char* op = "qwen35_megakernel.prefill_attn_merge_gate";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_attn_merge_gate";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
   TORCH_CHECK(lse_ctx.is_cuda() && lse_ctx.scalar_type() == F32 && lse_ctx.dim() == 3 && lse_ctx.size(1) == mk::FA_HQ &&
                   lse_ctx.size(2) == T,
@@ -346,7 +361,7 @@ void prefill_attn_merge_gate(const Tensor& o_ctx, const Tensor& lse_ctx, const T
 }
 
 void prefill_lm_head(const Tensor& rows, const Tensor& table, const Tensor& w, const Tensor& logits) {
-  const char* op = "qwen35_megakernel.prefill_lm_head";
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_lm_head";
   const int T = rows_of(rows, mk::D, op, "rows");
   check_tensor(rows, op, "rows", BF, {T, mk::D});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
@@ -369,13 +384,14 @@ py::dict constants() {
   py::dict d;
 #define MK_EXPORT(name) d[#name] = number(name)
   MK_EXPORT(D); MK_EXPORT(INTER); MK_EXPORT(VOCAB); MK_EXPORT(NLAYER); MK_EXPORT(FULL_ATTENTION_INTERVAL);
-  MK_EXPORT(DN_H); MK_EXPORT(DN_DK); MK_EXPORT(DN_DV); MK_EXPORT(CONV_K); MK_EXPORT(FA_HQ); MK_EXPORT(FA_HKV);
+  MK_EXPORT(TIED); MK_EXPORT(DN_HK); MK_EXPORT(DN_HV); MK_EXPORT(DN_GROUP); MK_EXPORT(DN_DK); MK_EXPORT(DN_DV); MK_EXPORT(CONV_K); MK_EXPORT(FA_HQ); MK_EXPORT(FA_HKV);
   MK_EXPORT(FA_HD); MK_EXPORT(FA_ROT); MK_EXPORT(RMS_EPS); MK_EXPORT(NFA); MK_EXPORT(NDN);
   MK_EXPORT(DN_KEY); MK_EXPORT(DN_VAL); MK_EXPORT(DN_CONV); MK_EXPORT(DN_WIN_Z); MK_EXPORT(DN_WIN_B); MK_EXPORT(DN_WIN_A);
   MK_EXPORT(DN_WIN); MK_EXPORT(FA_GROUP); MK_EXPORT(FA_WIN_K); MK_EXPORT(FA_WIN_V); MK_EXPORT(FA_QKV); MK_EXPORT(FA_OIN);
   MK_EXPORT(THREADS); MK_EXPORT(NWARPS); MK_EXPORT(PHASES_PER_LAYER); MK_EXPORT(NPHASES); MK_EXPORT(NBARRIERS);
   MK_EXPORT(DN_VSLICES); MK_EXPORT(DN_UNITS); MK_EXPORT(ATT_MAX_SPLIT); MK_EXPORT(ATT_PART); MK_EXPORT(OUT_MERGE_MAX);
   MK_EXPORT(MAX_GRID); MK_EXPORT(MAX_BATCH); MK_EXPORT(MAX_STOP_IDS); MK_EXPORT(STEP_BARRIERS); MK_EXPORT(ZAB_W); MK_EXPORT(APART_W); MK_EXPORT(RING_SLOT); MK_EXPORT(RING_MIN_SLOTS); MK_EXPORT(RING_MAX_SLOTS);
+  MK_EXPORT(PIECE); MK_EXPORT(D_PIECES); MK_EXPORT(BATCH_SHAPES);
   MK_EXPORT(SCHEDULE_RING); MK_EXPORT(SCHEDULE_REGISTER); MK_EXPORT(SCHEDULE_STREAM_ONLY);
   MK_EXPORT(SL_IN_NORM); MK_EXPORT(SL_POST_NORM); MK_EXPORT(SL_WIN); MK_EXPORT(SL_CONV_W); MK_EXPORT(SL_A_LOG);
   MK_EXPORT(SL_DT_BIAS); MK_EXPORT(SL_GNORM); MK_EXPORT(SL_Q_NORM); MK_EXPORT(SL_K_NORM); MK_EXPORT(SL_OUT);
@@ -389,6 +405,7 @@ py::dict constants() {
   py::list kinds;
   for (int l = 0; l < NLAYER; ++l) kinds.append(is_full_attention(l) ? "full_attention" : "linear_attention");
   d["LAYER_TYPES"] = kinds;
+  d["NAMESPACE"] = MK_STR(MK_OPS_NAMESPACE);
   d["PREFILL_STATE_SLOTS"] = static_cast<int>(mkp::ST_N);
   d["PREFILL_STATE_START"] = static_cast<int>(mkp::ST_START);
   d["PREFILL_STATE_VALID"] = static_cast<int>(mkp::ST_VALID);
@@ -397,9 +414,9 @@ py::dict constants() {
 
 }  // namespace
 
-TORCH_LIBRARY(qwen35_megakernel, m) {
+MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
   m.def(
-      "decode(Tensor layer_table, Tensor embed, Tensor final_norm, Tensor(a!) dn_state, Tensor(b!) conv_ring, "
+      "decode(Tensor layer_table, Tensor embed, Tensor lm_head, Tensor final_norm, Tensor(a!) dn_state, Tensor(b!) conv_ring, "
       "Tensor(c!) k_cache, Tensor(d!) v_cache, Tensor rope, Tensor(e!) workspace, Tensor(f!) sync, Tensor token, "
       "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, Tensor(l!) stream, "
       "int[] pos, int positions_per_split, int steps, int[] stop_ids, float temperature, int seed, int grid, int schedule, "
@@ -422,7 +439,7 @@ TORCH_LIBRARY(qwen35_megakernel, m) {
   m.def("prefill_lm_head(Tensor rows, Tensor state_table, Tensor w, Tensor(a!) logits) -> ()");
 }
 
-TORCH_LIBRARY_IMPL(qwen35_megakernel, CUDA, m) {
+MK_TORCH_LIBRARY_IMPL(MK_OPS_NAMESPACE, CUDA, m) {
   m.impl("decode", &decode);
   m.impl("prefill_add_rms_norm", &prefill_add_rms_norm);
   m.impl("prefill_dn_prep", &prefill_dn_prep);
@@ -438,7 +455,7 @@ TORCH_LIBRARY_IMPL(qwen35_megakernel, CUDA, m) {
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "Qwen3.5-0.8B megakernel tier: the ops are torch.ops.qwen35_megakernel.*";
+  m.doc() = "Qwen3.5 megakernel tier (one build per shape): the ops are torch.ops.<constants()['NAMESPACE']>.*";
   m.def("configure", &configure_py, "set the kernels' shared-memory limits on a device (once) -> what fits there");
   m.def("constants", &constants, "every number of csrc/shapes.cuh");
 }

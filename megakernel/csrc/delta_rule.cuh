@@ -10,8 +10,8 @@
 //             4 lane .. 4 lane + 3): S = alpha S + k beta (v - alpha S.k), o = S.q.
 //             A batch: unit u = (row b, head h), all 128 v rows, and the head's gated RMSNorm
 //             (dn_core_heads)
-//   out-proj  every block: batch 1: the gated RMSNorm of all 16 heads (warp = head, lane = 4
-//             values), then its rows of out_proj with the residual add; a batch: its rows of
+//   out-proj  every block: batch 1: the gated RMSNorm of all DN_HV heads (warp w: heads w, w + 16,
+//             ...; lane: 4 values), then its rows of out_proj with the residual add; a batch: its rows of
 //             out_proj (the tensor-core tiles read the normed heads from global memory)
 #pragma once
 #include "matvec.cuh"
@@ -19,7 +19,7 @@
 namespace mk {
 namespace {
 
-static_assert(NWARPS == DN_H, "batch 1's gated norm: one warp per DeltaNet head");
+static_assert(DN_HV % NWARPS == 0, "batch 1's gated norm: warp w takes value heads w, w + 16, ...");
 static_assert(NWARPS == DN_DV / DN_VSLICES, "recurrence: one warp per v row of a unit");
 static_assert(DN_DK == 32 * 4, "recurrence: a lane owns 4 k of a state row");
 
@@ -29,7 +29,7 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, int step, uint8
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   if (l == 0) {  // the embedding rows of the step's input ids are the residual streams entering layer 0
-    block_rmsnorm<NB>([&](int b) { return a.embed + (size_t)step_token(a, sm, step, b) * D; }, true, params.x, xs, red);
+    block_rmsnorm<NB>([&](int b) { return a.embed + (size_t)step_token(a, sm, step, b) * D; }, true, params, xs, red);
     if (blockIdx.x == 0) {
       if (a.times && threadIdx.x == 0) a.times[NPHASES + 2] = globaltimer();
 #pragma unroll
@@ -43,7 +43,7 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, int step, uint8
       }
     }
   } else {
-    block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, red);
+    block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params, xs, red);
   }
   // row b's conv ring column pos[b] % 4 of this layer (batch 1: computed once, before the rows)
   const auto conv_col = [&](int b) {
@@ -58,9 +58,11 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, int step, uint8
   });
 }
 
-// the conv channel of thread t < 2 DN_DK + 16 in unit (h, j): q, k of head h, the unit's 16 v
+// the conv channel of thread t < 2 DN_DK + 16 in unit (value head h, j): q, k of its key head
+// h / DN_GROUP, the unit's 16 v of head h
 __device__ __forceinline__ int dn_channel(int t, int h, int j) {
-  return t < DN_DK ? h * DN_DK + t : t < 2 * DN_DK ? DN_KEY + h * DN_DK + (t - DN_DK) : 2 * DN_KEY + h * DN_DV + j * 16 + (t - 2 * DN_DK);
+  const int kh = h / DN_GROUP;
+  return t < DN_DK ? kh * DN_DK + t : t < 2 * DN_DK ? DN_KEY + kh * DN_DK + (t - DN_DK) : 2 * DN_KEY + h * DN_DV + j * 16 + (t - 2 * DN_DK);
 }
 // unit u of a launch: batch row u / DN_UNITS, head h, v-slice j
 struct DnUnit {
@@ -71,7 +73,7 @@ __device__ __forceinline__ DnUnit dn_unit(int u) {
   return DnUnit{b, hu / DN_VSLICES, hu % DN_VSLICES};
 }
 __device__ __forceinline__ float* dn_state_row(const Args& a, int l, DnUnit n, int v) {  // row v of head h's state
-  return a.dn_state + (size_t)n.b * DN_ROW_FLOATS + ((size_t)(dn_index(l) * DN_H + n.h) * DN_DV + v) * DN_DK;
+  return a.dn_state + (size_t)n.b * DN_ROW_FLOATS + ((size_t)(dn_index(l) * DN_HV + n.h) * DN_DV + v) * DN_DK;
 }
 
 // The core's inputs that this launch's in-proj does not write, as float bits, so they can be loaded
@@ -115,7 +117,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
       core_inputs(a, l, step, u, in);
     }
     const float4 s = make_float4(__uint_as_float(in[0].x), __uint_as_float(in[0].y), __uint_as_float(in[0].z), __uint_as_float(in[0].w));
-    const float a_raw = ld_x1(zab + DN_VAL + DN_H + h), b_raw = ld_x1(zab + DN_VAL + h);
+    const float a_raw = ld_x1(zab + DN_VAL + DN_HV + h), b_raw = ld_x1(zab + DN_VAL + h);
     const float dt = __uint_as_float(in[1].x), alog = __uint_as_float(in[1].y);
     float y = 0.f;
     if (t < 2 * DN_DK + 16) {  // conv (tap i multiplies position pos-3+i; tap 3 is this token) + SiLU
@@ -157,7 +159,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
 }
 
 
-// A batch: unit u = (batch row b, head h) = (u / DN_H, u % DN_H), all 128 v rows of the head
+// A batch: unit u = (batch row b, head h) = (u / DN_HV, u % DN_HV), all 128 v rows of the head
 // (16 NB units: at B = 8 one each for 128 of the 132 blocks), so the head's conv, q/k norms and
 // gates are computed once, not once per v-slice, and the head's gated RMSNorm is done here: obuf
 // holds the out-projection's input (dn_out_proj reads it straight from global memory). Each row's
@@ -189,7 +191,7 @@ __device__ __forceinline__ int dn_head_channel(int t, int h) {
 // dt_bias[h], A_log[h]}. (The state rows are loaded at the core's start: held across the barrier
 // they made every batch kernel spill, and the phase before the core waited for them: NOTES v16.)
 __device__ __forceinline__ void head_inputs(const Args& a, int l, int step, int u, uint4& in) {
-  const int t = threadIdx.x, b = u / DN_H, h = u % DN_H;
+  const int t = threadIdx.x, b = u / DN_HV, h = u % DN_HV;
   float past = 0.f, tap3 = 0.f;
   if (t < DN_HEAD_CH) {
     const int c = dn_head_channel(t, h), pos = row_pos(a, b, step);
@@ -211,8 +213,8 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
   float* gates = reinterpret_cast<float*>(sm + SM_DN_GATES);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-  for (int u = blockIdx.x; u < NB * DN_H; u += gridDim.x) {
-    const int b = u / DN_H, h = u % DN_H;
+  for (int u = blockIdx.x; u < NB * DN_HV; u += gridDim.x) {
+    const int b = u / DN_HV, h = u % DN_HV;
     if (u != (int)blockIdx.x) head_inputs(a, l, step, u, wv[0]);  // (the first unit's came before the barrier)
     uint4 st[DN_ROWS_PER_WARP];  // this warp's state rows (lane: 4 k), in flight during the conv and the norms
 #pragma unroll
@@ -233,7 +235,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
       y = bfr(siluf_(bfr(acc)));
       qs[t] = y;
     } else if (t == GATE_THREAD) {  // gates (fp32): g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b) rounded to bf16
-      const float av = ld_x1(zab + DN_VAL + DN_H + h) + __uint_as_float(wv[0].z);
+      const float av = ld_x1(zab + DN_VAL + DN_HV + h) + __uint_as_float(wv[0].z);
       const float sp = av > 20.f ? av : log1pf(expf(av));
       gates[0] = expf(-expf(__uint_as_float(wv[0].w)) * sp);
       gates[1] = bfr(sigmoidf_(ld_x1(zab + DN_VAL + h)));
@@ -292,26 +294,29 @@ __device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l,
 template <int NB, class Loader>
 __device__ __forceinline__ void dn_out_proj(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   if constexpr (NB > 1) {  // a batch: the core normed the heads; each warp reads its piece of obuf from global memory
-    matvec_half_rows<DN_VAL, NB, true>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.obuf, a.hidden,
+    matvec_row_parts<DN_VAL, NB, true>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.obuf, a.hidden,
                                        reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
     return;
   }
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-  const int base = warp * DN_DV + lane * 4;
   const float w[4] = {lo(params.x), hi(params.x), lo(params.y), hi(params.y)};
-  const uint2 ov = __ldcg(reinterpret_cast<const uint2*>(a.obuf + base));
-  const uint2 zv = __ldcg(reinterpret_cast<const uint2*>(a.zab + base));
-  const float o[4] = {lo(ov.x), hi(ov.x), lo(ov.y), hi(ov.y)};
-  const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
-  const float ss = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
-  const float r = rsqrtf(ss / (float)DN_DV + RMS_EPS);
-  uint16_t y[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) y[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
-  *reinterpret_cast<uint2*>(xs + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
+  for (int i = 0; i < DN_HV / NWARPS; ++i) {  // warp w: value heads w, w + 16, ... (lane: 4 v)
+    const int base = (warp + i * NWARPS) * DN_DV + lane * 4;
+    const uint2 ov = __ldcg(reinterpret_cast<const uint2*>(a.obuf + base));
+    const uint2 zv = __ldcg(reinterpret_cast<const uint2*>(a.zab + base));
+    const float o[4] = {lo(ov.x), hi(ov.x), lo(ov.y), hi(ov.y)};
+    const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
+    const float ss = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
+    const float r = rsqrtf(ss / (float)DN_DV + RMS_EPS);
+    uint16_t y[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) y[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
+    *reinterpret_cast<uint2*>(xs + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
+  }
   sync_warps();
-  matvec_half_rows<DN_VAL, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
+  matvec_row_parts<DN_VAL, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
                               reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
 }
 

@@ -16,8 +16,9 @@ namespace {
 // The matrix phases' input vectors (XS, one per row of the batch; a batch's partial tiles after
 // them) and the mixer cores' areas (U) are never live in the same phase, so they share bytes; every byte after them goes to the
 // weight ring (weight_ring.cuh), so the ring has fewer slots at larger batches.
-constexpr int SM_RED = 0;                             // float [NWARPS * MAX_BATCH] reductions
-constexpr int SM_MISC = SM_RED + NWARPS * MAX_BATCH * 4;  // int [MISC_INTS]: warp results, flags
+constexpr int RED_ROWS = MAX_BATCH > 4 ? MAX_BATCH : 4;  // (4: matvec_gate_up's halves at D = 4096, two items of 2 per warp)
+constexpr int SM_RED = 0;                             // float [NWARPS * RED_ROWS] reductions
+constexpr int SM_MISC = SM_RED + NWARPS * RED_ROWS * 4;  // int [MISC_INTS]: warp results, flags
 constexpr int MISC_LAST = NWARPS * MAX_BATCH;         //   misc[MISC_LAST]: "this block is the last" (grid_sync.cuh)
 constexpr int MISC_ENDED = MISC_LAST + 1;             //   misc[MISC_ENDED]: the compute warps ended the launch early (the producer stops)
 constexpr int MISC_STOPPED = MISC_LAST + 2;           //   misc[MISC_STOPPED]: bit b: row b has produced a stop id (a many-token launch)
@@ -138,28 +139,42 @@ __device__ __forceinline__ const T* lw(const Args& a, int layer, int slot) {
   return reinterpret_cast<const T*>(a.layers[layer * NSLOT + slot]);
 }
 
-// thread t's pair of a D-wide norm weight (the weight stream evicts the norm weights from L2
-// every token: each load is an HBM round trip, so it is issued before the barrier that precedes
-// its phase)
-__device__ __forceinline__ uint32_t norm_pair(const uint16_t* w) { return __ldg(reinterpret_cast<const unsigned*>(w) + threadIdx.x); }
-static_assert(2 * THREADS == D, "block_rmsnorm: two elements per thread");
+// A D-wide vector over the block: thread t owns the bf16 pairs t, t + THREADS, ... (NORM_PAIRS of them)
+constexpr int NORM_PAIRS = D / (2 * THREADS);
+static_assert(NORM_PAIRS * 2 * THREADS == D && NORM_PAIRS <= 4, "block_rmsnorm: 1, 2 or 4 pairs per thread (a uint4 of weights)");
+
+// thread t's pairs of a D-wide norm weight, word i = pair t + i THREADS (the weight stream evicts the
+// norm weights from L2 every token: each load is an HBM round trip, so it is issued before the
+// barrier that precedes its phase)
+__device__ __forceinline__ uint4 norm_pairs(const uint16_t* w) {
+  uint32_t p[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int i = 0; i < NORM_PAIRS; ++i) p[i] = __ldg(reinterpret_cast<const unsigned*>(w) + threadIdx.x + i * THREADS);
+  return make_uint4(p[0], p[1], p[2], p[3]);
+}
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
 // every block: xs[b] = bf16(rmsnorm(src(b)) * (1 + w)) over D for each row b (xs rows D apart;
-// wp: this thread's pair of w, norm_pair; src(b): row b's D values, the embedding's rows when
+// wp: this thread's pairs of w, norm_pairs; src(b): row b's D values, the embedding's rows when
 // src_is_weight, else rows other blocks wrote)
 template <int NB, class Src>
-__device__ __forceinline__ void block_rmsnorm(Src src, bool src_is_weight, uint32_t wp, uint16_t* xs, float* red) {
+__device__ __forceinline__ void block_rmsnorm(Src src, bool src_is_weight, const uint4 wp, uint16_t* xs, float* red) {
   const int t = threadIdx.x;
-  float x0[NB], x1[NB];
+  float x0[NB][NORM_PAIRS], x1[NB][NORM_PAIRS];
+#pragma unroll
+  for (int b = 0; b < NB; ++b)
+#pragma unroll
+    for (int i = 0; i < NORM_PAIRS; ++i) {
+      const unsigned* p = reinterpret_cast<const unsigned*>(src(b)) + t + i * THREADS;
+      const uint32_t pair = src_is_weight ? __ldg(p) : __ldcg(p);
+      x0[b][i] = lo(pair), x1[b][i] = hi(pair);
+    }
 #pragma unroll
   for (int b = 0; b < NB; ++b) {
-    const unsigned* p = reinterpret_cast<const unsigned*>(src(b)) + t;
-    const uint32_t pair = src_is_weight ? __ldg(p) : __ldcg(p);
-    x0[b] = lo(pair), x1[b] = hi(pair);
-  }
+    float ss = 0.f;
 #pragma unroll
-  for (int b = 0; b < NB; ++b) {
-    const float ss = warp_sum(x0[b] * x0[b] + x1[b] * x1[b]);
+    for (int i = 0; i < NORM_PAIRS; ++i) ss += x0[b][i] * x0[b][i] + x1[b][i] * x1[b][i];
+    ss = warp_sum(ss);
     if ((t & 31) == 0) red[b * NWARPS + (t >> 5)] = ss;
   }
   sync_warps();
@@ -169,8 +184,12 @@ __device__ __forceinline__ void block_rmsnorm(Src src, bool src_is_weight, uint3
 #pragma unroll
     for (int i = 0; i < NWARPS; ++i) tot += red[b * NWARPS + i];
     const float r = rsqrtf(tot / (float)D + RMS_EPS);
-    const uint32_t y = (uint32_t)bits((x0[b] * r) * (1.f + lo(wp))) | ((uint32_t)bits((x1[b] * r) * (1.f + hi(wp))) << 16);
-    reinterpret_cast<uint32_t*>(xs + b * D)[t] = y;
+#pragma unroll
+    for (int i = 0; i < NORM_PAIRS; ++i) {
+      const uint32_t w = word(wp, i);
+      const uint32_t y = (uint32_t)bits((x0[b][i] * r) * (1.f + lo(w))) | ((uint32_t)bits((x1[b][i] * r) * (1.f + hi(w))) << 16);
+      reinterpret_cast<uint32_t*>(xs + b * D)[t + i * THREADS] = y;
+    }
   }
   sync_warps();
 }

@@ -28,13 +28,13 @@
 namespace mk {
 namespace {
 
-static_assert(THREADS * 4 == FA_OIN, "the out-proj's merged load: four attention outputs per thread");
+static_assert(FA_OIN % (THREADS * 4) == 0, "the out-proj's merged load: four attention outputs per thread and pass");
 static_assert(AT_ENTRIES == 4, "the attention warp merge: an entry per position slot");
 
 template <int NB, class Loader>
 __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
-  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, reinterpret_cast<float*>(sm + SM_RED));
+  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params, xs, reinterpret_cast<float*>(sm + SM_RED));
   const int r0 = part(FA_QKV, blockIdx.x, gridDim.x);
   uint16_t* out = a.qkv + r0;
   matvec_rows<NB>(ld, part(FA_QKV, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) { out[b * FA_QKV + i] = bits(v); });
@@ -111,16 +111,20 @@ __device__ __forceinline__ Merge<NACC> merge_splits(const float* base, int ns, i
 }
 
 // the out-proj's input for batch row b with 2..OUT_MERGE_MAX splits: each attention output the gated
-// merge of its head's partials; thread t makes outputs 4t .. 4t+3 (q head t / 64) of xs (row b's)
+// merge of its head's partials; thread t makes outputs 4i .. 4i+3 (q head i / 64) of xs (row b's) for
+// i = t, t + THREADS, ... (one pass at the 0.8B's 8 heads)
 __device__ __forceinline__ void load_attn_merged(const Args& a, int b, int ns, uint16_t* xs) {
-  const int t = threadIdx.x, h = t >> 6, d = (t & 63) * 4;
-  const uint2 gw = __ldcg(reinterpret_cast<const uint2*>(a.qkv + b * FA_QKV + h * 2 * FA_HD + FA_HD + d));
-  const Merge<4> r = merge_splits<4, OUT_MERGE_MAX>(partial(a, b, h / FA_GROUP, 0, h % FA_GROUP), ns, d);
-  const float gate[4] = {lo(gw.x), hi(gw.x), lo(gw.y), hi(gw.y)};
-  uint16_t o[4];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) o[k] = gated(r.A[k] / r.L, gate[k]);
-  reinterpret_cast<uint2*>(xs)[t] = make_uint2(o[0] | ((uint32_t)o[1] << 16), o[2] | ((uint32_t)o[3] << 16));
+  for (int pass = 0; pass < FA_OIN / (4 * THREADS); ++pass) {
+    const int t = threadIdx.x + pass * THREADS, h = t >> 6, d = (t & 63) * 4;
+    const uint2 gw = __ldcg(reinterpret_cast<const uint2*>(a.qkv + b * FA_QKV + h * 2 * FA_HD + FA_HD + d));
+    const Merge<4> r = merge_splits<4, OUT_MERGE_MAX>(partial(a, b, h / FA_GROUP, 0, h % FA_GROUP), ns, d);
+    const float gate[4] = {lo(gw.x), hi(gw.x), lo(gw.y), hi(gw.y)};
+    uint16_t o[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) o[k] = gated(r.A[k] / r.L, gate[k]);
+    reinterpret_cast<uint2*>(xs)[t] = make_uint2(o[0] | ((uint32_t)o[1] << 16), o[2] | ((uint32_t)o[3] << 16));
+  }
   sync_warps();
 }
 __device__ __forceinline__ bool out_proj_merges(int ns) { return ns > 1 && ns <= OUT_MERGE_MAX; }
@@ -410,7 +414,7 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
 template <int NB, class Loader>
 __device__ __forceinline__ void fa_out_proj(const Args& a, int step, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
   if constexpr (NB > 1) {  // a batch: the core wrote the gated output; each warp reads its piece from global memory
-    matvec_half_rows<FA_OIN, NB, true>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.attn, a.hidden,
+    matvec_row_parts<FA_OIN, NB, true>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.attn, a.hidden,
                                        reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
     return;
   }
@@ -418,7 +422,7 @@ __device__ __forceinline__ void fa_out_proj(const Args& a, int step, uint8_t* sm
   const int ns = row_splits(a, 0, step);
   if (out_proj_merges(ns)) load_attn_merged(a, 0, ns, xs);
   else load_vec(a.attn, xs, FA_OIN);
-  matvec_half_rows<FA_OIN, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
+  matvec_row_parts<FA_OIN, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
                               reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
 }
 

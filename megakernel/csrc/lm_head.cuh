@@ -42,7 +42,7 @@ __device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, ui
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int G = gridDim.x, blk = blockIdx.x;
-  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params.x, xs, red);
+  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params, xs, red);
   if (!MANY && blk == 0) {
     if (a.trace)
       for (int i = t; i < NB * D; i += THREADS) a.trace[(size_t)(i / D) * (NLAYER + 2) * D + (size_t)(NLAYER + 1) * D + i % D] = f16b(xs[i]);

@@ -94,7 +94,7 @@ __device__ __forceinline__ float quarter_sum(const float* p) {
 // K = 1024 rows [0, n) of the slice (8 rows a chunk); epi(i, b, dot) by thread b * 64 + (i % 64)
 template <int NB, class Epi>
 __device__ __forceinline__ void mma_rows(Stream& s, int n, const uint16_t* xs, float* part, Epi epi) {
-  static_assert(RING_SLOT == 8 * 2 * D && NWARPS == 16, "mma_rows: 8 rows a chunk, 4 tiles x 4 k quarters");
+  static_assert(NB == 1 || (RING_SLOT == 8 * 2 * D && NWARPS == 16), "mma_rows: 8 rows a chunk, 4 tiles x 4 k quarters");
   const QuarterLane q = quarter_lane<NB>(xs);
   const int ob = threadIdx.x >> 6, orow = threadIdx.x & 63;  // this thread's output
   for (int i0 = 0; i0 < n; i0 += 64) {
@@ -119,7 +119,7 @@ __device__ __forceinline__ void mma_rows(Stream& s, int n, const uint16_t* xs, f
 // in its second): act[b][u0 + i] = silu(gate) * up, bf16 where torch rounds (rows INTER apart)
 template <int NB>
 __device__ __forceinline__ void mma_gate_up(Stream& s, int u0, int n, const uint16_t* xs, uint16_t* act, float* part) {
-  static_assert(RING_SLOT == 2 * 4 * 2 * D, "mma_gate_up: 4 units a chunk");
+  static_assert(NB == 1 || RING_SLOT == 2 * 4 * 2 * D, "mma_gate_up: 4 units a chunk");
   const QuarterLane q = quarter_lane<NB>(xs);
   const int ob = threadIdx.x >> 5, ou = threadIdx.x & 31;  // this thread's output
   for (int i0 = 0; i0 < n; i0 += 32) {

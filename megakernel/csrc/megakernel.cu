@@ -42,7 +42,7 @@ template <bool RING, int NB>
 __device__ __forceinline__ void prepare_phase(const Args& a, int q, int step, uint4 (&wv)[16]) {
   if (q >= NPHASES) return;
   const int kind = phase_kind(q), l = phase_layer(q);
-  const int dn_units = NB == 1 ? DN_UNITS : NB * DN_H;
+  const int dn_units = NB == 1 ? DN_UNITS : NB * DN_HV;
   const bool dn_core = !is_lm_head(q) && kind == PH_CORE && !is_full_attention(l) && (int)blockIdx.x < dn_units;
   if (dn_core && NB == 1) {
     uint4 in[4];
@@ -168,21 +168,15 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
 }
 
 // The register schedule decodes batch 1 only (its warps hold 16 pieces of weights in registers: with
-// a batch's sums beside them it would spill); the ring schedule any batch 1..MAX_BATCH.
+// a batch's sums beside them it would spill); the ring schedule any batch 1..MAX_BATCH (MAX_BATCH = 1
+// where the shapes are not the batch kernels', shapes.cuh BATCH_SHAPES: only batch 1 is compiled).
 // (many: the ring's many-token kernel of that batch)
-static_assert(MAX_BATCH == 8, "kernel_fn: one ring kernel per batch size 1..8");
-template <bool MANY>
+template <bool MANY, int NB = MAX_BATCH>
 const void* ring_kernel(int batch) {
-  switch (batch) {
-    case 1: return reinterpret_cast<const void*>(mk_decode_kernel<true, 1, MANY>);
-    case 2: return reinterpret_cast<const void*>(mk_decode_kernel<true, 2, MANY>);
-    case 3: return reinterpret_cast<const void*>(mk_decode_kernel<true, 3, MANY>);
-    case 4: return reinterpret_cast<const void*>(mk_decode_kernel<true, 4, MANY>);
-    case 5: return reinterpret_cast<const void*>(mk_decode_kernel<true, 5, MANY>);
-    case 6: return reinterpret_cast<const void*>(mk_decode_kernel<true, 6, MANY>);
-    case 7: return reinterpret_cast<const void*>(mk_decode_kernel<true, 7, MANY>);
-    default: return reinterpret_cast<const void*>(mk_decode_kernel<true, 8, MANY>);
+  if constexpr (NB > 1) {
+    if (batch < NB) return ring_kernel<MANY, NB - 1>(batch);
   }
+  return reinterpret_cast<const void*>(mk_decode_kernel<true, NB, MANY>);
 }
 const void* kernel_fn(bool ring, int batch, bool many) {
   if (!ring) return reinterpret_cast<const void*>(mk_decode_kernel<false, 1, false>);

@@ -13,7 +13,7 @@ namespace mk {
 struct Args {
   // weights (read-only)
   const uint64_t* layers;     // [NLAYER][NSLOT] device pointers (bf16 tensors; LayerSlot)
-  const uint16_t* embed;      // [VOCAB][D] bf16 (also the lm_head)
+  const uint16_t* embed;      // [VOCAB][D] bf16
   const uint16_t* final_norm; // [D]
   // the state of the batch's B sequences (shapes.cuh: [B][...], row b at b * the row's size)
   float* dn_state;
@@ -55,6 +55,7 @@ struct Args {
   int stop_after;             // debug: the last phase to run (-1: all; one-step launches)
   int schedule;               // Schedule
   int ring_slots;             // the ring's slots (RING_MIN_SLOTS..the most configure() found room for)
+  const uint16_t* lm_head;    // [VOCAB][D] bf16: the embedding itself where the config ties them (shapes.cuh TIED)
 };
 
 // What configure() found: blocks_per_sm of the register kernel (each kernel wants 1); for batch

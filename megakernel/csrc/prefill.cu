@@ -15,7 +15,10 @@ namespace {
 // the shapes (shapes.cuh), under this file's names
 using mk::D;
 using mk::DN_CONV;
-using mk::DN_H;
+using mk::DN_HK;
+using mk::DN_HV;
+using mk::DN_KEY;
+using mk::DN_VAL;
 using mk::DN_WIN;
 using mk::FA_HD;
 using mk::FA_HKV;
@@ -72,12 +75,14 @@ __device__ __forceinline__ int table_start(const int64_t* table) { return static
 // the prompt's valid tokens: rows t >= valid of this prefill are padding
 __device__ __forceinline__ int table_valid(const int64_t* table) { return static_cast<int>(table[ST_VALID]); }
 
-// ---- add + RMSNorm: block = one token, 128 threads x 8 values ---------------------------
-__global__ void __launch_bounds__(128) add_rms_norm_kernel(const uint16_t* __restrict__ x, const int64_t* __restrict__ ids,
+// ---- add + RMSNorm: block = one token, D / 8 threads x 8 values ---------------------------
+constexpr int NORM_THREADS = D / 8;
+static_assert(D % 256 == 0 && NORM_THREADS <= 1024, "add_rms_norm: whole warps of 8 values a thread");
+__global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16_t* __restrict__ x, const int64_t* __restrict__ ids,
                                                            const uint16_t* __restrict__ embed, uint16_t* residual,
                                                            const uint16_t* __restrict__ w, uint16_t* __restrict__ out,
                                                            float eps) {
-  __shared__ float part[4];
+  __shared__ float part[NORM_THREADS / 32];
   const int t = blockIdx.x, i = threadIdx.x * 8;
   float r[8];
   if (ids != nullptr) {
@@ -98,7 +103,10 @@ __global__ void __launch_bounds__(128) add_rms_norm_kernel(const uint16_t* __res
   ss = group_sum<32>(ss);
   if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
   __syncthreads();
-  const float inv = rsqrtf((part[0] + part[1] + part[2] + part[3]) / D + eps);
+  float tot = part[0];
+#pragma unroll
+  for (int w = 1; w < NORM_THREADS / 32; ++w) tot += part[w];
+  const float inv = rsqrtf(tot / D + eps);
   float wv[8], y[8];
   load8(w + i, wv);
 #pragma unroll
@@ -106,8 +114,10 @@ __global__ void __launch_bounds__(128) add_rms_norm_kernel(const uint16_t* __res
   store8(out + static_cast<size_t>(t) * D + i, y);
 }
 
-// ---- DeltaNet inputs: block = one token, 256 threads; pass p = q, k, v covers 2048 channels,
-// thread owns channels p*2048 + tid*8 .. +8, a head = 16 consecutive threads -----------------
+// ---- DeltaNet inputs: block = one token, 256 threads; pass p covers conv channels p*2048 ..
+// p*2048 + 2047 of [q | k | v] (DN_CONV / 2048 passes), thread owns channels p*2048 + tid*8 .. +8,
+// a head = 16 consecutive threads; q and k are l2-normed per head -----------------------------
+static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds one of q, k, v");
 __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                       int slot, const uint16_t* __restrict__ conv_w,
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
@@ -116,7 +126,7 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
                                                       float* __restrict__ beta) {
   const int t = blockIdx.x, tid = threadIdx.x, start = table_start(table);
   const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
-  for (int p = 0; p < 3; ++p) {
+  for (int p = 0; p < DN_CONV / 2048; ++p) {
     const int c = p * 2048 + tid * 8;
     float cw[4][8];  // conv_w [6144][4]: channels c..c+7 are 32 consecutive values, cw[m][n] = w[c + 2m + n/4][n%4]
 #pragma unroll
@@ -135,8 +145,11 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
     float y[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(rnd(acc[e])));
-    uint16_t* dst = (p == 0 ? q : p == 1 ? k : v) + static_cast<size_t>(t) * 2048 + tid * 8;
-    if (p < 2) {  // l2norm over the head's 128 channels (16 threads)
+    constexpr int QP = DN_KEY / 2048;  // the q passes (as many k passes follow, then v's)
+    uint16_t* dst = p < QP       ? q + static_cast<size_t>(t) * DN_KEY + p * 2048 + tid * 8
+                    : p < 2 * QP ? k + static_cast<size_t>(t) * DN_KEY + (p - QP) * 2048 + tid * 8
+                                 : v + static_cast<size_t>(t) * DN_VAL + (p - 2 * QP) * 2048 + tid * 8;
+    if (p < 2 * QP) {  // l2norm over the head's 128 channels (16 threads)
       float ss = 0.f;
 #pragma unroll
       for (int e = 0; e < 8; ++e) ss += y[e] * y[e];
@@ -146,33 +159,39 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
     }
     store8(dst, y);
   }
-  if (tid < DN_H) {
+  static_assert(DN_HV <= 256, "dn_prep: a thread a value head's gates");
+  if (tid < DN_HV) {
     const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
     const float x = bf(row[DN_A + tid]) + bf(dt_bias[tid]);
     const float softplus = x > 20.f ? x : log1pf(expf(x));
     const bool pad = t >= table_valid(table);  // (no decay, no update: the state passes the row unchanged)
-    g[t * DN_H + tid] = pad ? 0.f : -expf(bf(a_log[tid])) * softplus;
-    beta[t * DN_H + tid] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + tid])));
+    g[t * DN_HV + tid] = pad ? 0.f : -expf(bf(a_log[tid])) * softplus;
+    beta[t * DN_HV + tid] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + tid])));
   }
 }
 
-// ---- DeltaNet output norm: block = one token, 256 threads x 8 = 16 heads x 128 -------------
+// ---- DeltaNet output norm: block = one token, 256 threads x 8 = 16 heads x 128 a pass (DN_VAL / 2048 passes) --
 __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __restrict__ o, const uint16_t* __restrict__ proj,
                                                           const uint16_t* __restrict__ w, const int64_t* __restrict__ table,
                                                           int slot, uint16_t* __restrict__ out, float eps) {
   const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
   const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
-  float x[8], z[8], wv[8], y[8];
-  load8(o + static_cast<size_t>(t) * 2048 + i, x);
-  load8(row + DN_Z + i, z);
+  float wv[8];
   load8(w + (i & (DN_HD - 1)), wv);
-  float ss = 0.f;
 #pragma unroll
-  for (int e = 0; e < 8; ++e) ss += x[e] * x[e];
-  const float inv = rsqrtf(group_sum<16>(ss) / DN_HD + eps);
+  for (int pass = 0; pass < DN_VAL / 2048; ++pass) {
+    const int c = pass * 2048 + i;
+    float x[8], z[8], y[8];
+    load8(o + static_cast<size_t>(t) * DN_VAL + c, x);
+    load8(row + DN_Z + c, z);
+    float ss = 0.f;
 #pragma unroll
-  for (int e = 0; e < 8; ++e) y[e] = rnd(wv[e] * rnd(x[e] * inv)) * siluf_(z[e]);
-  store8(out + static_cast<size_t>(t) * 2048 + i, y);
+    for (int e = 0; e < 8; ++e) ss += x[e] * x[e];
+    const float inv = rsqrtf(group_sum<16>(ss) / DN_HD + eps);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) y[e] = rnd(wv[e] * rnd(x[e] * inv)) * siluf_(z[e]);
+    store8(out + static_cast<size_t>(t) * DN_VAL + c, y);
+  }
   const int valid = table_valid(table);
   if (t >= valid - 3 && t < valid) {  // this token's pre-conv inputs are among the last three: keep them for decode
     uint16_t* ring = table_ptr<uint16_t>(table, ST_CONV) + (static_cast<size_t>(slot) * 4 + ((table_start(table) + t) & 3)) * DN_CONV;
@@ -208,8 +227,11 @@ __global__ void silu_mul_kernel(const uint16_t* __restrict__ gu, uint16_t* __res
   }
 }
 
-// ---- attention inputs: block = one token, 12 warps; warp h < 8 owns q head h, warps 8-9 the
-// k heads, 10-11 the v heads; lane owns dims lane*8 .. +8 of its head ---------------------------
+// ---- attention inputs: block = one token, FA_HQ + 2 FA_HKV warps (12 at the 0.8B); warp h < FA_HQ
+// owns q head h, the next FA_HKV the k heads, the last FA_HKV the v heads; lane owns dims lane*8 .. +8
+// of its head ------------------------------------------------------------------------------------
+constexpr int ATTN_PREP_THREADS = 32 * (FA_HQ + 2 * FA_HKV);
+static_assert(ATTN_PREP_THREADS <= 1024 && FA_HD == 256, "attn_prep: a warp a head, 8 dims a lane");
 __device__ __forceinline__ void norm_rope_head(float (&x)[8], const uint16_t* w, const uint16_t* cs, int lane, float eps) {
   float ss = 0.f;
 #pragma unroll
@@ -231,7 +253,7 @@ __device__ __forceinline__ void norm_rope_head(float (&x)[8], const uint16_t* w,
   }
 }
 
-__global__ void __launch_bounds__(384) attn_prep_kernel(const uint16_t* __restrict__ proj, const uint16_t* __restrict__ q_w,
+__global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(const uint16_t* __restrict__ proj, const uint16_t* __restrict__ q_w,
                                                         const uint16_t* __restrict__ k_w, const int64_t* __restrict__ table,
                                                         int slot, int max_seq, uint16_t* __restrict__ qbuf,
                                                         uint16_t* __restrict__ kv, float eps) {
@@ -274,8 +296,9 @@ __global__ void kv_prefix_kernel(const int64_t* __restrict__ table, int slot, in
   }
 }
 
-// ---- attention output gate: block = one token, 256 threads x 8 = 8 heads x 256 -----------------
-__global__ void __launch_bounds__(256) attn_gate_kernel(const uint16_t* __restrict__ o, long long sh, long long st,
+// ---- attention output gate: block = one token, FA_HQ warps x 32 lanes x 8 = FA_HQ heads x 256 ---
+constexpr int GATE_THREADS = 32 * FA_HQ;
+__global__ void __launch_bounds__(GATE_THREADS) attn_gate_kernel(const uint16_t* __restrict__ o, long long sh, long long st,
                                                         const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                         uint16_t* __restrict__ out) {
   const int t = blockIdx.x, h = threadIdx.x >> 5, d = (threadIdx.x & 31) * 8;
@@ -291,10 +314,10 @@ __global__ void __launch_bounds__(256) attn_gate_kernel(const uint16_t* __restri
   store8(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d, y);
 }
 
-// ---- attention in pieces, merged and gated: block = one token, 256 threads x 8 = 8 heads x 256 (attn_gate's) --
+// ---- attention in pieces, merged and gated: block = one token, FA_HQ heads x 256 (attn_gate's threads) --
 // every thread of head h reads the same S + 1 log-sum-exps (L1 broadcasts); pieces whose weight is 0
 // (no key before the start in them) are not read
-__global__ void __launch_bounds__(256) attn_merge_gate_kernel(const uint16_t* __restrict__ o_ctx, const float* __restrict__ lse_ctx,
+__global__ void __launch_bounds__(GATE_THREADS) attn_merge_gate_kernel(const uint16_t* __restrict__ o_ctx, const float* __restrict__ lse_ctx,
                                                               long long ls_s, long long ls_h, long long ls_t, int S,
                                                               const uint16_t* __restrict__ o_new, const float* __restrict__ lse_new,
                                                               long long ln_h, long long ln_t, const uint16_t* __restrict__ proj,
@@ -328,28 +351,30 @@ __global__ void __launch_bounds__(256) attn_merge_gate_kernel(const uint16_t* __
   store8(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d, y);
 }
 
-// ---- lm_head GEMV: block = 8 warps x 4 rows; lane reads 16 bytes at lane*8 + 256*c of a row ------
-constexpr int LM_ROWS_PER_WARP = 4, LM_WARPS = 8;
+// ---- lm_head GEMV: block = 8 warps x LM_ROWS_PER_WARP rows (4 at D = 1024: 16 registers of weights
+// a lane); lane reads 16 bytes at lane*8 + 256*c of a row ------
+constexpr int LM_CH = D / 256, LM_ROWS_PER_WARP = LM_CH <= 4 ? 4 : 16 / LM_CH, LM_WARPS = 8;
+static_assert(LM_CH * LM_ROWS_PER_WARP <= 16, "lm_head: 16 registers of weights a lane");
 __global__ void __launch_bounds__(256) lm_head_kernel(const uint16_t* __restrict__ rows, const int64_t* __restrict__ table,
                                                       const uint16_t* __restrict__ w, float* __restrict__ logits, int vocab) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const uint16_t* x = rows + static_cast<size_t>(table_valid(table) - 1) * D;  // the last valid row
   const int row0 = (blockIdx.x * LM_WARPS + warp) * LM_ROWS_PER_WARP;
-  float xv[4][8];
+  float xv[LM_CH][8];
 #pragma unroll
-  for (int c = 0; c < 4; ++c) load8(x + lane * 8 + 256 * c, xv[c]);
-  uint4 wv[LM_ROWS_PER_WARP][4];
+  for (int c = 0; c < LM_CH; ++c) load8(x + lane * 8 + 256 * c, xv[c]);
+  uint4 wv[LM_ROWS_PER_WARP][LM_CH];
 #pragma unroll
   for (int r = 0; r < LM_ROWS_PER_WARP; ++r)
 #pragma unroll
-    for (int c = 0; c < 4; ++c)
+    for (int c = 0; c < LM_CH; ++c)
       wv[r][c] = row0 + r < vocab ? __ldcs(reinterpret_cast<const uint4*>(w + static_cast<size_t>(row0 + r) * D + lane * 8 + 256 * c))
                                   : make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int r = 0; r < LM_ROWS_PER_WARP; ++r) {
     float acc = 0.f;
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < LM_CH; ++c) {
       const uint32_t u[4] = {wv[r][c].x, wv[r][c].y, wv[r][c].z, wv[r][c].w};
 #pragma unroll
       for (int e = 0; e < 4; ++e)
@@ -369,7 +394,7 @@ inline int blocks_for(size_t n, int threads, int cap = 132 * 8) {
 
 cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* embed, uint16_t* residual,
                          const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s) {
-  add_rms_norm_kernel<<<T, 128, 0, s>>>(x, ids, embed, residual, w, out, eps);
+  add_rms_norm_kernel<<<T, NORM_THREADS, 0, s>>>(x, ids, embed, residual, w, out, eps);
   return cudaGetLastError();
 }
 
@@ -403,7 +428,7 @@ cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s) {
 
 cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table, int slot,
                       int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s) {
-  attn_prep_kernel<<<T, 384, 0, s>>>(proj, q_w, k_w, table, slot, max_seq, qbuf, kv, eps);
+  attn_prep_kernel<<<T, ATTN_PREP_THREADS, 0, s>>>(proj, q_w, k_w, table, slot, max_seq, qbuf, kv, eps);
   return cudaGetLastError();
 }
 
@@ -415,14 +440,14 @@ cudaError_t kv_prefix(const int64_t* table, int slot, int max_seq, uint16_t* kv,
 
 cudaError_t attn_gate(const uint16_t* o, long long o_stride_h, long long o_stride_t, const uint16_t* proj,
                       const int64_t* table, uint16_t* out, int T, cudaStream_t s) {
-  attn_gate_kernel<<<T, 256, 0, s>>>(o, o_stride_h, o_stride_t, proj, table, out);
+  attn_gate_kernel<<<T, GATE_THREADS, 0, s>>>(o, o_stride_h, o_stride_t, proj, table, out);
   return cudaGetLastError();
 }
 
 cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long long ls_s, long long ls_h, long long ls_t,
                             int S, const uint16_t* o_new, const float* lse_new, long long ln_h, long long ln_t,
                             const uint16_t* proj, const int64_t* table, uint16_t* out, int T, cudaStream_t s) {
-  attn_merge_gate_kernel<<<T, 256, 0, s>>>(o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t, proj, table, out, T);
+  attn_merge_gate_kernel<<<T, GATE_THREADS, 0, s>>>(o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t, proj, table, out, T);
   return cudaGetLastError();
 }
 

@@ -27,12 +27,13 @@ __device__ __forceinline__ int phase_kind(int q) { return q % PHASES_PER_LAYER; 
 // (the ring's producer copies them chunk by chunk, the register schedule's warps load them
 // straight into registers). rows = 0: the phase reads no matrix (a DeltaNet core, an attention core's
 // block with no unit) or the launch stops before it.
+// A matrix's rows are cut into pieces (shapes.cuh PIECE, row_parts): the slice counts pieces.
 struct PhaseSlice {
   const uint16_t* w;   // the block's first row
   const uint16_t* w2;  // gate/up: the first up row (a chunk's second half); an attention core: the first V row; else null
-  int rows;            // rows in the slice (gate/up: units, each a gate and an up row; attention: positions)
-  int rpc;             // rows per ring chunk (RING_SLOT / (2 * k); gate/up: 4 units of 2 half-slots)
-  int k;               // row length
+  int rows;            // pieces in the slice (gate/up: of the gate rows, each with its up piece; attention: positions)
+  int rpc;             // pieces per ring chunk (RING_SLOT / (2 * k); gate/up: 4 of 2 half-slots)
+  int k;               // piece length (an attention core: a K or V row)
 };
 
 // attention unit u of a step: batch row b (rows in order, row b has FA_HKV * row_splits(b) units), kv
@@ -73,21 +74,25 @@ __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
   if (q >= NPHASES || (a.stop_after >= 0 && q > a.stop_after)) return {nullptr, nullptr, 0, 1, D};
   if (is_lm_head(q)) {
     const int r0 = part(VOCAB, b, G);
-    return {a.embed + (size_t)r0 * D, nullptr, part(VOCAB, b + 1, G) - r0, 8, D};
+    return {a.lm_head + (size_t)r0 * D, nullptr, (part(VOCAB, b + 1, G) - r0) * D_PIECES, 8, PIECE};
   }
   const int l = phase_layer(q), r0 = part(D, b, G), r1 = part(D, b + 1, G);
   switch (phase_kind(q)) {
     case PH_IN_PROJ: {
       const int R = is_full_attention(l) ? FA_QKV : DN_WIN, i0 = part(R, b, G);
-      return {lw<uint16_t>(a, l, SL_WIN) + (size_t)i0 * D, nullptr, part(R, b + 1, G) - i0, 8, D};
+      return {lw<uint16_t>(a, l, SL_WIN) + (size_t)i0 * D, nullptr, (part(R, b + 1, G) - i0) * D_PIECES, 8, PIECE};
     }
-    case PH_OUT_PROJ: return {lw<uint16_t>(a, l, SL_OUT) + (size_t)r0 * DN_VAL, nullptr, r1 - r0, 4, DN_VAL};
+    case PH_OUT_PROJ:
+      return {lw<uint16_t>(a, l, SL_OUT) + (size_t)r0 * DN_VAL, nullptr, (r1 - r0) * row_parts(DN_VAL), parts_per_chunk(DN_VAL),
+              DN_VAL / row_parts(DN_VAL)};
     case PH_GATE_UP: {
       const int u0 = part(INTER, b, G);
       const uint16_t* gu = lw<uint16_t>(a, l, SL_GATE_UP);
-      return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, part(INTER, b + 1, G) - u0, 4, D};
+      return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, (part(INTER, b + 1, G) - u0) * D_PIECES, 4, PIECE};
     }
-    case PH_DOWN: return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, r1 - r0, 2, INTER};
+    case PH_DOWN:
+      return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, (r1 - r0) * row_parts(INTER), parts_per_chunk(INTER),
+              INTER / row_parts(INTER)};
     default: {  // a core: the DeltaNet's reads no matrix; an attention core's first unit its past K/V
       AttUnit un;
       if (is_full_attention(l) && first_att_unit(a, step, un)) return att_kv_slice(a, l, un, step);
@@ -96,21 +101,21 @@ __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
   }
 }
 static_assert(DN_VAL == FA_OIN, "phase_slice: both kinds of out-projection have rows of DN_VAL");
-static_assert(RING_SLOT == 8 * 2 * D && RING_SLOT == 4 * 2 * DN_VAL && RING_SLOT >= 2 * 2 * INTER, "rows per chunk");
+static_assert(RING_SLOT == 8 * 2 * PIECE, "a K = D chunk: 8 pieces (gate/up: 4 gate, 4 up)");
 static_assert(ATT_RING_ROWS * FA_HD * 2 * 2 == RING_SLOT, "att_kv_slice: K and V rows of 16 positions fill a slot");
 
 // The small parameters phase q starts with, as this thread's float / bf16-pair bits: the norm
-// weight pair of an in-proj, gate/up or the lm_head; the gated norm's 4 weights of a DeltaNet
+// weight pairs of an in-proj, gate/up or the lm_head; the gated norm's 4 weights of a DeltaNet
 // out-proj; q-norm, k-norm weight and RoPE cos, sin of an attention core. (The ring schedule loads
 // them before the barrier that precedes q; the register schedule, out of registers, at q's start.)
 __device__ __forceinline__ uint4 phase_params(const Args& a, int q, int step) {
   const int t = threadIdx.x;
   if (q >= NPHASES) return make_uint4(0, 0, 0, 0);
-  if (is_lm_head(q)) return make_uint4(norm_pair(a.final_norm), 0, 0, 0);
+  if (is_lm_head(q)) return norm_pairs(a.final_norm);
   const int l = phase_layer(q);
   switch (phase_kind(q)) {
-    case PH_IN_PROJ: return make_uint4(norm_pair(lw<uint16_t>(a, l, SL_IN_NORM)), 0, 0, 0);
-    case PH_GATE_UP: return make_uint4(norm_pair(lw<uint16_t>(a, l, SL_POST_NORM)), 0, 0, 0);
+    case PH_IN_PROJ: return norm_pairs(lw<uint16_t>(a, l, SL_IN_NORM));
+    case PH_GATE_UP: return norm_pairs(lw<uint16_t>(a, l, SL_POST_NORM));
     case PH_OUT_PROJ:
       if (is_full_attention(l)) return make_uint4(0, 0, 0, 0);
       {

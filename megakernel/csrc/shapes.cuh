@@ -16,19 +16,36 @@
 
 namespace mk {
 
-// ---- the model: shared/qwen3_5_0_8b_config.json ----------------------------------------
-constexpr int D = 1024;                  // hidden_size
-constexpr int INTER = 3584;              // intermediate_size (MLP)
-constexpr int VOCAB = 248320;            // vocab_size: tied embedding and lm_head rows
-constexpr int NLAYER = 24;               // num_hidden_layers
-constexpr int FULL_ATTENTION_INTERVAL = 4;  // layer_types: (linear, linear, linear, full) x 6
-constexpr int DN_H = 16;                 // linear_num_key_heads = linear_num_value_heads
+// ---- the model: shared/qwen3_5_0_8b_config.json, or the family member the build defines ----------
+// One build per shape: megakernel/family.py turns a config into the MK_* defines below (and says
+// which configs the kernels cannot take, naming the field); without them the build is the 0.8B's.
+#ifndef MK_D
+#define MK_D 1024
+#define MK_INTER 3584
+#define MK_VOCAB 248320
+#define MK_NLAYER 24
+#define MK_DN_HK 16
+#define MK_DN_HV 16
+#define MK_FA_HQ 8
+#define MK_FA_HKV 2
+#define MK_TIED 1
+#endif
+constexpr int D = MK_D;                  // hidden_size
+constexpr int INTER = MK_INTER;          // intermediate_size (MLP)
+constexpr int VOCAB = MK_VOCAB;          // vocab_size: embedding and lm_head rows
+constexpr bool TIED = MK_TIED;           // tie_word_embeddings: the lm_head is the embedding (else its own matrix)
+constexpr int NLAYER = MK_NLAYER;        // num_hidden_layers
+constexpr int FULL_ATTENTION_INTERVAL = 4;  // layer_types: (linear, linear, linear, full) x NLAYER / 4
+constexpr int DN_HK = MK_DN_HK;          // linear_num_key_heads (q and k)
+constexpr int DN_HV = MK_DN_HV;          // linear_num_value_heads (v, the state, the gates): value head h reads key head h / DN_GROUP
+constexpr int DN_GROUP = DN_HV / DN_HK;  // value heads per key head
 constexpr int DN_DK = 128, DN_DV = 128;  // linear_key_head_dim, linear_value_head_dim
 constexpr int CONV_K = 4;                // linear_conv_kernel_dim
-constexpr int FA_HQ = 8, FA_HKV = 2;     // num_attention_heads, num_key_value_heads
+constexpr int FA_HQ = MK_FA_HQ, FA_HKV = MK_FA_HKV;  // num_attention_heads, num_key_value_heads
 constexpr int FA_HD = 256;               // head_dim
 constexpr int FA_ROT = 64;               // head_dim * partial_rotary_factor (0.25)
 constexpr float RMS_EPS = 1e-6f;         // rms_norm_eps
+static_assert(NLAYER % FULL_ATTENTION_INTERVAL == 0 && DN_HV % DN_HK == 0, "the layer pattern; value heads per key head");
 
 // the layer pattern: layer l is full attention when l % 4 == 3, else Gated DeltaNet; each kind
 // numbers its own layers (the state's first index)
@@ -42,14 +59,14 @@ constexpr int NFA = NLAYER / FULL_ATTENTION_INTERVAL;  // 6
 constexpr int NDN = NLAYER - NFA;                      // 18
 
 // ---- derived widths and the packed in-projections ---------------------------------------
-constexpr int DN_KEY = DN_H * DN_DK;                 // 2048
-constexpr int DN_VAL = DN_H * DN_DV;                 // 2048
+constexpr int DN_KEY = DN_HK * DN_DK;                // 2048 (0.8B)
+constexpr int DN_VAL = DN_HV * DN_DV;                // 2048
 constexpr int DN_CONV = 2 * DN_KEY + DN_VAL;         // 6144 conv channels [q | k | v]
 constexpr int DN_WIN_Z = DN_CONV;                    // DeltaNet in-projection rows [qkv | z | b | a]
 constexpr int DN_WIN_B = DN_WIN_Z + DN_VAL;
-constexpr int DN_WIN_A = DN_WIN_B + DN_H;
-constexpr int DN_WIN = DN_WIN_A + DN_H;              // 8224
-constexpr int DN_STATE_FLOATS = DN_H * DN_DV * DN_DK;  // one layer's recurrent state
+constexpr int DN_WIN_A = DN_WIN_B + DN_HV;
+constexpr int DN_WIN = DN_WIN_A + DN_HV;             // 8224
+constexpr int DN_STATE_FLOATS = DN_HV * DN_DV * DN_DK;  // one layer's recurrent state
 constexpr int DN_ROW_FLOATS = NDN * DN_STATE_FLOATS;   // one row's dn_state
 constexpr int CONV_ROW = NDN * CONV_K * DN_CONV;       // one row's conv_ring (elements)
 constexpr int FA_GROUP = FA_HQ / FA_HKV;             // q heads per kv head (4)
@@ -62,11 +79,14 @@ constexpr int FA_OIN = FA_HQ * FA_HD;                // 2048 attention outputs (
 // A state holds B sequences (rows, 1 <= B <= MAX_BATCH), each at its own position; the row is
 // the outermost index, so row r of every tensor is one contiguous block (a prefill into row r
 // sees a batch-1 state there).
-//   dn_state  fp32 [B][NDN][DN_H][DN_DV][DN_DK]   (k contiguous: S transposed against reference.ModelState)
+//   dn_state  fp32 [B][NDN][DN_HV][DN_DV][DN_DK]   (k contiguous: S transposed against reference.ModelState)
 //   conv_ring bf16 [B][NDN][CONV_K][DN_CONV]      pre-conv inputs, column = position % CONV_K
 //   k_cache, v_cache bf16 [B][NFA][FA_HKV][max_seq][FA_HD]   (k after norm and RoPE)
 //   rope      bf16 [max_seq][2][FA_ROT / 2]       cos, sin of position * inv_freq (torch computes them; shared by the rows)
-constexpr int MAX_BATCH = 8;                         // sequences one decode launch takes
+// The batch kernels (matvec_mma.cuh's tiles, delta_rule.cuh's dn_core_heads) are written for the
+// 0.8B's widths; every other shape decodes one sequence per launch.
+constexpr bool BATCH_SHAPES = D == 1024 && INTER == 3584 && DN_HV == 16 && FA_HQ * FA_HD == 2048;
+constexpr int MAX_BATCH = BATCH_SHAPES ? 8 : 1;      // sequences one decode launch takes
 static_assert(CONV_K == 4, "the conv ring's column arithmetic (& 3) assumes 4 taps");
 
 // ---- launch geometry and the decode schedule ----------------------------------------------
@@ -75,7 +95,7 @@ constexpr int PHASES_PER_LAYER = 5;                  // in-proj | mixer core | o
 constexpr int NPHASES = NLAYER * PHASES_PER_LAYER + 1;  // + final norm / lm_head / argmax
 constexpr int NBARRIERS = NLAYER * PHASES_PER_LAYER;    // a grid barrier after every layer phase
 constexpr int DN_VSLICES = 8;                        // a DeltaNet head's 128 v rows over 8 units
-constexpr int DN_UNITS = DN_H * DN_VSLICES;          // 128 recurrence units
+constexpr int DN_UNITS = DN_HV * DN_VSLICES;         // 128 recurrence units (0.8B)
 constexpr int ATT_MAX_SPLIT = 64;                    // attention split-K units per kv head
 constexpr int ATT_PART = FA_HD + 4;                  // one partial: m, l, 2 pad, acc[256]
 constexpr int OUT_MERGE_MAX = 8;                     // 2..8 splits: the out-projection merges the partials
@@ -93,7 +113,25 @@ MK_HOST_DEVICE constexpr int attention_splits(int pos, int per_split) {
 
 // the weight ring (the default schedule): slots of 16 KB in shared memory
 constexpr int RING_SLOT = 16384;                     // bytes: 8 rows of K=1024, 4 of K=2048, 2 of K=3584
-constexpr int RING_MIN_SLOTS = 8;                    // a matrix phase's item reads up to 8 slots at once
+constexpr int RING_MIN_SLOTS = 8;
+// The matrix phases cut rows into pieces that the 0.8B's work items take whole:
+//   K = D (in-projections, gate/up, lm_head): a row is D_PIECES pieces of PIECE columns (one piece
+//     at the 0.8B; 2 at D = 2048, 4 at D = 4096), a ring chunk 8 pieces (gate/up: 4 gate, 4 up);
+//   K = DN_VAL, INTER (out-projections, down): a row is row_parts(K) >= 2 pieces, each at most 16 x
+//     256 columns (a lane's 16 registers of weights), a chunk parts_per_chunk(K) of them.
+// Consecutive rows' pieces are consecutive in memory, so a chunk stays one contiguous copy.
+constexpr int PIECE = 1024;
+constexpr int D_PIECES = D / PIECE;
+MK_HOST_DEVICE constexpr int row_parts(int k) {
+  int p = 2;
+  while (k / p > 16 * 256) p *= 2;
+  return p;
+}
+MK_HOST_DEVICE constexpr int parts_per_chunk(int k) { return RING_SLOT / (2 * (k / row_parts(k))); }
+static_assert(D % PIECE == 0 && 4 % D_PIECES == 0, "hidden_size: 1024, 2048 or 4096 (a warp's 4 pieces are whole rows)");
+static_assert(DN_VAL % (256 * row_parts(DN_VAL)) == 0 && INTER % (256 * row_parts(INTER)) == 0,
+              "out-projection and down rows: pieces of whole 256-column steps");
+static_assert(row_parts(INTER) <= 16 && parts_per_chunk(INTER) >= 1 && parts_per_chunk(DN_VAL) >= 1, "a piece within a ring slot");                    // a matrix phase's item reads up to 8 slots at once
 constexpr int RING_MAX_SLOTS = 16;
 
 // the schedules (Args::schedule; configure() says which fit this GPU)
@@ -115,7 +153,7 @@ enum LayerSlot : int {
 // ---- the decode workspace: one byte buffer of these areas (bytes, 128-aligned), each [MAX_BATCH]
 // rows of the width below (row b of an area at b * its width) ---------------------------------
 constexpr int align128(int n) { return (n + 127) & ~127; }
-constexpr int ZAB_W = DN_VAL + 2 * DN_H;                                  // z | b | a
+constexpr int ZAB_W = DN_VAL + 2 * DN_HV;                                  // z | b | a
 constexpr int APART_W = FA_HKV * ATT_MAX_SPLIT * FA_GROUP * ATT_PART;     // attention split partials
 constexpr int WS_HIDDEN = 0;                                              // bf16 [D] residual stream
 constexpr int WS_ZAB = WS_HIDDEN + align128(2 * D * MAX_BATCH);           // bf16 [ZAB_W]: z | b | a
