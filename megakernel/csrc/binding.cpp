@@ -95,7 +95,6 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
   check_tensor(layer_table, op, "layer_table", torch::kInt64, {NLAYER, NSLOT});
   check_tensor(embed, op, "embed", bf, {VOCAB, D});
   check_tensor(lm_head, op, "lm_head", bf, {VOCAB, D});
-  TORCH_CHECK(!TIED || lm_head.data_ptr() == embed.data_ptr(), op, ": the config ties the lm_head to the embedding: pass the embedding as lm_head");
   check_tensor(final_norm, op, "final_norm", bf, {D});
   check_tensor(dn_state, op, "dn_state", f32, {B, NDN, DN_HV, DN_DV, DN_DK});
   check_tensor(conv_ring, op, "conv_ring", bf, {B, NDN, CONV_K, DN_CONV});

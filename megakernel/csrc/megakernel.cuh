@@ -55,7 +55,7 @@ struct Args {
   int stop_after;             // debug: the last phase to run (-1: all; one-step launches)
   int schedule;               // Schedule
   int ring_slots;             // the ring's slots (RING_MIN_SLOTS..the most configure() found room for)
-  const uint16_t* lm_head;    // [VOCAB][D] bf16: the embedding itself where the config ties them (shapes.cuh TIED)
+  const uint16_t* lm_head;    // [VOCAB][D] bf16: the tier passes the embedding itself where the config ties them (shapes.cuh TIED)
 };
 
 // What configure() found: blocks_per_sm of the register kernel (each kernel wants 1); for batch
