@@ -135,27 +135,40 @@ def test_every_layer_within_bf16_bounds(family, prompt_len):
     assert_layers_within_bf16_bounds(traces["megakernel"], traces["fp32"], traces["base"], base_name, keys)
 
 
+def forced_logits(tier, prompt, forced):
+    """The logits of `prompt` then each of `forced` fed in turn (fp32, on the CPU) [len(forced), vocab]."""
+    state = tier.new_state(max_seq_len=prompt.shape[1] + len(forced) + 8)
+    tier.prefill(prompt, state)
+    return torch.stack([tier.decode(forced[t:t + 1], state).float().view(-1).cpu() for t in range(len(forced))])
+
+
 @gpu
 def test_teacher_forced_128_steps_no_drift(family):
+    """128 teacher-forced steps against the fp32 reference: every step's logits within 1.5x (+0.005)
+    the bf16 baseline's own error on the same step (transformers' where it runs; the 0.8B's per-layer
+    rule: at the 9B the logits of a bf16 model sit 5-8% off fp32, past the 0.8B test's absolute 8%),
+    no drift (the last 32 steps' mean within 1.5x the first 32's + 0.01), the same argmax as the
+    reference on >= 75% of the steps."""
     from megakernel.tier import MegakernelTier
 
     config, weights = family
-    mk = MegakernelTier(config, weights, device="cuda")
-    ref = ReferenceTier(config, weights, device="cuda", dtype=torch.float32)
     prompt, forced = random_ids(16, 3), random_ids(128, 4)[0]
-    s_mk, s_ref = mk.new_state(max_seq_len=160), ref.new_state(max_seq_len=160)
-    mk.prefill(prompt, s_mk)
-    ref.prefill(prompt, s_ref)
-    errs, agree = [], 0
-    for t in range(128):
-        a, b = mk.decode(forced[t:t + 1], s_mk).float(), ref.decode(forced[t:t + 1], s_ref).float()
-        errs.append(((a - b).norm() / b.norm()).item())
-        agree += int(a.argmax() == b.argmax())
-    del mk, ref
-    free()
-    first, last = sum(errs[:32]) / 32, sum(errs[-32:]) / 32
-    assert max(errs) < 0.08, errs
+    logits = {}
+    for name, make in (("base", lambda: baseline_tier(config, weights)[1]),
+                       ("fp32", lambda: ReferenceTier(config, weights, device="cuda", dtype=torch.float32)),
+                       ("megakernel", lambda: MegakernelTier(config, weights, device="cuda"))):
+        tier = make()
+        logits[name] = forced_logits(tier, prompt, forced)
+        del tier
+        free()
+    ref = logits["fp32"]
+    err = {k: ((logits[k] - ref).norm(dim=1) / ref.norm(dim=1)).tolist() for k in ("megakernel", "base")}
+    report = [f"step {t}: megakernel {e:.3e}, base {b:.3e}" for t, (e, b) in enumerate(zip(err["megakernel"], err["base"]))]
+    assert all(e <= 1.5 * b + 5e-3 for e, b in zip(err["megakernel"], err["base"])), "\n".join(report)
+    e = err["megakernel"]
+    first, last = sum(e[:32]) / 32, sum(e[-32:]) / 32
     assert last <= 1.5 * first + 0.01, (first, last)
+    agree = int((logits["megakernel"].argmax(1) == ref.argmax(1)).sum())
     assert agree >= 0.75 * 128, agree
 
 
