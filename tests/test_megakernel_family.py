@@ -11,6 +11,7 @@ their init values) and kept on the CPU; each test builds the tiers it needs and 
 """
 
 import gc
+import json
 import os
 import shutil
 import subprocess
@@ -164,6 +165,9 @@ def test_teacher_forced_128_steps_no_drift(family):
     ref = logits["fp32"]
     err = {k: ((logits[k] - ref).norm(dim=1) / ref.norm(dim=1)).tolist() for k in ("megakernel", "base")}
     report = [f"step {t}: megakernel {e:.3e}, base {b:.3e}" for t, (e, b) in enumerate(zip(err["megakernel"], err["base"]))]
+    if os.environ.get("OUT"):  # (a GPU run keeps the per-step errors: docs/results)
+        with open(os.path.join(os.environ["OUT"], f"teacher_forced_{config.name}.json"), "w") as f:
+            json.dump(err, f)
     assert all(e <= 1.5 * b + 5e-3 for e, b in zip(err["megakernel"], err["base"])), "\n".join(report)
     e = err["megakernel"]
     first, last = sum(e[:32]) / 32, sum(e[-32:]) / 32
