@@ -36,16 +36,16 @@ CONSTRAINTS = (
     "linear_num_value_heads a multiple of 16 and of linear_num_key_heads",
     "num_attention_heads = 4 x num_key_value_heads (a unit's 4 q heads); num_attention_heads x 256 = "
     "linear_num_value_heads x 128 (one out-projection width) and a multiple of 2048",
-    "layer_types: (linear, linear, linear, full) repeated",
+    "layer_types: at most 64 layers, at least one of each kind (any order)",
     "vocab_size x 1024 < 2^32",
 ) + tuple(f"{f} = {v} ({why})" for f, v, why in FIXED)
 
 DEFAULT_NAMESPACE = "qwen35_megakernel"
 
 
-def _layer_pattern_ok(c: ModelConfig) -> bool:
-    return c.num_layers % 4 == 0 and all(
-        kind == ("full_attention" if i % 4 == 3 else "linear_attention") for i, kind in enumerate(c.layer_types))
+def full_mask(c: ModelConfig) -> int:
+    """layer_types as csrc/shapes.cuh's FULL_MASK: bit l set where layer l is full attention."""
+    return sum(1 << i for i, kind in enumerate(c.layer_types) if kind == "full_attention")
 
 
 def _row_parts(k: int) -> int:
@@ -81,8 +81,10 @@ def config_problems(c: ModelConfig) -> list[str]:
     if oin != hv * 128 or oin % 2048:
         bad.append(f"num_attention_heads x head_dim={oin}: must equal linear_num_value_heads x 128={hv * 128} and be "
                    "a multiple of 2048 (one out-projection width; the merged attention load)")
-    if not _layer_pattern_ok(c):
-        bad.append("layer_types: must be (linear_attention x 3, full_attention) repeated")
+    kinds = set(c.layer_types)
+    if c.num_layers > 64 or kinds != {"linear_attention", "full_attention"}:
+        bad.append(f"layer_types ({c.num_layers} layers, kinds {sorted(kinds)}): must be at most 64 layers with at least "
+                   "one linear_attention and one full_attention layer (the pattern is a 64-bit mask)")
     if c.vocab_size * 1024 >= 1 << 32:
         bad.append(f"vocab_size={c.vocab_size}: vocab_size x 1024 must be < 2^32 (the blocks' 32-bit row products)")
     return bad
@@ -106,7 +108,8 @@ def kernel_defines(c: ModelConfig, _check: bool = True) -> dict[str, int]:
         raise ValueError(config_refusal(c))
     return {"MK_D": c.hidden_size, "MK_INTER": c.intermediate_size, "MK_VOCAB": c.vocab_size, "MK_NLAYER": c.num_layers,
             "MK_DN_HK": c.linear_num_key_heads, "MK_DN_HV": c.linear_num_value_heads, "MK_FA_HQ": c.num_attention_heads,
-            "MK_FA_HKV": c.num_key_value_heads, "MK_TIED": int(bool(c.tie_word_embeddings))}
+            "MK_FA_HKV": c.num_key_value_heads, "MK_TIED": int(bool(c.tie_word_embeddings)),
+            "MK_FULL_MASK": full_mask(c)}
 
 
 DEFAULT_DEFINES = kernel_defines(ModelConfig.qwen3_5_0_8b(), _check=False)
@@ -130,4 +133,5 @@ def nvcc_defines(c: ModelConfig) -> list[str]:
     """The -D flags of `c`'s build ([] for the 0.8B)."""
     if _is_default(c):
         return []
-    return [f"-D{k}={v}" for k, v in kernel_defines(c).items()] + [f"-DMK_OPS_NAMESPACE={ops_namespace(c)}"]
+    return ([f"-D{k}={v}" for k, v in kernel_defines(c).items() if k != "MK_FULL_MASK"]
+            + [f"-DMK_FULL_MASK={full_mask(c):#x}ull", f"-DMK_OPS_NAMESPACE={ops_namespace(c)}"])

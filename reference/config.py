@@ -190,6 +190,17 @@ class ModelConfig:
         )
 
     @classmethod
+    def tiny_megakernel(cls) -> "ModelConfig":
+        """The smallest model the megakernel builds (megakernel/family.py: its head widths and
+        warp maps fix hidden 1024, head dims 128 / 256), for GPU tests of the kernels' logic in
+        seconds: 5 layers in an irregular order (L, F, L, L, F), twice as many DeltaNet value heads
+        as key heads, 16 q heads over 4 kv heads, an untied lm_head, a 4,096-token vocabulary."""
+        return cls.qwen3_5_0_8b().replace(
+            name="tiny-megakernel", vocab_size=4096, intermediate_size=1536,
+            layer_types=(LINEAR, FULL, LINEAR, LINEAR, FULL), num_attention_heads=16, num_key_value_heads=4,
+            linear_num_value_heads=32, tie_word_embeddings=False, eos_token_ids=())
+
+    @classmethod
     def family_member(cls, name: str, hidden: int, inter: int, layers: int, heads: tuple[int, int],
                       linear_value_heads: int, tie: bool) -> "ModelConfig":
         """A public dense Qwen3.5 size: what its config.json says beyond what every size shares
@@ -203,7 +214,7 @@ class ModelConfig:
     def built_in(cls) -> dict:
         """Every built-in config's name → its constructor (`named` builds one)."""
         fm = cls.family_member
-        return {"qwen3.5-0.8b": cls.qwen3_5_0_8b, "tiny": cls.tiny,
+        return {"qwen3.5-0.8b": cls.qwen3_5_0_8b, "tiny": cls.tiny, "tiny-megakernel": cls.tiny_megakernel,
                 # Qwen/Qwen3.5-{2B,4B,9B,27B} config.json (text_config, tie_word_embeddings)
                 "qwen3.5-2b": lambda: fm("qwen3.5-2b", 2048, 6144, 24, (8, 2), 16, True),
                 "qwen3.5-4b": lambda: fm("qwen3.5-4b", 2560, 9216, 32, (16, 4), 32, True),

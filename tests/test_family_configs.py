@@ -40,7 +40,7 @@ def test_built_in_family_configs(name):
 
 def test_an_unknown_name_lists_the_built_in_ones():
     with pytest.raises(ConfigError, match=r"unknown config 'qwen3.5-3b'; expected one of \['qwen3.5-0.8b', "
-                                          r"'qwen3.5-27b', 'qwen3.5-2b', 'qwen3.5-4b', 'qwen3.5-9b', 'tiny'\]"):
+                                          r"'qwen3.5-27b', 'qwen3.5-2b', 'qwen3.5-4b', 'qwen3.5-9b', 'tiny', 'tiny-megakernel'\]"):
         ModelConfig.named("qwen3.5-3b")
 
 

@@ -124,7 +124,7 @@ def shapes_header() -> dict:
     text = open(os.path.join(CSRC, "shapes.cuh")).read()
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"constexpr int (\w+) = (\d+);", text)} | {
         m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+) = (\d+)[,;]", text)} | {
-        m.group(1): int(m.group(2)) for m in re.finditer(r"#define (MK_\w+) (\d+)", text)}
+        m.group(1): int(m.group(2), 0) for m in re.finditer(r"#define (MK_\w+) (0x[0-9a-f]+|\d+)", text)}
 
 
 def test_shapes_header_is_the_0_8b_config():
@@ -140,8 +140,7 @@ def test_shapes_header_is_the_0_8b_config():
     assert {f: v for f, v, _ in FIXED if f != "rms_norm_eps"} == {
         "linear_key_head_dim": h["DN_DK"], "linear_value_head_dim": h["DN_DV"], "linear_conv_kernel_dim": h["CONV_K"],
         "head_dim": h["FA_HD"], "rotary_dim": h["FA_ROT"], "linear_num_key_heads": h["MK_DN_HK"]}
-    interval = h["FULL_ATTENTION_INTERVAL"]
-    assert all((t == "full_attention") == (i % interval == interval - 1) for i, t in enumerate(c.layer_types))
+    assert all((t == "full_attention") == bool(h["MK_FULL_MASK"] >> i & 1) for i, t in enumerate(c.layer_types))
 
 
 class FakeConstants:

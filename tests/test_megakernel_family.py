@@ -1,8 +1,10 @@
-"""The megakernel built for other Qwen3.5 sizes (issue 22): the 2B (other widths) and the 9B (more
-DeltaNet value heads than key heads, an untied lm_head, 32 layers, hidden 4096) against the fp32
-reference on the GPU, by the 0.8B's bounds (tests/test_megakernel.py): every layer within the
-bf16 bounds, 128 teacher-forced steps, NaN-poisoned buffers, repeatability, prefill then decode,
-and compute-sanitizer memcheck. CPU tests: the build's defines, namespaces, cache folders and
+"""The megakernel built for other Qwen3.5 sizes (issue 22): tiny-megakernel (the smallest config
+the kernels build: 5 layers in an irregular order, value heads over key heads, an untied head; its
+tests run in seconds), the 2B (other widths) and the 9B (more DeltaNet value heads than key heads,
+an untied lm_head, 32 layers, hidden 4096) against the fp32 reference on the GPU, by the 0.8B's
+bounds (tests/test_megakernel.py): every layer within the bf16 bounds, 128 teacher-forced steps,
+NaN-poisoned buffers, repeatability, prefill then decode, both schedules and any grid to the same
+bits, many tokens in one launch equal to a launch a step, and compute-sanitizer memcheck. CPU tests: the build's defines, namespaces, cache folders and
 compile checks per size (megakernel/family.py).
 
 The weights are drawn on the GPU (megakernel.sanitize.gpu_random_weights: seeded, the norms off
@@ -25,10 +27,10 @@ from megakernel.build import cache_dir, compile_check, nvcc_path
 from megakernel.family import config_refusal, kernel_defines, nvcc_defines, ops_namespace, shape_tag
 from reference import ModelConfig, ReferenceTier
 
-from helpers import assert_layers_within_bf16_bounds, debug_poisoned, random_ids
+from helpers import assert_layers_within_bf16_bounds, debug_poisoned, random_ids, variant_restored
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SIZES = ("qwen3.5-2b", "qwen3.5-9b")
+SIZES = ("tiny-megakernel", "qwen3.5-2b", "qwen3.5-9b")
 gpu = pytest.mark.gpu
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed (CUDA toolkit missing)")
 
@@ -42,7 +44,10 @@ def test_each_size_gets_its_own_build_and_namespace():
     assert ops_namespace(big) == f"qwen35_megakernel_{shape_tag(big)}"
     assert f"-DMK_OPS_NAMESPACE={ops_namespace(big)}" in nvcc_defines(big)
     assert kernel_defines(big) == {"MK_D": 4096, "MK_INTER": 12288, "MK_VOCAB": 248320, "MK_NLAYER": 32, "MK_DN_HK": 16,
-                                   "MK_DN_HV": 32, "MK_FA_HQ": 16, "MK_FA_HKV": 4, "MK_TIED": 0}
+                                   "MK_DN_HV": 32, "MK_FA_HQ": 16, "MK_FA_HKV": 4, "MK_TIED": 0,
+                                   "MK_FULL_MASK": sum(1 << l for l in range(3, 32, 4))}
+    tiny = ModelConfig.named("tiny-megakernel")  # (an irregular layer order: L, F, L, L, F)
+    assert kernel_defines(tiny)["MK_FULL_MASK"] == 0b10010 and "-DMK_FULL_MASK=0x12ull" in nvcc_defines(tiny)
     folders = {cache_dir(["sm_90a"], c) for c in (None, small, big)}
     assert len(folders) == 3 and cache_dir(["sm_90a"], big).endswith(f"-sm_90a-{shape_tag(big)}")
     assert cache_dir(["sm_90a"], ModelConfig.qwen3_5_0_8b()) == cache_dir(["sm_90a"])  # the 0.8B: the sources' defaults
@@ -56,11 +61,14 @@ def test_every_refused_field_is_named_with_its_constraint():
         assert part in why, why
     with pytest.raises(ValueError, match="cannot be built"):
         kernel_defines(bad)
+    linear_only = ModelConfig.qwen3_5_0_8b().replace(layer_types=("linear_attention",) * 4)
+    assert "layer_types (4 layers, kinds ['linear_attention']): must be at most 64 layers with at least one" in \
+        config_refusal(linear_only)
 
 
 @needs_nvcc
-@pytest.mark.parametrize("name", SIZES)
-def test_compiles_for_each_size_without_gpu(name, tmp_path):
+@pytest.mark.parametrize("name", SIZES[1:])
+def test_compiles_for_each_size_without_gpu(name, tmp_path):  # (the tiny one is the GPU tests')
     """nvcc for sm_90a with the size's defines: every static_assert of the work maps holds, and only
     batch 1 is compiled (the batch kernels are the 0.8B widths')."""
     report = compile_check("sm_90a", out_dir=str(tmp_path), config=ModelConfig.named(name))
@@ -120,7 +128,7 @@ def test_every_layer_within_bf16_bounds(family, prompt_len):
     from megakernel.tier import MegakernelTier
 
     config, weights = family
-    prompt, token = random_ids(prompt_len, 1), random_ids(1, 2)[0]
+    prompt, token = random_ids(prompt_len, 1, config.vocab_size), random_ids(1, 2, config.vocab_size)[0]
     traces = {}
     for name, make in (("megakernel", lambda: MegakernelTier(config, weights, device="cuda")),
                        ("fp32", lambda: ReferenceTier(config, weights, device="cuda", dtype=torch.float32)),
@@ -153,7 +161,7 @@ def test_teacher_forced_128_steps_no_drift(family):
     from megakernel.tier import MegakernelTier
 
     config, weights = family
-    prompt, forced = random_ids(16, 3), random_ids(128, 4)[0]
+    prompt, forced = random_ids(16, 3, config.vocab_size), random_ids(128, 4, config.vocab_size)[0]
     logits = {}
     for name, make in (("base", lambda: baseline_tier(config, weights)[1]),
                        ("fp32", lambda: ReferenceTier(config, weights, device="cuda", dtype=torch.float32)),
@@ -186,7 +194,7 @@ def test_repeatable_poison_proof_and_prefill_then_decode(family):
 
     config, weights = family
     mk = MegakernelTier(config, weights, device="cuda")
-    seq = random_ids(24, 5)
+    seq = random_ids(24, 5, config.vocab_size)
     runs = []
     for poisoned in (False, True, False):
         state = mk.new_state(max_seq_len=64)
@@ -203,6 +211,51 @@ def test_repeatable_poison_proof_and_prefill_then_decode(family):
     whole = mk.prefill(seq, mk.new_state(max_seq_len=64))
     step = runs[0][-1].float().view(-1)
     assert ((step - whole.float().view(-1)).norm() / whole.float().norm()).item() < 0.08  # (the 0.8B's bound)
+    del mk
+    free()
+
+
+@gpu
+def test_schedules_and_grids_give_the_same_bits(family):
+    """The ring and the register schedule, one block per SM and fewer blocks than units (97, 40):
+    the same logits and state bits (both loaders hand each warp the same pieces in the same order)."""
+    from megakernel.tier import MegakernelTier
+
+    config, weights = family
+    mk = MegakernelTier(config, weights, device="cuda")
+    prompt, token = random_ids(40, 8, config.vocab_size), random_ids(1, 9, config.vocab_size)[0]
+    s0 = mk.new_state(max_seq_len=64)
+    mk.prefill(prompt, s0)
+    ref_state = mk.clone_state(s0)
+    full = mk.decode(token, ref_state)
+    with variant_restored(mk):
+        for schedule in (["ring", "register"] if mk.max_ring_slots else ["register"]):
+            for grid in (mk.max_grid, 97, 40):
+                mk.schedule, mk.grid = schedule, grid
+                st = mk.clone_state(s0)
+                assert torch.equal(mk.decode(token, st), full), (schedule, grid)
+                assert torch.equal(st.dn_state, ref_state.dn_state) and torch.equal(st.k_cache, ref_state.k_cache)
+    del mk
+    free()
+
+
+@gpu
+def test_many_tokens_in_one_launch_equal_a_launch_a_step(family):
+    from megakernel.tier import MegakernelTier
+
+    config, weights = family
+    mk = MegakernelTier(config, weights, device="cuda")
+    prompt, token = random_ids(20, 10, config.vocab_size), random_ids(1, 11, config.vocab_size)[0]
+    a, b = mk.new_state(max_seq_len=64), mk.new_state(max_seq_len=64)
+    mk.prefill(prompt, a)
+    mk.prefill(prompt, b)
+    one = mk.decode_greedy(token.view(1), a, 12)
+    ids, steps = token.view(1).to(mk.device), []
+    for _ in range(12):
+        ids = mk.decode_argmax(ids, b)
+        steps.append(ids.cpu())
+    assert torch.equal(one, torch.stack(steps)), (one.view(-1).tolist(), torch.stack(steps).view(-1).tolist())
+    assert torch.equal(a.dn_state, b.dn_state) and torch.equal(a.k_cache, b.k_cache)
     del mk
     free()
 

@@ -42,10 +42,10 @@ constexpr int SM_AT_M = SM_AT_VB + 2 * FA_HD;         //             float [AT_E
 constexpr int SM_AT_L = SM_AT_M + AT_ENTRIES * 16;    //             float [AT_ENTRIES][4] l
 constexpr int SM_AT_ACC = SM_AT_L + AT_ENTRIES * 16;  //             float [AT_ENTRIES][4][FA_HD] acc
 constexpr int SM_END_AT = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;
-// The input vectors' width: INTER at batch 1 (the down projection's input, copied in); a batch's
+// The input vectors' width: at batch 1 the widest matrix input copied in (INTER, or DN_VAL where wider); a batch's
 // out- and down projections read their inputs from global memory (matvec_mma.cuh), so D (the
 // normed residual streams). Then a batch's partial tiles (nb >= 2): [NWARPS][8 batch rows][16 tile rows] floats.
-constexpr int xs_k(int nb) { return nb == 1 ? INTER : D; }
+constexpr int xs_k(int nb) { return nb == 1 ? (INTER > DN_VAL ? INTER : DN_VAL) : D; }
 constexpr int PART_TILE = 8 * 16;
 constexpr int sm_part(int nb) { return SM_XS + 2 * xs_k(nb) * nb; }
 constexpr int sm_xs_end(int nb) { return nb > 1 ? sm_part(nb) + 4 * NWARPS * PART_TILE : sm_part(nb); }

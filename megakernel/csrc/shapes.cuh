@@ -29,13 +29,14 @@ namespace mk {
 #define MK_FA_HQ 8
 #define MK_FA_HKV 2
 #define MK_TIED 1
+#define MK_FULL_MASK 0x888888ull  // layers 3, 7, ..., 23
 #endif
 constexpr int D = MK_D;                  // hidden_size
 constexpr int INTER = MK_INTER;          // intermediate_size (MLP)
 constexpr int VOCAB = MK_VOCAB;          // vocab_size: embedding and lm_head rows
 constexpr bool TIED = MK_TIED;           // tie_word_embeddings: the lm_head is the embedding (else its own matrix)
 constexpr int NLAYER = MK_NLAYER;        // num_hidden_layers
-constexpr int FULL_ATTENTION_INTERVAL = 4;  // layer_types: (linear, linear, linear, full) x NLAYER / 4
+constexpr unsigned long long FULL_MASK = MK_FULL_MASK;  // layer_types: bit l set where layer l is full attention
 constexpr int DN_HK = MK_DN_HK;          // linear_num_key_heads (q and k)
 constexpr int DN_HV = MK_DN_HV;          // linear_num_value_heads (v, the state, the gates): value head h reads key head h / DN_GROUP
 constexpr int DN_GROUP = DN_HV / DN_HK;  // value heads per key head
@@ -45,18 +46,44 @@ constexpr int FA_HQ = MK_FA_HQ, FA_HKV = MK_FA_HKV;  // num_attention_heads, num
 constexpr int FA_HD = 256;               // head_dim
 constexpr int FA_ROT = 64;               // head_dim * partial_rotary_factor (0.25)
 constexpr float RMS_EPS = 1e-6f;         // rms_norm_eps
-static_assert(NLAYER % FULL_ATTENTION_INTERVAL == 0 && DN_HV % DN_HK == 0, "the layer pattern; value heads per key head");
+static_assert(NLAYER >= 2 && NLAYER <= 64 && (NLAYER == 64 || FULL_MASK >> NLAYER == 0) && DN_HV % DN_HK == 0,
+              "the layer pattern: 64 layers at most; value heads per key head");
 
-// the layer pattern: layer l is full attention when l % 4 == 3, else Gated DeltaNet; each kind
-// numbers its own layers (the state's first index)
-// (unsigned: l >= 0, and the divisions by the power of two are shifts)
-MK_HOST_DEVICE constexpr bool is_full_attention(int l) {
-  return (unsigned)l % FULL_ATTENTION_INTERVAL == FULL_ATTENTION_INTERVAL - 1;
+// the layer pattern: layer l is full attention where bit l of FULL_MASK is set, else Gated DeltaNet;
+// each kind numbers its own layers (the state's first index). The family's pattern (every 4th layer,
+// the 0.8B's) keeps its arithmetic (shifts); any other pattern counts the mask's bits.
+MK_HOST_DEVICE constexpr int popcount64(unsigned long long x) {
+  int n = 0;
+  for (; x; x &= x - 1) ++n;
+  return n;
 }
-MK_HOST_DEVICE constexpr int fa_index(int l) { return (int)((unsigned)l / FULL_ATTENTION_INTERVAL); }  // attention layers before l
-MK_HOST_DEVICE constexpr int dn_index(int l) { return l - fa_index(l); }                                // DeltaNet layers before l
-constexpr int NFA = NLAYER / FULL_ATTENTION_INTERVAL;  // 6
-constexpr int NDN = NLAYER - NFA;                      // 18
+MK_HOST_DEVICE constexpr unsigned long long every_fourth(int n) {  // bits 3, 7, ... below n
+  unsigned long long m = 0;
+  for (int l = 3; l < n; l += 4) m |= 1ull << l;
+  return m;
+}
+constexpr bool PERIODIC = NLAYER % 4 == 0 && FULL_MASK == every_fourth(NLAYER);
+constexpr int NFA = popcount64(FULL_MASK);  // 6 (0.8B)
+constexpr int NDN = NLAYER - NFA;           // 18
+static_assert(NFA >= 1 && NDN >= 1, "the layer pattern: at least one layer of each kind");
+// (unsigned: l >= 0, and the divisions by the power of two are shifts)
+MK_HOST_DEVICE inline bool is_full_attention(int l) {
+  if constexpr (PERIODIC) return (unsigned)l % 4 == 3;
+  else return (FULL_MASK >> l) & 1;
+}
+MK_HOST_DEVICE inline int fa_index(int l) {  // attention layers before l
+  if constexpr (PERIODIC) {
+    return (int)((unsigned)l / 4);
+  } else {
+    const unsigned long long below = FULL_MASK & ((1ull << l) - 1);
+#ifdef __CUDA_ARCH__
+    return __popcll(below);
+#else
+    return popcount64(below);
+#endif
+  }
+}
+MK_HOST_DEVICE inline int dn_index(int l) { return l - fa_index(l); }  // DeltaNet layers before l
 
 // ---- derived widths and the packed in-projections ---------------------------------------
 constexpr int DN_KEY = DN_HK * DN_DK;                // 2048 (0.8B)
