@@ -67,8 +67,8 @@ def test_every_refused_field_is_named_with_its_constraint():
 
 
 @needs_nvcc
-@pytest.mark.parametrize("name", SIZES[1:])
-def test_compiles_for_each_size_without_gpu(name, tmp_path):  # (the tiny one is the GPU tests')
+@pytest.mark.parametrize("name", SIZES)
+def test_compiles_for_each_size_without_gpu(name, tmp_path):
     """nvcc for sm_90a with the size's defines: every static_assert of the work maps holds, and only
     batch 1 is compiled (the batch kernels are the 0.8B widths')."""
     report = compile_check("sm_90a", out_dir=str(tmp_path), config=ModelConfig.named(name))

@@ -154,11 +154,21 @@ MK_HOST_DEVICE constexpr int row_parts(int k) {
   while (k / p > 16 * 256) p *= 2;
   return p;
 }
-MK_HOST_DEVICE constexpr int parts_per_chunk(int k) { return RING_SLOT / (2 * (k / row_parts(k))); }
+// pieces a ring chunk holds: the most that fit, rounded down to a power of two, so that a work item's
+// 16 pieces (one a warp) are whole chunks (a chunk of 10 pieces, e.g. K = 1536, would straddle two items:
+// the first item's release would free pieces the second still reads; session 19, call 4)
+MK_HOST_DEVICE constexpr int parts_per_chunk(int k) {
+  const int fit = RING_SLOT / (2 * (k / row_parts(k)));
+  int p = 1;
+  while (2 * p <= fit && 2 * p <= 16) p *= 2;
+  return p;
+}
 static_assert(D % PIECE == 0 && 4 % D_PIECES == 0, "hidden_size: 1024, 2048 or 4096 (a warp's 4 pieces are whole rows)");
 static_assert(DN_VAL % (256 * row_parts(DN_VAL)) == 0 && INTER % (256 * row_parts(INTER)) == 0,
               "out-projection and down rows: pieces of whole 256-column steps");
-static_assert(row_parts(INTER) <= 16 && parts_per_chunk(INTER) >= 1 && parts_per_chunk(DN_VAL) >= 1, "a piece within a ring slot");                    // a matrix phase's item reads up to 8 slots at once
+static_assert(row_parts(INTER) <= 16 && RING_SLOT >= 2 * (INTER / row_parts(INTER)) && RING_SLOT >= 2 * (DN_VAL / row_parts(DN_VAL)),
+              "a piece within a ring slot");
+static_assert(16 % parts_per_chunk(INTER) == 0 && 16 % parts_per_chunk(DN_VAL) == 0, "a work item's 16 pieces are whole chunks");                    // a matrix phase's item reads up to 8 slots at once
 constexpr int RING_MAX_SLOTS = 16;
 
 // the schedules (Args::schedule; configure() says which fit this GPU)
