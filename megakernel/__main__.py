@@ -63,7 +63,10 @@ def main(argv=None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         if config_refusal(config):
-            print(f"error: {config_refusal(config)}", file=sys.stderr)
+            from .family import CONSTRAINTS
+
+            print(f"error: {config_refusal(config)}\nthe kernels build any config where:\n  "
+                  + "\n  ".join(CONSTRAINTS), file=sys.stderr)
             return 2
     if args.command == "build":
         from .build import BuildError, compile_check

@@ -6,10 +6,10 @@ defaults), `ops_namespace(config)` names its torch ops (`qwen35_megakernel` for 
 namespace per shape otherwise, so several sizes load side by side in one process), and
 `config_refusal(config)` says, naming the field and the constraint, why a config cannot be
 built. The constraints are what the kernels' work maps assume (megakernel/NOTES.md, "Issue 22");
-`CONSTRAINTS` lists them for the README and the error messages.
+`CONSTRAINTS` lists them (`python -m megakernel build --config NAME` prints them with a refusal).
 
-Of the family: 0.8B, 2B and 9B build; 4B (hidden_size 2560) and 27B (hidden_size 5120,
-6 q heads per kv head) are refused. Batched decode (B > 1) is compiled for the 0.8B widths only
+Of the family: 0.8B, 2B, 4B and 9B build; 27B (hidden_size 5120, 6 q heads per kv head) is
+refused. Batched decode (B > 1) is compiled for the 0.8B widths only
 (shapes.cuh BATCH_SHAPES); other sizes decode one sequence per launch.
 """
 
@@ -30,7 +30,7 @@ FIXED = (
     ("linear_num_key_heads", 16, "the prefill's q / k passes of 2048 channels"),
 )
 CONSTRAINTS = (
-    "hidden_size 1024, 2048 or 4096 (a warp's four 1024-column pieces of K = hidden_size rows are whole rows)",
+    "hidden_size a multiple of 256 from 1024 to 4096 (a K = hidden_size row within a lane's 16 registers of weights)",
     "intermediate_size and linear_num_value_heads x 128 multiples of 512, each down / out-projection row in at "
     "most 16 pieces of <= 4096 columns",
     "linear_num_value_heads a multiple of 16 and of linear_num_key_heads",
@@ -63,9 +63,9 @@ def config_problems(c: ModelConfig) -> list[str]:
         got = getattr(c, field)
         if (abs(got - value) > 1e-12) if isinstance(value, float) else got != value:
             bad.append(f"{field}={got!r}: must be {value!r} ({why})")
-    if c.hidden_size not in (1024, 2048, 4096):
-        bad.append(f"hidden_size={c.hidden_size}: must be 1024, 2048 or 4096 (a warp's four 1024-column pieces of a "
-                   "K = hidden_size row are whole rows)")
+    if c.hidden_size % 256 or not 1024 <= c.hidden_size <= 4096:
+        bad.append(f"hidden_size={c.hidden_size}: must be a multiple of 256 from 1024 to 4096 (a K = hidden_size row "
+                   "within a lane's 16 registers of weights)")
     hv, hk = c.linear_num_value_heads, c.linear_num_key_heads
     if hv % 16 or hv % max(hk, 1):
         bad.append(f"linear_num_value_heads={hv}: must be a multiple of 16 (warps) and of linear_num_key_heads={hk}")

@@ -120,14 +120,12 @@ def test_an_untied_checkpoint_loads_its_head(tmp_path):
         load_checkpoint(str(tmp_path))
 
 
-def test_the_megakernel_builds_an_untied_head_and_refuses_4b_and_27b_by_name():
+def test_the_megakernel_builds_an_untied_head_and_refuses_27b_by_name():
     from megakernel.family import config_problems, kernel_defines
 
     assert config_problems(ModelConfig.qwen3_5_0_8b().replace(tie_word_embeddings=False)) == []
     assert kernel_defines(ModelConfig.named("qwen3.5-9b"))["MK_TIED"] == 0
-    assert config_problems(ModelConfig.named("qwen3.5-4b")) == [
-        "hidden_size=2560: must be 1024, 2048 or 4096 (a warp's four 1024-column pieces of a K = hidden_size row are "
-        "whole rows)"]
+    assert config_problems(ModelConfig.named("qwen3.5-4b")) == []
     assert [p.split(":")[0] for p in config_problems(ModelConfig.named("qwen3.5-27b"))] == [
         "hidden_size=5120", "intermediate_size=17408", "num_attention_heads=24"]
 
@@ -140,12 +138,12 @@ def test_a_tier_that_cannot_run_the_config_is_skipped_with_why(monkeypatch):
     from compare.common import UsageError, select_tiers
 
     monkeypatch.setattr(common, "unavailable_reason", lambda name, device: None)  # (as on a GPU machine)
-    config = ModelConfig.named("qwen3.5-4b")
+    config = ModelConfig.named("qwen3.5-27b")
     run, skipped = select_tiers(None, "cuda", config=config)
     assert "megakernel" not in run and {"reference", "hf"} <= set(run)
-    assert skipped["megakernel"].startswith("the megakernel cannot be built for config 'qwen3.5-4b': hidden_size=2560: "
-                                            "must be 1024, 2048 or 4096")
-    for ok in ("qwen3.5-0.8b", "qwen3.5-2b", "qwen3.5-9b"):
+    assert skipped["megakernel"].startswith("the megakernel cannot be built for config 'qwen3.5-27b': hidden_size=5120: "
+                                            "must be a multiple of 256 from 1024 to 4096")
+    for ok in ("qwen3.5-0.8b", "qwen3.5-2b", "qwen3.5-4b", "qwen3.5-9b", "tiny-megakernel"):
         assert "megakernel" in select_tiers(None, "cuda", config=ModelConfig.named(ok))[0]
-    with pytest.raises(UsageError, match=r"tier 'megakernel' cannot run on cuda: .*hidden_size=2560"):
+    with pytest.raises(UsageError, match=r"tier 'megakernel' cannot run on cuda: .*hidden_size=5120"):
         select_tiers("reference,megakernel", "cuda", config=config)

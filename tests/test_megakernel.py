@@ -84,7 +84,7 @@ def test_other_config_is_a_clear_error():
     """A config outside the kernels' constraints is refused before anything is built, naming each
     field and what it must be (megakernel/family.py)."""
     config = ModelConfig.tiny()
-    assert any(m.startswith("hidden_size=64: must be 1024, 2048 or 4096") for m in config_problems(config))
+    assert any(m.startswith("hidden_size=64: must be a multiple of 256 from 1024 to 4096") for m in config_problems(config))
     with pytest.raises(TierInputError, match=r"cannot be built for config 'tiny': linear_key_head_dim=16: must be 128"):
         MegakernelTier(config, random_weights(config), device="cuda")
     assert config_problems(ModelConfig.qwen3_5_0_8b()) == []

@@ -1,7 +1,8 @@
 """The megakernel built for other Qwen3.5 sizes (issue 22): tiny-megakernel (the smallest config
 the kernels build: 5 layers in an irregular order, value heads over key heads, an untied head; its
-tests run in seconds), the 2B (other widths) and the 9B (more DeltaNet value heads than key heads,
-an untied lm_head, 32 layers, hidden 4096) against the fp32 reference on the GPU, by the 0.8B's
+tests run in seconds), the 2B (other widths), the 4B (hidden 2560: whole-row pieces, 3 norm pairs on
+some threads) and the 9B (more DeltaNet value heads than key heads, an untied lm_head, 32 layers,
+hidden 4096) against the fp32 reference on the GPU, by the 0.8B's
 bounds (tests/test_megakernel.py): every layer within the bf16 bounds, 128 teacher-forced steps,
 NaN-poisoned buffers, repeatability, prefill then decode, both schedules and any grid to the same
 bits, many tokens in one launch equal to a launch a step, and compute-sanitizer memcheck. CPU tests: the build's defines, namespaces, cache folders and
@@ -30,7 +31,7 @@ from reference import ModelConfig, ReferenceTier
 from helpers import assert_layers_within_bf16_bounds, debug_poisoned, random_ids, variant_restored
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SIZES = ("tiny-megakernel", "qwen3.5-2b", "qwen3.5-9b")
+SIZES = ("tiny-megakernel", "qwen3.5-2b", "qwen3.5-4b", "qwen3.5-9b")
 gpu = pytest.mark.gpu
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed (CUDA toolkit missing)")
 
@@ -54,9 +55,9 @@ def test_each_size_gets_its_own_build_and_namespace():
 
 
 def test_every_refused_field_is_named_with_its_constraint():
-    bad = ModelConfig.qwen3_5_0_8b().replace(num_key_value_heads=4, intermediate_size=3000, hidden_size=1536)
+    bad = ModelConfig.qwen3_5_0_8b().replace(num_key_value_heads=4, intermediate_size=3000, hidden_size=1000)
     why = config_refusal(bad)
-    for part in ("hidden_size=1536: must be 1024, 2048 or 4096", "intermediate_size=3000: must split",
+    for part in ("hidden_size=1000: must be a multiple of 256 from 1024 to 4096", "intermediate_size=3000: must split",
                  "num_attention_heads=8: must be 4 x num_key_value_heads=4"):
         assert part in why, why
     with pytest.raises(ValueError, match="cannot be built"):
@@ -79,7 +80,7 @@ def test_compiles_for_each_size_without_gpu(name, tmp_path):
 def test_build_command_refuses_a_size_by_its_field():
     proc = subprocess.run([sys.executable, "-m", "megakernel", "build", "--config", "qwen3.5-27b"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "hidden_size=5120: must be 1024, 2048 or 4096" in proc.stderr
+    assert proc.returncode == 2 and "hidden_size=5120: must be a multiple of 256 from 1024 to 4096" in proc.stderr
 
 
 # ---- GPU ---------------------------------------------------------------------------

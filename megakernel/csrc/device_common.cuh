@@ -139,9 +139,12 @@ __device__ __forceinline__ const T* lw(const Args& a, int layer, int slot) {
   return reinterpret_cast<const T*>(a.layers[layer * NSLOT + slot]);
 }
 
-// A D-wide vector over the block: thread t owns the bf16 pairs t, t + THREADS, ... (NORM_PAIRS of them)
-constexpr int NORM_PAIRS = D / (2 * THREADS);
-static_assert(NORM_PAIRS * 2 * THREADS == D && NORM_PAIRS <= 4, "block_rmsnorm: 1, 2 or 4 pairs per thread (a uint4 of weights)");
+// A D-wide vector over the block: thread t owns the bf16 pairs t, t + THREADS, ... below D / 2 (NORM_PAIRS
+// at most; at D = 2560 threads 0-255 own 3, the others 2)
+constexpr int NORM_PAIRS = (D / 2 + THREADS - 1) / THREADS;
+constexpr bool NORM_EVEN = D / 2 % THREADS == 0;
+static_assert(D % 2 == 0 && NORM_PAIRS <= 4, "block_rmsnorm: at most 4 pairs per thread (a uint4 of weights)");
+__device__ __forceinline__ bool owns_pair(int i) { return NORM_EVEN || (int)threadIdx.x + i * THREADS < D / 2; }
 
 // thread t's pairs of a D-wide norm weight, word i = pair t + i THREADS (the weight stream evicts the
 // norm weights from L2 every token: each load is an HBM round trip, so it is issued before the
@@ -149,7 +152,8 @@ static_assert(NORM_PAIRS * 2 * THREADS == D && NORM_PAIRS <= 4, "block_rmsnorm: 
 __device__ __forceinline__ uint4 norm_pairs(const uint16_t* w) {
   uint32_t p[4] = {0, 0, 0, 0};
 #pragma unroll
-  for (int i = 0; i < NORM_PAIRS; ++i) p[i] = __ldg(reinterpret_cast<const unsigned*>(w) + threadIdx.x + i * THREADS);
+  for (int i = 0; i < NORM_PAIRS; ++i)
+    if (owns_pair(i)) p[i] = __ldg(reinterpret_cast<const unsigned*>(w) + threadIdx.x + i * THREADS);
   return make_uint4(p[0], p[1], p[2], p[3]);
 }
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
@@ -166,7 +170,7 @@ __device__ __forceinline__ void block_rmsnorm(Src src, bool src_is_weight, const
 #pragma unroll
     for (int i = 0; i < NORM_PAIRS; ++i) {
       const unsigned* p = reinterpret_cast<const unsigned*>(src(b)) + t + i * THREADS;
-      const uint32_t pair = src_is_weight ? __ldg(p) : __ldcg(p);
+      const uint32_t pair = !owns_pair(i) ? 0u : src_is_weight ? __ldg(p) : __ldcg(p);
       x0[b][i] = lo(pair), x1[b][i] = hi(pair);
     }
 #pragma unroll
@@ -188,7 +192,7 @@ __device__ __forceinline__ void block_rmsnorm(Src src, bool src_is_weight, const
     for (int i = 0; i < NORM_PAIRS; ++i) {
       const uint32_t w = word(wp, i);
       const uint32_t y = (uint32_t)bits((x0[b][i] * r) * (1.f + lo(w))) | ((uint32_t)bits((x1[b][i] * r) * (1.f + hi(w))) << 16);
-      reinterpret_cast<uint32_t*>(xs + b * D)[t + i * THREADS] = y;
+      if (owns_pair(i)) reinterpret_cast<uint32_t*>(xs + b * D)[t + i * THREADS] = y;
     }
   }
   sync_warps();

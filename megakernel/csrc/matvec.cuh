@@ -12,12 +12,13 @@
 //
 // Rows are cut into pieces (shapes.cuh PIECE, row_parts; schedule.cuh phase_slice counts pieces).
 // Who owns what at batch 1 (an "item" is what the 16 warps compute between two releases of ring chunks)
-//   matvec_rows   K = D (in-projections, lm_head): an item is 64 pieces of 1024 (8 chunks); warp w
-//                 takes pieces 4w .. 4w+3 of it (4 / D_PIECES whole rows), lane l the 16-byte parts l,
-//                 l+32, l+64, l+96 of each piece.
-//   matvec_gate_up  an item is 32 gate pieces and their 32 up pieces (8 chunks); warp w takes pieces
-//                 2w, 2w+1 of each (4 rows: gate, up, gate, up): 2 units at D = 1024, one at 2048, half
-//                 of one at 4096 (warps 2j, 2j+1 then add their halves); act = silu(gate) * up.
+//   matvec_rows   K = D (in-projections, lm_head): an item is 16 WARP_PIECES pieces (8 chunks); warp w
+//                 takes pieces WARP_PIECES w .. of it (whole rows), lane l the 16-byte parts l, l+32, ...
+//                 of each piece (at D = 1024: 64 rows, warp w rows 4w .. 4w+3).
+//   matvec_gate_up  an item is 8 chunks of gate pieces and their up pieces. Pieces of 1024: warp w
+//                 takes pieces 2w, 2w+1 of each (4 rows: gate, up, gate, up): 2 units at D = 1024, one
+//                 at 2048, half of one at 4096 (warps 2j, 2j+1 then add their halves); whole-row pieces
+//                 (ROW_PIECES): warp 2j the gate row of the item's unit j, 2j+1 its up row; act = silu(gate) * up.
 //   matvec_row_parts  K = DN_VAL or INTER (out-projections, down): a row is P = row_parts(K) pieces,
 //                 an item 16 / P rows; warp w takes piece w % P of row w / P, thread j adds row j's
 //                 dot to that row's residual.
@@ -60,13 +61,21 @@ struct RegisterLoader {
   PhaseSlice p;
   bool first;  // the warp's first item is already in wv (issued before the barrier)
 
-  // pieces i .. i+3 of K = D rows (a piece past the slice repeats its last piece: the result is not used)
+  // pieces i .. i+WARP_PIECES-1 of K = D rows (a piece past the slice repeats its last piece: the result is not used)
   __device__ __forceinline__ void issue_rows4(int i, uint4 (&wv)[16]) const {
     const int lane = threadIdx.x & 31;
 #pragma unroll
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < WARP_PIECES; ++r)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) wv[r * 4 + c] = ld_w(p.w + (size_t)min(i + r, p.rows - 1) * PIECE + (c * 32 + lane) * 8);
+      for (int c = 0; c < PIECE_STEPS; ++c)
+        wv[r * PIECE_STEPS + c] = ld_w(p.w + (size_t)min(i + r, p.rows - 1) * PIECE + (c * 32 + lane) * 8);
+  }
+  // whole-row pieces: gate/up unit i's gate row (an even warp) or up row (an odd one)
+  __device__ __forceinline__ void issue_gate_or_up(int i, uint4 (&wv)[16]) const {
+    const int lane = threadIdx.x & 31;
+    const uint16_t* w = ((threadIdx.x >> 5) & 1 ? p.w2 : p.w) + (size_t)i * PIECE;
+#pragma unroll
+    for (int c = 0; c < PIECE_STEPS; ++c) wv[c] = ld_w(w + (c * 32 + lane) * 8);
   }
   // gate/up pieces i, i+1: gate, up, gate, up
   __device__ __forceinline__ void issue_gate_up2(int i, uint4 (&wv)[16]) const {
@@ -95,6 +104,10 @@ struct RegisterLoader {
     if (!first) issue_gate_up2(i, wv);
     first = false;
   }
+  __device__ __forceinline__ void gate_or_up(int i, uint4 (&wv)[16]) {
+    if (!first) issue_gate_or_up(i, wv);
+    first = false;
+  }
   template <int K>
   __device__ __forceinline__ void row_part(int i, uint4 (&wv)[16]) {
     if (!first) issue_row_part<K>(i, wv);
@@ -109,11 +122,17 @@ struct RingLoader {
 
   __device__ __forceinline__ void rows4(int, uint4 (&wv)[16]) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const uint32_t p = chunk_wait(s, warp >> 1) + (warp & 1) * 4 * PIECE * 2;
+    const uint32_t p = chunk_wait(s, warp >> 1) + (warp & 1) * WARP_PIECES * PIECE * 2;
 #pragma unroll
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < WARP_PIECES; ++r)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) wv[r * 4 + c] = lds128(p + r * PIECE * 2 + (c * 32 + lane) * 16);
+      for (int c = 0; c < PIECE_STEPS; ++c) wv[r * PIECE_STEPS + c] = lds128(p + r * PIECE * 2 + (c * 32 + lane) * 16);
+  }
+  __device__ __forceinline__ void gate_or_up(int, uint4 (&wv)[16]) {  // (whole-row pieces: a chunk is one unit)
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint32_t p = chunk_wait(s, warp >> 1) + (warp & 1) * (RING_SLOT / 2);
+#pragma unroll
+    for (int c = 0; c < PIECE_STEPS; ++c) wv[c] = lds128(p + (c * 32 + lane) * 16);
   }
   __device__ __forceinline__ void gate_up2(int, uint4 (&wv)[16]) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -144,13 +163,13 @@ struct RingLoader {
 template <int PER_WARP, int PER_CHUNK, int RPS, class Loader, class Load, class Epi>
 __device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const uint16_t* xs, uint4 (&wv)[16], Load load, Epi epi) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  constexpr int NSEG = D_PIECES < 4 / RPS ? D_PIECES : 4 / RPS;  // the segments of xs one warp's 4 rows meet
+  constexpr int NSEG = D_PIECES < WARP_PIECES / RPS ? D_PIECES : WARP_PIECES / RPS;  // the segments of xs one warp's rows meet
   for (int i0 = 0; i0 < n; i0 += NWARPS * PER_WARP) {
     const int i = i0 + warp * PER_WARP;
     if (i < n) {
       load(i);
-      float acc[4];
-      dot_regs<PIECE / 256, 4, RPS, NSEG>(wv, xs + (i % D_PIECES) * PIECE, lane, acc);
+      float acc[WARP_PIECES];
+      dot_regs<PIECE_STEPS, WARP_PIECES, RPS, NSEG>(wv, xs + (i % D_PIECES) * PIECE, lane, acc);
       if (lane == 0) epi(i, acc);
     }
     ld.release((min(NWARPS * PER_WARP, n - i0) + PER_CHUNK - 1) / PER_CHUNK);
@@ -164,9 +183,10 @@ __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const uint16_t
   if constexpr (NB > 1) {
     mma_rows<NB>(ld.s, rows, xs, batch_partials<NB>(), epi);
   } else {
-    matvec_k1024<4, 8, 1>(ld, rows * D_PIECES, xs, wv, [&](int i) { ld.rows4(i, wv); }, [&](int i, const float (&acc)[4]) {
+    matvec_k1024<WARP_PIECES, CHUNK_PIECES, 1>(ld, rows * D_PIECES, xs, wv, [&](int i) { ld.rows4(i, wv); },
+                                               [&](int i, const float (&acc)[WARP_PIECES]) {
 #pragma unroll
-      for (int r = 0; r < 4 / D_PIECES; ++r) {  // the warp's pieces are rows i / D_PIECES .. (whole rows: D_PIECES divides 4)
+      for (int r = 0; r < WARP_PIECES / D_PIECES; ++r) {  // the warp's pieces are rows i / D_PIECES .. (whole rows)
         float v = acc[r * D_PIECES];
 #pragma unroll
         for (int k = 1; k < D_PIECES; ++k) v += acc[r * D_PIECES + k];
@@ -182,6 +202,23 @@ template <int NB, class Loader>
 __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const uint16_t* xs, uint16_t* act, uint4 (&wv)[16]) {
   if constexpr (NB > 1) {
     mma_gate_up<NB>(ld.s, u0, n, xs, act, batch_partials<NB>());
+  } else if constexpr (ROW_PIECES) {  // whole rows: warp 2j the gate row of the item's unit j, 2j+1 its up row
+    float* halves = reinterpret_cast<float*>(mk_smem + SM_RED);  // (two areas, by item: the next item's writes never meet this one's reads)
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int item = 0;
+    for (int i0 = 0; i0 < n; i0 += NWARPS / 2, item ^= 1) {
+      const int u = i0 + (warp >> 1);
+      float* h = halves + item * NWARPS;
+      if (u < n) {
+        ld.gate_or_up(u, wv);
+        float acc[1];
+        dot_regs<PIECE_STEPS, 1>(wv, xs, lane, acc);
+        if (lane == 0) h[warp] = acc[0];
+      }
+      ld.release(min(NWARPS / 2, n - i0));  // (a chunk a unit)
+      sync_warps();
+      if (lane == 0 && !(warp & 1) && u < n) act[u0 + u] = swiglu(h[warp], h[warp + 1]);
+    }
   } else if constexpr (D_PIECES == 1) {  // two units a warp
     matvec_k1024<2, 4, 2>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
       uint16_t* out = act + u0 + i;
@@ -266,13 +303,17 @@ __device__ __forceinline__ void issue_first_item(int kind_or_lm, const PhaseSlic
   const int warp = threadIdx.x >> 5;
   const RegisterLoader ld{p, false};
   if (kind_or_lm == PH_GATE_UP) {
-    if (warp * 2 < p.rows) ld.issue_gate_up2(warp * 2, wv);
+    if constexpr (ROW_PIECES) {
+      if ((warp >> 1) < p.rows) ld.issue_gate_or_up(warp >> 1, wv);
+    } else {
+      if (warp * 2 < p.rows) ld.issue_gate_up2(warp * 2, wv);
+    }
   } else if (kind_or_lm == PH_OUT_PROJ) {
     if (warp < p.rows) ld.issue_row_part<DN_VAL>(warp, wv);
   } else if (kind_or_lm == PH_DOWN) {
     if (warp < p.rows) ld.issue_row_part<INTER>(warp, wv);
   } else {  // an in-projection or the lm_head: K = D pieces
-    if (warp * 4 < p.rows) ld.issue_rows4(warp * 4, wv);
+    if (warp * WARP_PIECES < p.rows) ld.issue_rows4(warp * WARP_PIECES, wv);
   }
 }
 

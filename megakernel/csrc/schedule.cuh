@@ -74,13 +74,13 @@ __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
   if (q >= NPHASES || (a.stop_after >= 0 && q > a.stop_after)) return {nullptr, nullptr, 0, 1, D};
   if (is_lm_head(q)) {
     const int r0 = part(VOCAB, b, G);
-    return {a.lm_head + (size_t)r0 * D, nullptr, (part(VOCAB, b + 1, G) - r0) * D_PIECES, 8, PIECE};
+    return {a.lm_head + (size_t)r0 * D, nullptr, (part(VOCAB, b + 1, G) - r0) * D_PIECES, CHUNK_PIECES, PIECE};
   }
   const int l = phase_layer(q), r0 = part(D, b, G), r1 = part(D, b + 1, G);
   switch (phase_kind(q)) {
     case PH_IN_PROJ: {
       const int R = is_full_attention(l) ? FA_QKV : DN_WIN, i0 = part(R, b, G);
-      return {lw<uint16_t>(a, l, SL_WIN) + (size_t)i0 * D, nullptr, (part(R, b + 1, G) - i0) * D_PIECES, 8, PIECE};
+      return {lw<uint16_t>(a, l, SL_WIN) + (size_t)i0 * D, nullptr, (part(R, b + 1, G) - i0) * D_PIECES, CHUNK_PIECES, PIECE};
     }
     case PH_OUT_PROJ:
       return {lw<uint16_t>(a, l, SL_OUT) + (size_t)r0 * DN_VAL, nullptr, (r1 - r0) * row_parts(DN_VAL), parts_per_chunk(DN_VAL),
@@ -88,7 +88,7 @@ __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
     case PH_GATE_UP: {
       const int u0 = part(INTER, b, G);
       const uint16_t* gu = lw<uint16_t>(a, l, SL_GATE_UP);
-      return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, (part(INTER, b + 1, G) - u0) * D_PIECES, 4, PIECE};
+      return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, (part(INTER, b + 1, G) - u0) * D_PIECES, CHUNK_PIECES / 2, PIECE};
     }
     case PH_DOWN:
       return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, (r1 - r0) * row_parts(INTER), parts_per_chunk(INTER),
@@ -101,7 +101,7 @@ __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
   }
 }
 static_assert(DN_VAL == FA_OIN, "phase_slice: both kinds of out-projection have rows of DN_VAL");
-static_assert(RING_SLOT == 8 * 2 * PIECE, "a K = D chunk: 8 pieces (gate/up: 4 gate, 4 up)");
+static_assert(CHUNK_PIECES * 2 * PIECE <= RING_SLOT, "a K = D chunk: CHUNK_PIECES pieces (gate/up: half gate, half up)");
 static_assert(ATT_RING_ROWS * FA_HD * 2 * 2 == RING_SLOT, "att_kv_slice: K and V rows of 16 positions fill a slot");
 
 // The small parameters phase q starts with, as this thread's float / bf16-pair bits: the norm

@@ -142,13 +142,20 @@ MK_HOST_DEVICE constexpr int attention_splits(int pos, int per_split) {
 constexpr int RING_SLOT = 16384;                     // bytes: 8 rows of K=1024, 4 of K=2048, 2 of K=3584
 constexpr int RING_MIN_SLOTS = 8;
 // The matrix phases cut rows into pieces that the 0.8B's work items take whole:
-//   K = D (in-projections, gate/up, lm_head): a row is D_PIECES pieces of PIECE columns (one piece
-//     at the 0.8B; 2 at D = 2048, 4 at D = 4096), a ring chunk 8 pieces (gate/up: 4 gate, 4 up);
+//   K = D (in-projections, gate/up, lm_head): a row is D_PIECES pieces of PIECE columns, a warp takes
+//     WARP_PIECES of them, two warps a ring chunk (gate/up: half the chunk gate pieces, half up). At
+//     D = 1024, 2048, 4096 a piece is 1024 columns and a warp takes 4 (4, 2 or 1 whole rows); at any
+//     other D (a multiple of 256 up to 4096, e.g. the 4B's 2560: ROW_PIECES) a piece is a whole row
+//     and a warp takes one (a gate/up unit then spans two warps);
 //   K = DN_VAL, INTER (out-projections, down): a row is row_parts(K) >= 2 pieces, each at most 16 x
 //     256 columns (a lane's 16 registers of weights), a chunk parts_per_chunk(K) of them.
 // Consecutive rows' pieces are consecutive in memory, so a chunk stays one contiguous copy.
-constexpr int PIECE = 1024;
+constexpr bool ROW_PIECES = !(D % 1024 == 0 && 4 % (D / 1024) == 0);
+constexpr int PIECE = ROW_PIECES ? D : 1024;
 constexpr int D_PIECES = D / PIECE;
+constexpr int PIECE_STEPS = PIECE / 256;       // a lane's 16-byte parts of a piece
+constexpr int WARP_PIECES = ROW_PIECES ? 1 : 4;
+constexpr int CHUNK_PIECES = 2 * WARP_PIECES;  // 8 (a 16 KB slot), or 2 whole rows
 MK_HOST_DEVICE constexpr int row_parts(int k) {
   int p = 2;
   while (k / p > 16 * 256) p *= 2;
@@ -163,7 +170,8 @@ MK_HOST_DEVICE constexpr int parts_per_chunk(int k) {
   while (2 * p <= fit && 2 * p <= 16) p *= 2;
   return p;
 }
-static_assert(D % PIECE == 0 && 4 % D_PIECES == 0, "hidden_size: 1024, 2048 or 4096 (a warp's 4 pieces are whole rows)");
+static_assert(D % 256 == 0 && PIECE_STEPS * WARP_PIECES <= 16 && WARP_PIECES % D_PIECES == 0 && 2 * CHUNK_PIECES * PIECE <= RING_SLOT,
+              "hidden_size: a multiple of 256 up to 4096 (a warp's pieces are whole rows within 16 registers a lane)");
 static_assert(DN_VAL % (256 * row_parts(DN_VAL)) == 0 && INTER % (256 * row_parts(INTER)) == 0,
               "out-projection and down rows: pieces of whole 256-column steps");
 static_assert(row_parts(INTER) <= 16 && RING_SLOT >= 2 * (INTER / row_parts(INTER)) && RING_SLOT >= 2 * (DN_VAL / row_parts(DN_VAL)),
