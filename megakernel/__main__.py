@@ -7,6 +7,8 @@
     python -m megakernel sanitize-run             a short decode (or prefill) run for compute-sanitizer
     python -m megakernel soak --steps 100000      a long fed-back decode across state resets: hangs, NaN, p50/p99
 
+Every GPU tool takes `--config NAME` (a built-in config the kernels build, megakernel/family.py;
+default the 0.8B), e.g. `python -m megakernel anatomy --config qwen3.5-9b`.
 Speed (tok/s) comes from `python -m compare bench` and `python -m compare ab`.
 """
 

@@ -125,14 +125,15 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=1, help="sequences per launch, each with its own --context prompt (default 1)")
     ap.add_argument("--grid", type=int, default=None, help="blocks per launch (default: one per SM)")
     ap.add_argument("--schedule", default=None, help="ring, register or stream-only (default: the tier's)")
+    ap.add_argument("--config", default=None, help="a built-in config the megakernel builds (default: the 0.8B)")
     args = ap.parse_args(argv)
-    from reference import ModelConfig, TierInputError, TierUnavailable, perturb_norms, random_weights
+    from reference import TierInputError, TierUnavailable
 
+    from .sanitize import tool_model
     from .tier import MegakernelTier
 
-    config = ModelConfig.qwen3_5_0_8b()
     try:
-        tier = MegakernelTier(config, perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16)), device="cuda")
+        tier = MegakernelTier(*tool_model(args.config), device="cuda")
         if args.grid is not None:
             tier.grid = args.grid
         if args.schedule is not None:

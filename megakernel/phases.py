@@ -1,8 +1,8 @@
-"""Phase by phase: the decode kernel stopped after each phase of layer 0 (DeltaNet) and layer 3
-(attention), with its workspace and the unwritten cache rows NaN-poisoned, and every buffer the
+"""Phase by phase: the decode kernel stopped after each phase of layer 0 (DeltaNet) and the first
+attention layer (layer 3 of the family), with its workspace and the unwritten cache rows NaN-poisoned, and every buffer the
 phase wrote diffed against the bf16 reference's own intermediates of the same step:
 
-    python -m megakernel phases [--context 16] [--bound 0.05]
+    python -m megakernel phases [--context 16] [--bound 0.05] [--config NAME]
 
 Prints one line per buffer (relative L2 error) and exits 1 when one is above the bound or not
 finite. The GPU tests run it too (tests/test_megakernel.py).
@@ -63,7 +63,8 @@ def reference_intermediates(tier, state, token):
 
 
 def phase_check(tier, state, token) -> list[tuple[str, float]]:
-    """→ [(what, relative error)] for the phases of layers 0 and 3 (the state is not changed)."""
+    """→ [(what, relative error)] for the phases of layer 0 (DeltaNet) and the first attention layer (layer 3
+    of the family) (the state is not changed)."""
     ref, ms_after = reference_intermediates(tier, state, token)
     k, pos = tier.k, state.seq_len
     area = tier.workspace_area
@@ -98,25 +99,26 @@ def phase_check(tier, state, token) -> list[tuple[str, float]]:
     rows.append(("L0 gate/up act", rel(area("act"), dict(L0)["swiglu"].flatten())))
     run(0, 4)
     rows.append(("L0 down: layer output", rel(area("hidden"), (res_mid + lin[-1]).to(torch.bfloat16).flatten())))
-    # ---- layer 3: attention ----
-    L3 = ref[3]
+    # ---- the first attention layer (layer 3 of the family; any layer of another pattern) ----
+    a = tier.config.layer_types.index("full_attention")
+    L3 = ref[a]
     lin3 = [o for n, o in L3 if n == "linear"]
-    run(3, 0)
+    run(a, 0)
     qkv = area("qkv")
-    rows.append(("L3 in-proj q|gate", rel(qkv[:k.FA_WIN_K], lin3[0].flatten())))
-    rows.append(("L3 in-proj k", rel(qkv[k.FA_WIN_K:k.FA_WIN_V], lin3[1].flatten())))
-    rows.append(("L3 in-proj v", rel(qkv[k.FA_WIN_V:], lin3[2].flatten())))
-    st = run(3, 1)
+    rows.append((f"L{a} in-proj q|gate", rel(qkv[:k.FA_WIN_K], lin3[0].flatten())))
+    rows.append((f"L{a} in-proj k", rel(qkv[k.FA_WIN_K:k.FA_WIN_V], lin3[1].flatten())))
+    rows.append((f"L{a} in-proj v", rel(qkv[k.FA_WIN_V:], lin3[2].flatten())))
+    st = run(a, 1)
     if tier.attention_output_in_workspace(pos):
-        rows.append(("L3 core gated attention", rel(area("attn"), dict(L3)["gated_attention"].flatten())))
+        rows.append((f"L{a} core gated attention", rel(area("attn"), dict(L3)["gated_attention"].flatten())))
     kref = dict(L3)["qk_norm_rope"][1]  # [1, 1, FA_HKV, FA_HD]
-    rows.append(("L3 core k cache row", rel(st.k_cache[0, 0, :, pos], kref[0, 0])))
-    rows.append(("L3 core v cache row", rel(st.v_cache[0, 0, :, pos], lin3[2].view(k.FA_HKV, k.FA_HD))))
-    run(3, 2)
+    rows.append((f"L{a} core k cache row", rel(st.k_cache[0, 0, :, pos], kref[0, 0])))
+    rows.append((f"L{a} core v cache row", rel(st.v_cache[0, 0, :, pos], lin3[2].view(k.FA_HKV, k.FA_HD))))
+    run(a, 2)
     res3 = [o for n, o in L3 if n == "add_rms_norm"][1][1]
-    rows.append(("L3 out-proj residual", rel(area("hidden"), res3.flatten())))
-    run(3, 4)
-    rows.append(("L3 down: layer output", rel(area("hidden"), (res3 + lin3[-1]).to(torch.bfloat16).flatten())))
+    rows.append((f"L{a} out-proj residual", rel(area("hidden"), res3.flatten())))
+    run(a, 4)
+    rows.append((f"L{a} down: layer output", rel(area("hidden"), (res3 + lin3[-1]).to(torch.bfloat16).flatten())))
     return rows
 
 
@@ -125,14 +127,16 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--context", type=int, default=16, help="prompt tokens before the checked step (default 16)")
     ap.add_argument("--bound", type=float, default=0.05, help="largest relative error that passes (default 0.05)")
+    ap.add_argument("--config", default=None, help="a built-in config the megakernel builds (default: the 0.8B)")
     args = ap.parse_args(argv)
-    from reference import ModelConfig, TierInputError, TierUnavailable, perturb_norms, random_weights
+    from reference import TierInputError, TierUnavailable
 
+    from .sanitize import tool_model
     from .tier import MegakernelTier
 
-    config = ModelConfig.qwen3_5_0_8b()
     try:
-        tier = MegakernelTier(config, perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16)), device="cuda")
+        config, weights = tool_model(args.config)
+        tier = MegakernelTier(config, weights, device="cuda")
     except (TierInputError, TierUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

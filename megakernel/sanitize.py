@@ -41,6 +41,27 @@ def gpu_random_weights(config, seed=0, device="cuda"):
     return w
 
 
+def tool_model(config_name: str | None = None, seed: int = 0):
+    """(config, weights) of the megakernel's tools (anatomy, phases, soak): the 0.8B with reference
+    random weights (seeded, the norms perturbed: what their earlier runs used), or a built-in config
+    the kernels build (`--config NAME`) with weights drawn on the GPU (a 9B's draw on the CPU takes
+    a minute). An unknown or unbuildable name is a TierInputError naming why."""
+    from reference import ModelConfig, TierInputError, perturb_norms, random_weights
+
+    from .family import config_refusal
+
+    if config_name is None:
+        config = ModelConfig.qwen3_5_0_8b()
+        return config, perturb_norms(random_weights(config, seed=seed, dtype=torch.bfloat16))
+    try:
+        config = ModelConfig.named(config_name)
+    except ValueError as e:
+        raise TierInputError(str(e)) from e
+    if config_refusal(config):
+        raise TierInputError(config_refusal(config))
+    return config, gpu_random_weights(config, seed=seed)
+
+
 def random_context(state, n, seed: int):
     """Fill `state` as if n tokens had been prefilled, with random values, on the GPU: the
     decode kernel reads the same memory as after a real prefill, but the instrumented

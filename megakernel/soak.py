@@ -32,15 +32,18 @@ def percentile(values, q):
     return s[min(len(s) - 1, max(0, math.ceil(q / 100 * len(s)) - 1))]
 
 
-def soak(steps: int, reset_every: int, window: int, seed: int, timeout: float, json_path: str | None) -> int:
-    from reference import ModelConfig, TierInputError, perturb_norms, random_weights
+def soak(steps: int, reset_every: int, window: int, seed: int, timeout: float, json_path: str | None,
+         config_name: str | None = None) -> int:
+    from reference import TierInputError
+
+    from .sanitize import tool_model
 
     from .tier import MegakernelTier
 
     if reset_every < window + 1 or steps < 1:
         raise SystemExit(f"error: --reset-every ({reset_every}) must exceed --window ({window}), --steps >= 1")
-    config = ModelConfig.qwen3_5_0_8b()
-    tier = MegakernelTier(config, perturb_norms(random_weights(config, seed=seed, dtype=torch.bfloat16)), device="cuda")
+    config, weights = tool_model(config_name, seed=seed)
+    tier = MegakernelTier(config, weights, device="cuda")
     gen = torch.Generator().manual_seed(seed)
     start, failures, segments, all_windows = time.monotonic(), [], [], []
     done = 0
@@ -107,8 +110,9 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300.0, help="wall seconds before the run counts as hung")
     p.add_argument("--json", default=None)
+    p.add_argument("--config", default=None, help="a built-in config the megakernel builds (default: the 0.8B)")
     a = p.parse_args(argv)
-    return soak(a.steps, a.reset_every, a.window, a.seed, a.timeout, a.json)
+    return soak(a.steps, a.reset_every, a.window, a.seed, a.timeout, a.json, a.config)
 
 
 if __name__ == "__main__":
