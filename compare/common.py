@@ -11,6 +11,7 @@ import sys
 import torch
 
 from reference import ModelConfig, hazard_weights, load_checkpoint, random_weights
+from reference.weights import num_parameters
 
 from .tiers import TIERS, tier_class, unavailable_reason
 
@@ -56,6 +57,10 @@ def load_model(args):
         config, weights = load_checkpoint(args.checkpoint, dtype=torch.bfloat16, allow_nonfinite=args.allow_nonfinite_weights)
     else:
         config = ModelConfig.named(args.config)
+        n = num_parameters(config)
+        if n > 1e9:  # (one CPU thread draws ~80-100 M values a second: say so before a minute of silence)
+            print(f"drawing {n / 1e9:.1f} G seeded random weights for {config.name} on the CPU (roughly {n / 8e7:.0f} s)...",
+                  file=sys.stderr, flush=True)
         weights = random_weights(config, seed=args.seed, dtype=torch.bfloat16)
     if getattr(args, "weights", "plain") == "hazard":
         weights = hazard_weights(weights)
