@@ -36,7 +36,8 @@ CONSTRAINTS = (
     "linear_num_value_heads a multiple of 16 and of linear_num_key_heads",
     "num_attention_heads = 4 x num_key_value_heads (a unit's 4 q heads); num_attention_heads x 256 = "
     "linear_num_value_heads x 128 (one out-projection width) and a multiple of 2048",
-    "layer_types: at most 64 layers, at least one of each kind (any order)",
+    "layer_types: at most 64 layers, at least one of each kind, the first linear_attention (its in-projection "
+    "starts a step from the embedding row)",
     "vocab_size x 1024 < 2^32",
 ) + tuple(f"{f} = {v} ({why})" for f, v, why in FIXED)
 
@@ -82,9 +83,11 @@ def config_problems(c: ModelConfig) -> list[str]:
         bad.append(f"num_attention_heads x head_dim={oin}: must equal linear_num_value_heads x 128={hv * 128} and be "
                    "a multiple of 2048 (one out-projection width; the merged attention load)")
     kinds = set(c.layer_types)
-    if c.num_layers > 64 or kinds != {"linear_attention", "full_attention"}:
-        bad.append(f"layer_types ({c.num_layers} layers, kinds {sorted(kinds)}): must be at most 64 layers with at least "
-                   "one linear_attention and one full_attention layer (the pattern is a 64-bit mask)")
+    if c.num_layers > 64 or kinds != {"linear_attention", "full_attention"} or c.layer_types[0] != "linear_attention":
+        bad.append(f"layer_types ({c.num_layers} layers, kinds {sorted(kinds)}, the first {c.layer_types[0]}): must be at "
+                   "most 64 layers with at least one linear_attention and one full_attention layer, the first a "
+                   "linear_attention one (the pattern is a 64-bit mask; the DeltaNet in-projection starts a step from "
+                   "the embedding row)")
     if c.vocab_size * 1024 >= 1 << 32:
         bad.append(f"vocab_size={c.vocab_size}: vocab_size x 1024 must be < 2^32 (the blocks' 32-bit row products)")
     return bad

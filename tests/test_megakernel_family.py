@@ -63,8 +63,10 @@ def test_every_refused_field_is_named_with_its_constraint():
     with pytest.raises(ValueError, match="cannot be built"):
         kernel_defines(bad)
     linear_only = ModelConfig.qwen3_5_0_8b().replace(layer_types=("linear_attention",) * 4)
-    assert "layer_types (4 layers, kinds ['linear_attention']): must be at most 64 layers with at least one" in \
+    assert "layer_types (4 layers, kinds ['linear_attention'], the first linear_attention): must be at most 64 layers" in \
         config_refusal(linear_only)
+    attention_first = ModelConfig.qwen3_5_0_8b().replace(layer_types=("full_attention",) + ("linear_attention",) * 3)
+    assert "the first full_attention): must be" in config_refusal(attention_first)  # (found by a review: hidden unset)
 
 
 @needs_nvcc

@@ -65,7 +65,8 @@ MK_HOST_DEVICE constexpr unsigned long long every_fourth(int n) {  // bits 3, 7,
 constexpr bool PERIODIC = NLAYER % 4 == 0 && FULL_MASK == every_fourth(NLAYER);
 constexpr int NFA = popcount64(FULL_MASK);  // 6 (0.8B)
 constexpr int NDN = NLAYER - NFA;           // 18
-static_assert(NFA >= 1 && NDN >= 1, "the layer pattern: at least one layer of each kind");
+static_assert(NFA >= 1 && NDN >= 1 && !(FULL_MASK & 1),
+              "the layer pattern: at least one layer of each kind, layer 0 a DeltaNet one (dn_in_proj starts a step from the embedding row)");
 // (unsigned: l >= 0, and the divisions by the power of two are shifts)
 MK_HOST_DEVICE inline bool is_full_attention(int l) {
   if constexpr (PERIODIC) return (unsigned)l % 4 == 3;
