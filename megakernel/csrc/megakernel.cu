@@ -1,6 +1,6 @@
-// Qwen3.5-0.8B decode megakernel: one persistent launch runs a decode step (of each of the batch's
-// 1..8 rows, every weight read once for all of them): the embedding rows, the 18 Gated DeltaNet and
-// 6 gated attention layers, the final norm, the lm_head and the greedy argmax (and writes the
+// Qwen3.5 decode megakernel (compiled per model size, shapes.cuh; the 0.8B's numbers below): one
+// persistent launch runs a decode step (of each of the batch's 1..8 rows, every weight read once for
+// all of them): the embedding rows, the 18 Gated DeltaNet and 6 gated attention layers, the final norm, the lm_head and the greedy argmax (and writes the
 // logits, the per-layer hidden states and globaltimer stamps when asked) -- or many steps, each
 // fed the last one's argmax on the device, until a.steps or until every row produced a stop id
 // (each step's ids written to a host-mapped stream as the step ends).

@@ -1,6 +1,7 @@
-// The one place the megakernel's numbers are written: the Qwen3.5-0.8B shapes it is compiled
-// for, the layer pattern, the launch geometry, and every buffer the kernels index (the state,
-// the decode workspace, the sync words, the timing stamps, the layer pointer table).
+// The one place the megakernel's numbers are written: the model shapes it is compiled for (the
+// Qwen3.5-0.8B's unless the build defines another size's, megakernel/family.py), the layer pattern,
+// the launch geometry, and every buffer the kernels index (the state, the decode workspace, the sync
+// words, the timing stamps, the layer pointer table).
 //
 // Decode (megakernel.cu) and prefill (prefill.cu) include it; the torch binding exports every
 // constant (`ext.constants()`), and megakernel/tier.py and prefill.py read them from there
@@ -140,7 +141,7 @@ MK_HOST_DEVICE constexpr int attention_splits(int pos, int per_split) {
 }
 
 // the weight ring (the default schedule): slots of 16 KB in shared memory
-constexpr int RING_SLOT = 16384;                     // bytes: 8 rows of K=1024, 4 of K=2048, 2 of K=3584
+constexpr int RING_SLOT = 16384;                     // bytes (the 0.8B: 8 rows of K=1024, 4 of K=2048, 2 of K=3584)
 constexpr int RING_MIN_SLOTS = 8;
 // The matrix phases cut rows into pieces that the 0.8B's work items take whole:
 //   K = D (in-projections, gate/up, lm_head): a row is D_PIECES pieces of PIECE columns, a warp takes

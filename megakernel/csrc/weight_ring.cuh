@@ -15,8 +15,9 @@
 // A block's stream is the order of phase_slice(), step after step of the launch: chunk n of the
 // launch is chunk i of phase q of step `step` (a many-token launch: the next step's first phases
 // stream while this step's lm_head and argmax run); a
-// chunk is whole rows of one matrix (8 rows of K = 1024, 4 of K = 2048, 2 of K = 3584, or 4 gate
-// rows in the first half of the slot with the same 4 up rows in the second). Chunk n lives in slot
+// chunk is whole pieces of one matrix's rows (shapes.cuh PIECE, row_parts; at the 0.8B 8 rows of
+// K = 1024, 4 of K = 2048, 2 of K = 3584, or 4 gate rows in the first half of the slot with the same
+// 4 up rows in the second). Chunk n lives in slot
 // n mod S, fill n / S of that slot; neither side divides: the producer steps its slot and fill
 // parity along with n, the compute warps count the chunks they consumed mod 2S.
 #pragma once
