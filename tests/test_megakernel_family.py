@@ -264,7 +264,7 @@ def test_many_tokens_in_one_launch_equal_a_launch_a_step(family):
 
 
 @gpu
-def test_memcheck_clean(family):
+def test_compute_sanitizer_memcheck_clean(family):
     """compute-sanitizer memcheck of the size's decode kernels: logits and trace steps, the fused
     argmax, split-K at 40 and 300 tokens, a refused id, many-token launches (megakernel/sanitize.py)."""
     config, _ = family

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Everything the GPU machine runs, by stage, one device call per stage or two (each stage has its
 # own time limits so the earlier results always come back). From the repo root on the GPU machine:
-#     WORKBENCH_COMMIT=<sha> bash tests/gpu/run_all.sh [report] [tests] [sanitize] [long] [ab] [batch]
+#     WORKBENCH_COMMIT=<sha> bash tests/gpu/run_all.sh [report] [tests] [family] [sanitize] [long] [ab] [batch]
 # (default: report tests long). Results go to $OUT (default ./gpu-results); copy them into
 # docs/results/<date>-h100-<commit>/ with a README (docs/results/README.md says how).
 #   report    compare bench --layers and compare diff on the built-in 0.8B model, every tier; then
 #             compare bench --batch 1,2,4,8 and compare diff --batch 8 of the triton and megakernel tiers
 #   batch     tests/gpu/batch_check.py: a batch against its rows alone (bitwise), the megakernel's
 #             per-phase µs at B = 1, 2, 4, 8 and tg128 per B for the megakernel and triton; batch.json
-#   tests     every GPU test but the sanitizers (TEST_K selects: pytest -k)
+#   tests     every GPU test but the sanitizers and the family's (TEST_K selects: pytest -k)
+#   family    tests/test_megakernel_family.py: the megakernel at tiny-megakernel, 2B, 4B, 9B (each size's
+#             build first, four at once; FAMILY_K selects, e.g. "tiny or 4b"); its memcheck runs in sanitize
 #   sanitize  the compute-sanitizer tests (memcheck, synccheck, initcheck, racecheck) of decode (both
 #             schedules, with a step the device-side check refuses) and of the fast prefill
 #   soak      python -m megakernel soak: SOAK_STEPS (default 100000) fed-back decode steps across
@@ -32,6 +34,14 @@ export PYTHONPATH=$ROOT:/tmp/site:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 export QWEN35_MEGAKERNEL_CACHE=${QWEN35_MEGAKERNEL_CACHE:-/tmp/qwen35-megakernel}
 stages=" ${*:-report tests long} "
 prebuild() { timeout 300 python3 -c "import megakernel.build as b; b.load()" > "$OUT/build.log" 2>&1 || tail -5 "$OUT/build.log"; }
+FAMILY="tiny-megakernel qwen3.5-2b qwen3.5-4b qwen3.5-9b"
+prebuild_family() {  # every size's build at once (each ~25 s), so no test builds inside its time limit
+  for size in $FAMILY; do
+    timeout 300 python3 -c "import megakernel.build as b; from reference import ModelConfig as M; b.load(config=M.named('$size'))" \
+        > "$OUT/build_$size.log" 2>&1 &
+  done
+  wait
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/device.txt"
 if [[ $stages == *" report "* ]]; then
 timeout ${BENCH_LIMIT:-240} python3 -m compare bench --layers --repeats 3 --layer-steps 5 --slow-repeats 1 --no-progress \
@@ -50,13 +60,20 @@ timeout ${BATCH_LIMIT:-300} python3 tests/gpu/batch_check.py --json "$OUT/batch.
 echo "batch check: exit $?"; tail -16 "$OUT/batch.log"
 fi
 if [[ $stages == *" tests "* ]]; then
-timeout ${TEST_LIMIT:-330} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests -k "not sanitizer and (${TEST_K:-not nothing})" \
+timeout ${TEST_LIMIT:-330} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests \
+    -k "not sanitizer and not test_megakernel_family and (${TEST_K:-not nothing})" \
     > "$OUT/gpu_tests.log" 2>&1
 echo "gpu tests: exit $?"; tail -25 "$OUT/gpu_tests.log"
 fi
+if [[ $stages == *" family "* ]]; then
+prebuild_family
+timeout ${FAMILY_LIMIT:-540} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests/test_megakernel_family.py \
+    -k "not sanitizer and (${FAMILY_K:-not nothing})" > "$OUT/family_tests.log" 2>&1
+echo "family tests: exit $?"; tail -15 "$OUT/family_tests.log"
+fi
 if [[ $stages == *" sanitize "* ]]; then
 rm -f "$OUT/sanitizers.log"
-prebuild  # (not inside an instrumented process)
+prebuild; prebuild_family  # (not inside an instrumented process)
 timeout ${SANITIZE_LIMIT:-420} python3 -m pytest -q -m gpu -rs -p no:cacheprovider tests -k sanitizer \
     > "$OUT/sanitize_tests.log" 2>&1
 echo "sanitizer tests: exit $?"; tail -15 "$OUT/sanitize_tests.log"
