@@ -257,9 +257,10 @@ class MegakernelTier(Tier):
         self.weights = {}
         self.packed_in_proj, self.packed_gate_up = [], []  # per layer, the packed buffers below
         self.weights["model.embed_tokens.weight"] = put("model.embed_tokens.weight")
-        # the head: the embedding itself where the config ties them (the kernel checks it is)
-        self.lm_head_weight = (self.weights["model.embed_tokens.weight"] if c.tie_word_embeddings
-                               else self.weights.setdefault("lm_head.weight", put("lm_head.weight")))
+        # the head: the embedding itself where the config ties them, else its own matrix
+        if not c.tie_word_embeddings:
+            self.weights["lm_head.weight"] = put("lm_head.weight")
+        self.lm_head_weight = self.weights.get("lm_head.weight", self.weights["model.embed_tokens.weight"])
         self.weights["model.norm.weight"] = put("model.norm.weight")
         k = self.k
         table = torch.zeros(c.num_layers, k.NSLOT, dtype=torch.int64)

@@ -27,7 +27,6 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
-from compare import unavailable_reason  # noqa: E402
 from reference import ModelConfig, ReferenceTier, perturb_norms, random_weights  # noqa: E402
 
 settings.register_profile("ci", deadline=None, max_examples=15, derandomize=False, print_blob=True)
@@ -73,8 +72,6 @@ def ref32(model):
 @pytest.fixture(scope="module")
 def bf16_baseline(model):
     """transformers' bf16 run when this transformers has Qwen3.5, else the bf16 reference."""
-    if unavailable_reason("hf", "cuda") is None:
-        from compare.hf_tier import HFTier
+    from helpers import bf16_baseline_tier
 
-        return "hf", HFTier(*model, device="cuda", dtype=torch.bfloat16)
-    return "reference-bf16", ReferenceTier(*model, device="cuda", dtype=torch.bfloat16)
+    return bf16_baseline_tier(*model)

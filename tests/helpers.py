@@ -43,6 +43,19 @@ def debug_poisoned(tier):
         tier.debug_poison = False
 
 
+def bf16_baseline_tier(config, weights, device="cuda"):
+    """(name, tier) of the bf16 run a tier's error is measured against: transformers' where this
+    transformers has Qwen3.5, else the bf16 reference."""
+    from compare import unavailable_reason
+    from reference import ReferenceTier
+
+    if unavailable_reason("hf", device) is None:
+        from compare.hf_tier import HFTier
+
+        return "hf", HFTier(config, weights, device=device, dtype=torch.bfloat16)
+    return "reference-bf16", ReferenceTier(config, weights, device=device, dtype=torch.bfloat16)
+
+
 def random_ids(n, seed, vocab_size=248320):
     """[1, n] int64 prompt ids from a seeded CPU generator (default: the 0.8B vocabulary)."""
     return torch.randint(0, vocab_size, (1, n), generator=torch.Generator().manual_seed(seed))

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 import torch
-from helpers import assert_layers_within_bf16_bounds, debug_poisoned, variant_restored
+from helpers import assert_layers_within_bf16_bounds, bf16_baseline_tier, debug_poisoned, variant_restored
 from helpers import random_ids as ids
 from helpers import rel_err as rel
 
@@ -261,12 +261,7 @@ def hazard_traces(model, prompt_len):
         prompt, token = ids(prompt_len, 5), ids(1, 6)[0]
         oracle = one_step_trace(ReferenceTier(config, weights, device="cuda", dtype=torch.float32), prompt, token)
         got = one_step_trace(MegakernelTier(config, weights, device="cuda"), prompt, token)
-        if unavailable_reason("hf", "cuda") is None:
-            from compare.hf_tier import HFTier
-
-            name, base_tier = "hf", HFTier(config, weights, device="cuda", dtype=torch.bfloat16)
-        else:
-            name, base_tier = "reference-bf16", ReferenceTier(config, weights, device="cuda", dtype=torch.bfloat16)
+        name, base_tier = bf16_baseline_tier(config, weights)
         _HAZARD_TRACES[prompt_len] = got, oracle, name, one_step_trace(base_tier, prompt, token)
     return _HAZARD_TRACES[prompt_len]
 

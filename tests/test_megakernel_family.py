@@ -23,12 +23,11 @@ import sys
 import pytest
 import torch
 
-from compare import unavailable_reason
 from megakernel.build import cache_dir, compile_check, nvcc_path
 from megakernel.family import config_refusal, kernel_defines, nvcc_defines, ops_namespace, shape_tag
 from reference import ModelConfig, ReferenceTier
 
-from helpers import assert_layers_within_bf16_bounds, debug_poisoned, random_ids, variant_restored
+from helpers import assert_layers_within_bf16_bounds, bf16_baseline_tier, debug_poisoned, random_ids, variant_restored
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = ("tiny-megakernel", "qwen3.5-2b", "qwen3.5-4b", "qwen3.5-9b")
@@ -117,14 +116,6 @@ def trace_of(tier, prompt, token):
     return out
 
 
-def baseline_tier(config, weights):
-    if unavailable_reason("hf", "cuda") is None:
-        from compare.hf_tier import HFTier
-
-        return "hf", HFTier(config, weights, device="cuda", dtype=torch.bfloat16)
-    return "reference-bf16", ReferenceTier(config, weights, device="cuda", dtype=torch.bfloat16)
-
-
 @gpu
 @pytest.mark.parametrize("prompt_len", [16, 300])
 def test_every_layer_within_bf16_bounds(family, prompt_len):
@@ -135,7 +126,7 @@ def test_every_layer_within_bf16_bounds(family, prompt_len):
     traces = {}
     for name, make in (("megakernel", lambda: MegakernelTier(config, weights, device="cuda")),
                        ("fp32", lambda: ReferenceTier(config, weights, device="cuda", dtype=torch.float32)),
-                       ("base", lambda: baseline_tier(config, weights))):
+                       ("base", lambda: bf16_baseline_tier(config, weights))):
         tier = make()
         base_name = None
         if name == "base":
@@ -166,7 +157,7 @@ def test_teacher_forced_128_steps_no_drift(family):
     config, weights = family
     prompt, forced = random_ids(16, 3, config.vocab_size), random_ids(128, 4, config.vocab_size)[0]
     logits = {}
-    for name, make in (("base", lambda: baseline_tier(config, weights)[1]),
+    for name, make in (("base", lambda: bf16_baseline_tier(config, weights)[1]),
                        ("fp32", lambda: ReferenceTier(config, weights, device="cuda", dtype=torch.float32)),
                        ("megakernel", lambda: MegakernelTier(config, weights, device="cuda"))):
         tier = make()
