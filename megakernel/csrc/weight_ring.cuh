@@ -104,7 +104,9 @@ __device__ __forceinline__ void lane_arrive_on_copies(uint32_t bar) {
 
 __device__ __forceinline__ int nchunks(const PhaseSlice& p) { return (p.rows + p.rpc - 1) / p.rpc; }
 
-// a position in the block's stream: chunk number n = chunk i of phase q (slice p) of step `step`
+// a position in the block's stream: chunk i of phase q (slice p) of step `step`; n = how many chunks
+// came before it, counted up to S + 1 only (all the producer asks of n is n == S, n >= S: a count
+// over a whole many-token launch would pass 2^31, e.g. the 9B's at 1 block after ~2,100 steps)
 struct Cursor {
   int n, step, q, i;
   PhaseSlice p;
@@ -169,7 +171,7 @@ __device__ void produce(const Args& a, const Stream& s, const StepInputs<NB>& in
   Cursor c{0, 0, 0, 0, phase_slice(a, 0, 0)};
   int slot = 0;       // chunk n's slot, n mod S
   unsigned fill = 0;  // how often that slot was filled before chunk n, mod 2: (n / S) mod 2
-  for (; cursor_valid<MANY>(a, c); ++c.n, ++c.i, slot = next_slot(slot, S, fill)) {
+  for (; cursor_valid<MANY>(a, c); c.n += c.n <= S, ++c.i, slot = next_slot(slot, S, fill)) {
     const bool lm = is_lm_head(c.q);
     if (c.n >= S) {  // wait until chunk n - S has been released
       if (c.n == S && step_refused(a, in)) return ring::wait_all_copies();
