@@ -117,8 +117,9 @@ tmp=$(mktemp -d)
     runs=()
     for round in $(seq 1 ${AB_ROUNDS:-2}); do
         for side in base new; do
-            dir=$ROOT; [ $side = base ] && dir=$BASE
-            (cd "$dir" && PYTHONPATH=$dir:/tmp/site timeout ${AB_BENCH_LIMIT:-150} python3 -m compare bench --tiers megakernel \
+            dir=$ROOT commit=${WORKBENCH_COMMIT:-new}
+            [ $side = base ] && dir=$BASE commit=$(cat "$BASE/COMMIT" 2>/dev/null || echo base)
+            (cd "$dir" && PYTHONPATH=$dir:/tmp/site WORKBENCH_COMMIT=$commit timeout ${AB_BENCH_LIMIT:-150} python3 -m compare bench --tiers megakernel \
                 --pp 520 --tg 128 --depth 4096 --repeats 3 --no-progress --json "$tmp/$side$round.json" > "$tmp/$side$round.md" 2>&1)
             echo "bench $side $round: exit $?"; grep -E "megakernel" "$tmp/$side$round.md"
             runs+=("$tmp/$side$round.json")
