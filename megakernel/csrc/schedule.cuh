@@ -32,7 +32,7 @@ struct PhaseSlice {
   const uint16_t* w;   // the block's first row
   const uint16_t* w2;  // gate/up: the first up row (a chunk's second half); an attention core: the first V row; else null
   int rows;            // pieces in the slice (gate/up: of the gate rows, each with its up piece; attention: positions)
-  int rpc;             // pieces per ring chunk (RING_SLOT / (2 * k); gate/up: 4 of 2 half-slots)
+  int rpc;             // pieces per ring chunk (CHUNK_PIECES, parts_per_chunk; gate/up: CHUNK_PIECES / 2 in each half-slot)
   int k;               // piece length (an attention core: a K or V row)
 };
 
@@ -60,7 +60,7 @@ __device__ __forceinline__ bool first_att_unit(const Args& a, int step, AttUnit&
 // ATT_RING_ROWS positions a chunk, the K rows in the slot's first half and the same positions' V
 // rows in its second. No block writes these rows in this launch, so the producer may copy them
 // before the core's barrier, during the in-proj.
-constexpr int ATT_RING_ROWS = RING_SLOT / 2 / (FA_HD * 2);  // 16 positions a chunk
+constexpr int ATT_RING_ROWS = 16;  // positions a chunk (K in the slot's first 8 KB, V from its middle on)
 __device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const AttUnit& un, int step) {
   const int pos = row_pos(a, un.b, step), ns = row_splits(a, un.b, step);
   const int p0 = part(pos + 1, un.s, ns), p1 = part(pos + 1, un.s + 1, ns) - (un.s == ns - 1 ? 1 : 0);
@@ -102,7 +102,7 @@ __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
 }
 static_assert(DN_VAL == FA_OIN, "phase_slice: both kinds of out-projection have rows of DN_VAL");
 static_assert(CHUNK_PIECES * 2 * PIECE <= RING_SLOT, "a K = D chunk: CHUNK_PIECES pieces (gate/up: half gate, half up)");
-static_assert(ATT_RING_ROWS * FA_HD * 2 * 2 == RING_SLOT, "att_kv_slice: K and V rows of 16 positions fill a slot");
+static_assert(ATT_RING_ROWS * FA_HD * 2 * 2 <= RING_SLOT, "att_kv_slice: K and V rows of 16 positions, each in half a slot");
 
 // The small parameters phase q starts with, as this thread's float / bf16-pair bits: the norm
 // weight pairs of an in-proj, gate/up or the lm_head; the gated norm's 4 weights of a DeltaNet

@@ -140,15 +140,12 @@ MK_HOST_DEVICE constexpr int attention_splits(int pos, int per_split) {
   return (pos + per_split) / per_split < ATT_MAX_SPLIT ? (pos + per_split) / per_split : ATT_MAX_SPLIT;
 }
 
-// the weight ring (the default schedule): slots of 16 KB in shared memory
-constexpr int RING_SLOT = 16384;                     // bytes (the 0.8B: 8 rows of K=1024, 4 of K=2048, 2 of K=3584)
-constexpr int RING_MIN_SLOTS = 8;
 // The matrix phases cut rows into pieces that the 0.8B's work items take whole:
 //   K = D (in-projections, gate/up, lm_head): a row is D_PIECES pieces of PIECE columns, a warp takes
-//     WARP_PIECES of them, two warps a ring chunk (gate/up: half the chunk gate pieces, half up). At
-//     D = 1024, 2048, 4096 a piece is 1024 columns and a warp takes 4 (4, 2 or 1 whole rows); at any
-//     other D (a multiple of 256 up to 4096, e.g. the 4B's 2560: ROW_PIECES) a piece is a whole row
-//     and a warp takes one (a gate/up unit then spans two warps);
+//     WARP_PIECES of them, a ring chunk CHUNK_PIECES (gate/up: half the chunk gate pieces, half up). At
+//     D = 1024, 2048, 4096 a piece is 1024 columns and a warp takes 4 (4, 2 or 1 whole rows), two
+//     warps a chunk; at any other D (a multiple of 256 up to 4096, e.g. the 4B's 2560: ROW_PIECES) a
+//     piece is a whole row and a warp takes one, 4 (or 2) warps a chunk (a gate/up unit then spans two warps);
 //   K = DN_VAL, INTER (out-projections, down): a row is row_parts(K) >= 2 pieces, each at most 16 x
 //     256 columns (a lane's 16 registers of weights), a chunk parts_per_chunk(K) of them.
 // Consecutive rows' pieces are consecutive in memory, so a chunk stays one contiguous copy.
@@ -157,7 +154,17 @@ constexpr int PIECE = ROW_PIECES ? D : 1024;
 constexpr int D_PIECES = D / PIECE;
 constexpr int PIECE_STEPS = PIECE / 256;       // a lane's 16-byte parts of a piece
 constexpr int WARP_PIECES = ROW_PIECES ? 1 : 4;
-constexpr int CHUNK_PIECES = 2 * WARP_PIECES;  // 8 (a 16 KB slot), or 2 whole rows
+// K = D pieces a ring chunk holds: two warps' (8 pieces of 1024), or whole rows: 4 where 4 rows take at
+// most 20 KB (D <= 2560), else 2 (the slot grows to fit them: RING_SLOT; with 2 rows of 5 KB in a 16 KB
+// slot the 4B's ring was 62% full, NOTES v22)
+constexpr int CHUNK_PIECES = !ROW_PIECES ? 2 * WARP_PIECES : 8 * D <= 20480 ? 4 : 2;
+constexpr int WARPS_PER_CHUNK = CHUNK_PIECES / WARP_PIECES;
+
+// the weight ring (the default schedule): slots of RING_SLOT bytes in shared memory: 16 KB (the 0.8B: 8
+// rows of K = 1024, 4 of K = 2048, 2 of K = 3584; 16 positions of an attention core's K and V rows), or a
+// K = D chunk of whole rows where that is more (the 4B: 4 rows of 5 KB, 20 KB)
+constexpr int RING_SLOT = 2 * CHUNK_PIECES * PIECE > 16384 ? 2 * CHUNK_PIECES * PIECE : 16384;
+constexpr int RING_MIN_SLOTS = 8;
 MK_HOST_DEVICE constexpr int row_parts(int k) {
   int p = 2;
   while (k / p > 16 * 256) p *= 2;
