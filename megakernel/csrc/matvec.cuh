@@ -161,19 +161,19 @@ struct RingLoader {
 
 // ---- the three shapes of work (a batch: matvec_mma.cuh, each weight read once for every row) ----
 // The K = D shapes at batch 1: items of NWARPS * PER_WARP pieces (the 0.8B's rows), PER_CHUNK of
-// them per ring chunk; warp w loads its 4 rows of pieces i .. i+PER_WARP-1 (load(i)), takes their
-// dots with xs (row r's piece with its segment of xs: dot_regs' RPS), and lane 0 hands the sums
-// acc[0..3] to epi(i, acc); fin(), when given, runs after every item's release.
-template <int PER_WARP, int PER_CHUNK, int RPS, class Loader, class Load, class Epi>
+// them per ring chunk; warp w loads the NR rows of pieces i .. i+PER_WARP-1 (load(i); gate/up: a gate
+// and an up row a piece), takes their dots with xs (row r's piece with its segment of xs: dot_regs'
+// RPS), and lane 0 hands the sums acc[0..NR-1] to epi(i, acc).
+template <int PER_WARP, int PER_CHUNK, int RPS, int NR, class Loader, class Load, class Epi>
 __device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const uint16_t* xs, uint4 (&wv)[16], Load load, Epi epi) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  constexpr int NSEG = D_PIECES < WARP_PIECES / RPS ? D_PIECES : WARP_PIECES / RPS;  // the segments of xs one warp's rows meet
+  constexpr int NSEG = D_PIECES < NR / RPS ? D_PIECES : NR / RPS;  // the segments of xs one warp's rows meet
   for (int i0 = 0; i0 < n; i0 += NWARPS * PER_WARP) {
     const int i = i0 + warp * PER_WARP;
     if (i < n) {
       load(i);
-      float acc[WARP_PIECES];
-      dot_regs<PIECE_STEPS, WARP_PIECES, RPS, NSEG>(wv, xs + (i % D_PIECES) * PIECE, lane, acc);
+      float acc[NR];
+      dot_regs<PIECE_STEPS, NR, RPS, NSEG>(wv, xs + (i % D_PIECES) * PIECE, lane, acc);
       if (lane == 0) epi(i, acc);
     }
     ld.release((min(NWARPS * PER_WARP, n - i0) + PER_CHUNK - 1) / PER_CHUNK);
@@ -187,7 +187,7 @@ __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const uint16_t
   if constexpr (NB > 1) {
     mma_rows<NB>(ld.s, rows, xs, batch_partials<NB>(), epi);
   } else {
-    matvec_k1024<WARP_PIECES, CHUNK_PIECES, 1>(ld, rows * D_PIECES, xs, wv, [&](int i) { ld.rows4(i, wv); },
+    matvec_k1024<WARP_PIECES, CHUNK_PIECES, 1, WARP_PIECES>(ld, rows * D_PIECES, xs, wv, [&](int i) { ld.rows4(i, wv); },
                                                [&](int i, const float (&acc)[WARP_PIECES]) {
 #pragma unroll
       for (int r = 0; r < WARP_PIECES / D_PIECES; ++r) {  // the warp's pieces are rows i / D_PIECES .. (whole rows)
@@ -224,13 +224,13 @@ __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const 
       if (lane == 0 && !(warp & 1) && u < n) act[u0 + u] = swiglu(h[warp], h[warp + 1]);
     }
   } else if constexpr (D_PIECES == 1) {  // two units a warp
-    matvec_k1024<2, 4, 2>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
+    matvec_k1024<2, 4, 2, 4>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
       uint16_t* out = act + u0 + i;
       out[0] = swiglu(acc[0], acc[1]);
       if (i + 1 < n) out[1] = swiglu(acc[2], acc[3]);
     });
   } else if constexpr (D_PIECES == 2) {  // one unit a warp: its two pieces
-    matvec_k1024<2, 4, 2>(ld, n * 2, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
+    matvec_k1024<2, 4, 2, 4>(ld, n * 2, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
       act[u0 + i / 2] = swiglu(acc[0] + acc[2], acc[1] + acc[3]);
     });
   } else {  // half a unit a warp: warp 2j's and 2j+1's sums meet in shared memory (two areas, by item)
