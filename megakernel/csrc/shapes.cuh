@@ -153,11 +153,11 @@ constexpr bool ROW_PIECES = !(D % 1024 == 0 && 4 % (D / 1024) == 0);
 constexpr int PIECE = ROW_PIECES ? D : 1024;
 constexpr int D_PIECES = D / PIECE;
 constexpr int PIECE_STEPS = PIECE / 256;       // a lane's 16-byte parts of a piece
-constexpr int WARP_PIECES = ROW_PIECES ? 1 : D_PIECES <= 2 ? 2 : 4;
-// K = D pieces a ring chunk holds: 8 pieces of 1024 (16 KB), or whole rows: 4 where 4 rows take at
-// most 20 KB (D <= 2560), else 2 (the slot grows to fit them: RING_SLOT; with 2 rows of 5 KB in a 16 KB
-// slot the 4B's ring was 62% full, NOTES v22)
-constexpr int CHUNK_PIECES = !ROW_PIECES ? 8 : 8 * D <= 20480 ? 4 : 2;
+constexpr int WARP_PIECES = ROW_PIECES ? 1 : 4;
+// K = D pieces a ring chunk holds: two warps' (8 pieces of 1024, 16 KB), or whole rows: 4 where 4 rows
+// take at most 20 KB (D <= 2560), else 2 (the slot grows to fit them: RING_SLOT; with 2 rows of 5 KB in a
+// 16 KB slot the 4B's ring was 62% full, NOTES v22)
+constexpr int CHUNK_PIECES = !ROW_PIECES ? 2 * WARP_PIECES : 8 * D <= 20480 ? 4 : 2;
 constexpr int WARPS_PER_CHUNK = CHUNK_PIECES / WARP_PIECES;
 
 // the weight ring (the default schedule): slots of RING_SLOT bytes in shared memory: 16 KB (the 0.8B: 8
