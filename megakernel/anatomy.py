@@ -8,6 +8,8 @@ stamps: csrc/shapes.cuh, `MegakernelTier.decode_step_times`):
   barrier, then from the last arrival to block 0's exit (the barrier's exit latency); for the
   attention core also block 0's unit step by step and every unit block's arrival; and how long
   the ring's producers waited for a free slot.
+- `step_time`: µs a step of back-to-back greedy launches, by CUDA events, in any schedule (the
+  stream-only one too: what the weight stream alone, K/V rows included, takes at this context).
 - `launch_gaps`: back-to-back launches with no host sync between them (any batch): the period,
   the kernel's span, the gap from one launch's argmax to the next one's start, the restart (to
   the next launch's embedding row normed) and its first phase.
@@ -97,6 +99,25 @@ def anatomy_lines(an: dict) -> list[str]:
     return lines
 
 
+def step_time(tier, steps=32, prompt_len=16, seed=0, batch=1) -> float:
+    """µs a step: `steps` greedy launches back to back (each fed the last one's ids on the device,
+    as the tg loop runs them) after a `prompt_len`-token prompt and one warm-up launch, timed by CUDA
+    events. Any schedule: in the stream-only one a launch streams every weight and K/V row of its
+    step and computes nothing, so the two schedules' difference is what the compute costs above the
+    stream."""
+    state = tier.new_state(batch, max_seq_len=prompt_len + steps + 2)
+    ids = tier.prefill(_prompt(tier, prompt_len, seed, rows=batch), state).argmax(-1).to(tier.device)
+    ids = tier.decode_argmax(ids, state)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(steps):
+        ids = tier.decode_argmax(ids, state)
+    end.record()
+    end.synchronize()
+    tier.check(state)
+    return start.elapsed_time(end) * 1000.0 / steps
+
+
 def launch_gaps(tier, steps=16, prompt_len=16, seed=0, batch=1) -> dict | None:
     """Back-to-back greedy launches of a batch of `batch` rows (no host sync between them:
     `MegakernelTier.decode_steps_timed`), µs, means over `steps` - 1 pairs: period (start → next
@@ -139,6 +160,7 @@ def main(argv=None) -> int:
         if args.schedule is not None:
             tier.schedule = args.schedule
         an = phase_anatomy(tier, prompt_len=args.context, steps=args.steps, batch=args.batch)
+        step_us = step_time(tier, prompt_len=args.context, batch=args.batch)
         gaps = launch_gaps(tier, batch=args.batch)
     except (TierInputError, TierUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -146,6 +168,7 @@ def main(argv=None) -> int:
     print(f"{torch.cuda.get_device_name()} | schedule {tier.schedule} | grid {tier.grid} | ring {tier.ring_slots_for(args.batch)} "
           f"slots | batch {args.batch} | {args.context}-token context, means over {args.steps} steps; us from block 0's barrier exit")
     print("\n".join(anatomy_lines(an)))
+    print(f"  a step, 32 back-to-back launches at this context (CUDA events): {step_us:.1f} us ({1e6 / step_us:,.1f} steps/s)")
     if gaps:
         print(f"  back-to-back launches: period {gaps['period_us']:.1f} us, span {gaps['span_us']:.1f} us, gap {gaps['gap_us']:+.2f} us (min "
               f"{gaps['gap_min_us']:+.2f}), restart {gaps['restart_us']:.2f} us, first phase {gaps['first_phase_us']:.2f} us")

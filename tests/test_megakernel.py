@@ -480,6 +480,23 @@ def test_stream_only_launch_leaves_the_next_decode_exact(variant):
 
 @gpu
 @needs_gpu
+def test_anatomy_step_time_of_both_schedules(variant):
+    """`python -m megakernel anatomy`'s step line: µs a back-to-back launch by CUDA events, in the
+    ring schedule and the stream-only one, which streams the same bytes and computes nothing, so it
+    is the faster of the two."""
+    from megakernel.anatomy import step_time
+
+    mk = variant
+    if not mk.max_ring_slots:
+        pytest.skip("the ring does not fit this GPU's shared memory (the mode streams through the ring)")
+    ring = step_time(mk, steps=8, prompt_len=20)
+    mk.schedule = "stream-only"
+    stream = step_time(mk, steps=8, prompt_len=20)
+    assert 0 < stream < ring < 1e5, (stream, ring)
+
+
+@gpu
+@needs_gpu
 def test_bad_variants_are_clear_errors_and_launch_nothing(variant):
     mk = variant
     state = mk.new_state(max_seq_len=32)
