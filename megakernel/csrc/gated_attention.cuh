@@ -175,7 +175,7 @@ __device__ __forceinline__ void att_group(const float (&q)[8], Row&& row, unsign
   const float gm = fmaxf(sc, __shfl_xor_sync(0xffffffffu, sc, 16));
   const float mn = fmaxf(m, gm);
   const float base = mn == -INFINITY ? 0.f : mn;  // (no valid position so far: exps against 0 give 0, never NaN)
-  const float pw = expf(sc - base), corr = expf(m - base);
+  const float pw = __expf(sc - base), corr = __expf(m - base);  // (ex2.approx of x log2 e: 2 instructions, not expf's ~8)
   m = mn;
   lsum *= corr;
 #pragma unroll
