@@ -99,7 +99,10 @@ def anatomy_lines(an: dict) -> list[str]:
     return lines
 
 
-def step_time(tier, steps=32, prompt_len=16, seed=0, batch=1) -> float:
+STEP_LAUNCHES = 32  # back-to-back launches step_time averages over (main's line)
+
+
+def step_time(tier, steps=STEP_LAUNCHES, prompt_len=16, seed=0, batch=1) -> float:
     """µs a step: `steps` greedy launches back to back (each fed the last one's ids on the device,
     as the tg loop runs them) after a `prompt_len`-token prompt and one warm-up launch, timed by CUDA
     events. Any schedule: in the stream-only one a launch streams every weight and K/V row of its
@@ -168,7 +171,7 @@ def main(argv=None) -> int:
     print(f"{torch.cuda.get_device_name()} | schedule {tier.schedule} | grid {tier.grid} | ring {tier.ring_slots_for(args.batch)} "
           f"slots | batch {args.batch} | {args.context}-token context, means over {args.steps} steps; us from block 0's barrier exit")
     print("\n".join(anatomy_lines(an)))
-    print(f"  a step, 32 back-to-back launches at this context (CUDA events): {step_us:.1f} us ({1e6 / step_us:,.1f} steps/s)")
+    print(f"  a step, {STEP_LAUNCHES} back-to-back launches at this context (CUDA events): {step_us:.1f} us ({1e6 / step_us:,.1f} steps/s)")
     if gaps:
         print(f"  back-to-back launches: period {gaps['period_us']:.1f} us, span {gaps['span_us']:.1f} us, gap {gaps['gap_us']:+.2f} us (min "
               f"{gaps['gap_min_us']:+.2f}), restart {gaps['restart_us']:.2f} us, first phase {gaps['first_phase_us']:.2f} us")

@@ -18,7 +18,7 @@
 //   matvec_gate_up  an item is 8 (or 4) chunks of gate pieces and their up pieces. Pieces of 1024: warp w
 //                 takes pieces 2w, 2w+1 of each (4 rows: gate, up, gate, up): 2 units at D = 1024, one
 //                 at 2048, half of one at 4096 (warps 2j, 2j+1 then add their halves); whole-row pieces
-//                 (ROW_PIECES): warp 2j the gate row of the item's unit j, 2j+1 its up row (CHUNK_PIECES / 2
+//                 (ROW_PIECES): warp 2j the gate row of the item's unit j, 2j+1 its up row (GATE_UP_PER_CHUNK
 //                 units a chunk); act = silu(gate) * up.
 //   matvec_row_parts  K = DN_VAL or INTER (out-projections, down): a row is P = row_parts(K) pieces,
 //                 an item 16 / P rows; warp w takes piece w % P of row w / P, thread j adds row j's
@@ -129,12 +129,11 @@ struct RingLoader {
 #pragma unroll
       for (int c = 0; c < PIECE_STEPS; ++c) wv[r * PIECE_STEPS + c] = lds128(p + r * PIECE * 2 + (c * 32 + lane) * 16);
   }
-  // whole-row pieces: the item's unit j = warp / 2 is row j % UNITS_PER_CHUNK of chunk j / UNITS_PER_CHUNK's
+  // whole-row pieces: the item's unit j = warp / 2 is row j % GATE_UP_PER_CHUNK of chunk j / GATE_UP_PER_CHUNK's
   // gate half (an even warp) or up half (an odd one)
-  static constexpr int UNITS_PER_CHUNK = CHUNK_PIECES / 2;
   __device__ __forceinline__ void gate_or_up(int, uint4 (&wv)[16]) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, j = warp >> 1;
-    const uint32_t p = chunk_wait(s, j / UNITS_PER_CHUNK) + (warp & 1) * (RING_SLOT / 2) + (j % UNITS_PER_CHUNK) * PIECE * 2;
+    const uint32_t p = chunk_wait(s, j / GATE_UP_PER_CHUNK) + (warp & 1) * (RING_SLOT / 2) + (j % GATE_UP_PER_CHUNK) * PIECE * 2;
 #pragma unroll
     for (int c = 0; c < PIECE_STEPS; ++c) wv[c] = lds128(p + (c * 32 + lane) * 16);
   }
@@ -219,7 +218,7 @@ __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const 
         dot_regs<PIECE_STEPS, 1>(wv, xs, lane, acc);
         if (lane == 0) h[warp] = acc[0];
       }
-      ld.release((min(NWARPS / 2, n - i0) + CHUNK_PIECES / 2 - 1) / (CHUNK_PIECES / 2));  // (CHUNK_PIECES / 2 units a chunk)
+      ld.release((min(NWARPS / 2, n - i0) + GATE_UP_PER_CHUNK - 1) / GATE_UP_PER_CHUNK);
       sync_warps();
       if (lane == 0 && !(warp & 1) && u < n) act[u0 + u] = swiglu(h[warp], h[warp + 1]);
     }

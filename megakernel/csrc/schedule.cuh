@@ -32,7 +32,7 @@ struct PhaseSlice {
   const uint16_t* w;   // the block's first row
   const uint16_t* w2;  // gate/up: the first up row (a chunk's second half); an attention core: the first V row; else null
   int rows;            // pieces in the slice (gate/up: of the gate rows, each with its up piece; attention: positions)
-  int rpc;             // pieces per ring chunk (CHUNK_PIECES, parts_per_chunk; gate/up: CHUNK_PIECES / 2 in each half-slot)
+  int rpc;             // pieces per ring chunk (CHUNK_PIECES, parts_per_chunk; gate/up: GATE_UP_PER_CHUNK in each half-slot)
   int k;               // piece length (an attention core: a K or V row)
 };
 
@@ -88,7 +88,7 @@ __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
     case PH_GATE_UP: {
       const int u0 = part(INTER, b, G);
       const uint16_t* gu = lw<uint16_t>(a, l, SL_GATE_UP);
-      return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, (part(INTER, b + 1, G) - u0) * D_PIECES, CHUNK_PIECES / 2, PIECE};
+      return {gu + (size_t)u0 * D, gu + (size_t)(INTER + u0) * D, (part(INTER, b + 1, G) - u0) * D_PIECES, GATE_UP_PER_CHUNK, PIECE};
     }
     case PH_DOWN:
       return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, (r1 - r0) * row_parts(INTER), parts_per_chunk(INTER),

@@ -159,6 +159,7 @@ constexpr int WARP_PIECES = ROW_PIECES ? 1 : 4;
 // 16 KB slot the 4B's ring was 62% full, NOTES v22)
 constexpr int CHUNK_PIECES = !ROW_PIECES ? 2 * WARP_PIECES : 8 * D <= 20480 ? 4 : 2;
 constexpr int WARPS_PER_CHUNK = CHUNK_PIECES / WARP_PIECES;
+constexpr int GATE_UP_PER_CHUNK = CHUNK_PIECES / 2;  // gate/up pieces a chunk: gate ones in its first half, their up ones in the second
 
 // the weight ring (the default schedule): slots of RING_SLOT bytes in shared memory: 16 KB (the 0.8B: 8
 // rows of K = 1024, 4 of K = 2048, 2 of K = 3584; 16 positions of an attention core's K and V rows), or a
@@ -179,7 +180,7 @@ MK_HOST_DEVICE constexpr int parts_per_chunk(int k) {
   while (2 * p <= fit && 2 * p <= 16) p *= 2;
   return p;
 }
-static_assert(D % 256 == 0 && PIECE_STEPS * WARP_PIECES <= 16 && WARP_PIECES % D_PIECES == 0 && 2 * CHUNK_PIECES * PIECE <= RING_SLOT,
+static_assert(D % 256 == 0 && PIECE_STEPS * WARP_PIECES <= 16 && WARP_PIECES % D_PIECES == 0,
               "hidden_size: a multiple of 256 up to 4096 (a warp's pieces are whole rows within 16 registers a lane)");
 static_assert(DN_VAL % (256 * row_parts(DN_VAL)) == 0 && INTER % (256 * row_parts(INTER)) == 0,
               "out-projection and down rows: pieces of whole 256-column steps");
