@@ -142,6 +142,8 @@ def run(args) -> int:
         traces_by_tier[name] = traces
         errs = errors_against(traces, oracle, names)
         results[name] = {"errors": errs, "worst": {n: max(e) for n, e in errs.items()}, "top1": top1(traces, oracle)}
+        if args.decode_steps:  # the decode steps alone: a tier's decode kernels, apart from its prefill's
+            results[name]["worst_decode"] = {n: max(e[1:]) for n, e in errs.items()}
     yard = results.get("hf", {}).get("worst") if dtype == torch.bfloat16 else None
     for name, r in results.items():
         ys = yard if (yard is not None and name != "hf") else None
@@ -150,15 +152,18 @@ def run(args) -> int:
 
     against = diff_against_dump(args.against, traces_by_tier, names) if args.against else None
     ratios = ratios_to_hf(results, names) if yard is not None else {}
+    ratios_decode = ratios_to_hf(results, names, "worst_decode") if yard is not None and args.decode_steps else {}
     print(format_table(config, names, results, skipped, dtype))
     if ratios:
         print("\n" + format_ratios(config, names, ratios))
+    if ratios_decode:
+        print("\n" + format_ratios(config, names, ratios_decode, over=f"the {args.decode_steps} decode steps alone"))
     if against:
         print(format_against(config, names, against, args.against))
     report = {
         "environment": environment(), "config": config.name, "device": str(device), "dtype": args.dtype,
         "weights": args.weights, "prompt_len": args.prompt_len, "decode_steps": args.decode_steps, "seed": args.seed,
-        "skipped": skipped, "tiers": results, "against": against, "ratio_to_hf": ratios,
+        "skipped": skipped, "tiers": results, "against": against, "ratio_to_hf": ratios, "ratio_to_hf_decode": ratios_decode,
     }
     if args.json:
         _write(args.json, json.dumps(report, indent=1))
@@ -199,21 +204,22 @@ def format_table(config, names, results, skipped, dtype, over="prefill + decode 
     return "\n".join(lines)
 
 
-def ratios_to_hf(results, names) -> dict[str, dict[str, float | None]]:
+def ratios_to_hf(results, names, key="worst") -> dict[str, dict[str, float | None]]:
     """Per bf16 tier but hf: each part's worst error over transformers' bf16 worst error (hf's)
-    on the same part (None where hf's is 0: a part both compute exactly)."""
-    hf = results["hf"]["worst"]
-    return {t: {n: (r["worst"][n] / hf[n] if hf[n] > 0 else None) for n in names}
+    on the same part (None where hf's is 0: a part both compute exactly). key: "worst" (over the
+    prefill and the decode steps) or "worst_decode" (the decode steps alone)."""
+    hf = results["hf"][key]
+    return {t: {n: (r[key][n] / hf[n] if hf[n] > 0 else None) for n in names}
             for t, r in results.items() if t != "hf"}
 
 
-def format_ratios(config, names, ratios) -> str:
+def format_ratios(config, names, ratios, over="the prefill and the decode steps") -> str:
     """The ratios as a table (rows: parts, columns: tiers), each tier's worst part last."""
     tiers = list(ratios)
     width = max(len(part_label(config, n)) for n in names) + 2
     head = "part".ljust(width) + "".join(t.rjust(13) for t in tiers)
-    lines = ["error ÷ transformers' bf16 error (hf) on the same part (below 1.00x: closer to fp32 than transformers; "
-             "'—': both exact)",
+    lines = [f"error ÷ transformers' bf16 error (hf) on the same part, worst over {over} (below 1.00x: closer to "
+             "fp32 than transformers; '—': both exact)",
              head, "-" * len(head)]
     for n in names:
         lines.append(part_label(config, n).ljust(width)

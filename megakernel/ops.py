@@ -57,12 +57,12 @@ class Constants:
         """A typed view of batch row `row`'s part of one area of the decode workspace (shapes.cuh
         WS_*: every area holds MAX_BATCH rows), e.g. "hidden"."""
         areas = {  # name: (offset constant, dtype, elements per row)
-            "hidden": ("WS_HIDDEN", torch.bfloat16, self.D),
-            "zab": ("WS_ZAB", torch.bfloat16, self.ZAB_W),
-            "obuf": ("WS_OBUF", torch.bfloat16, self.DN_VAL),
-            "qkv": ("WS_QKV", torch.bfloat16, self.FA_QKV),
-            "attn": ("WS_ATTN", torch.bfloat16, self.FA_OIN),
-            "act": ("WS_ACT", torch.bfloat16, self.INTER),
+            "hidden": ("WS_HIDDEN", torch.float32, self.D),
+            "zab": ("WS_ZAB", torch.float32, self.ZAB_W),
+            "obuf": ("WS_OBUF", torch.float32, self.DN_VAL),
+            "qkv": ("WS_QKV", torch.float32, self.FA_QKV),
+            "attn": ("WS_ATTN", torch.float32, self.FA_OIN),
+            "act": ("WS_ACT", torch.float32, self.INTER),
             "apart": ("WS_APART", torch.float32, self.APART_W),
             "amax_val": ("WS_AMAX_VAL", torch.float32, self.MAX_GRID),
             "amax_idx": ("WS_AMAX_IDX", torch.int32, self.MAX_GRID),

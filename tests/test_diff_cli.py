@@ -18,7 +18,7 @@ def test_table_and_json(tmp_path, capsys):
     status, out, _ = run(capsys, "--tiers", "reference,hf", "--prompt-len", "9", "--decode-steps", "2",
                          "--json", str(tmp_path / "d.json"), "--png", str(tmp_path / "d.png"))
     assert status == 0
-    errors, ratio_block = out.split("error ÷ transformers' bf16 error (hf)")
+    errors, ratio_block, decode_block = out.split("error ÷ transformers' bf16 error (hf)")
     lines = errors.splitlines()
     header = next(line for line in lines if line.startswith("part"))
     assert header.split() == ["part", "reference", "hf"]
@@ -41,6 +41,14 @@ def test_table_and_json(tmp_path, capsys):
     assert rows["embed"] == "—" and rows["layers.1"] == f"{ratios['layers.1']:.2f}x"
     worst = max((n for n in ratios if ratios[n] is not None), key=ratios.get)
     assert f"worst ratio of reference: {ratios[worst]:.2f}x" in ratio_block
+    # the same over the decode steps alone (a tier's decode kernels, apart from its prefill)
+    assert "worst over the 2 decode steps alone" in decode_block
+    dec = report["ratio_to_hf_decode"]["reference"]
+    hf_dec = report["tiers"]["hf"]["worst_decode"]
+    assert ref["worst_decode"]["layers.1"] == max(ref["errors"]["layers.1"][1:])
+    assert dec["layers.1"] == pytest.approx(ref["worst_decode"]["layers.1"] / hf_dec["layers.1"])
+    rows = {line.split()[0]: line.split()[-1] for line in decode_block.splitlines() if line.startswith(("embed", "layers."))}
+    assert rows["layers.1"] == f"{dec['layers.1']:.2f}x"
 
 
 def test_dump_and_against(tmp_path, capsys):

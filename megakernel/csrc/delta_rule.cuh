@@ -26,24 +26,24 @@ static_assert(DN_DK == 32 * 4, "recurrence: a lane owns 4 k of a state row");
 template <int NB, class Loader>
 __device__ __forceinline__ void dn_in_proj(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16], Loader& ld,
                                            const uint4 params) {
-  uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
+  float* xs = reinterpret_cast<float*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   if (l == 0) {  // the embedding rows of the step's input ids are the residual streams entering layer 0
-    block_rmsnorm<NB>([&](int b) { return a.embed + (size_t)step_token(a, sm, step, b) * D; }, true, params, xs, red);
+    block_rmsnorm<NB>([&](int b) { return a.embed + (size_t)step_token(a, sm, step, b) * D; }, params, xs, red);
     if (blockIdx.x == 0) {
       if (a.times && threadIdx.x == 0) a.times[NPHASES + 2] = globaltimer();
 #pragma unroll
       for (int b = 0; b < NB; ++b) {
         const uint16_t* e = a.embed + (size_t)step_token(a, sm, step, b) * D;
         for (int i = threadIdx.x; i < D; i += THREADS) {
-          const uint16_t v = __ldg(e + i);
+          const float v = ld_w1(e + i);
           a.hidden[b * D + i] = v;
-          if (a.trace) a.trace[(size_t)b * (NLAYER + 2) * D + i] = f16b(v);
+          if (a.trace) a.trace[(size_t)b * (NLAYER + 2) * D + i] = v;
         }
       }
     }
   } else {
-    block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params, xs, red);
+    block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, params, xs, red);
   }
   // row b's conv ring column pos[b] % 4 of this layer (batch 1: computed once, before the rows)
   const auto conv_col = [&](int b) {
@@ -53,8 +53,8 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, int step, uint8
   const int r0 = part(DN_WIN, blockIdx.x, gridDim.x);
   matvec_rows<NB>(ld, part(DN_WIN, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) {
     const int r = r0 + i;
-    if (r < DN_CONV) (NB == 1 ? conv0 : conv_col(b))[r] = bits(v);
-    else a.zab[b * ZAB_W + r - DN_CONV] = bits(v);
+    if (r < DN_CONV) (NB == 1 ? conv0 : conv_col(b))[r] = bits(v);  // (the conv ring is state: bf16)
+    else a.zab[b * ZAB_W + r - DN_CONV] = v;
   });
 }
 
@@ -108,7 +108,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
     const DnUnit n = dn_unit(u);
     const int h = n.h, j = n.j, v = j * 16 + warp, pos = row_pos(a, n.b, step);
     const uint16_t* ring = a.conv_ring + (size_t)n.b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV;
-    const uint16_t* zab = a.zab + n.b * ZAB_W;
+    const float* zab = a.zab + n.b * ZAB_W;
     uint4 in[4];
     if (u == (int)blockIdx.x) {
 #pragma unroll
@@ -117,7 +117,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
       core_inputs(a, l, step, u, in);
     }
     const float4 s = make_float4(__uint_as_float(in[0].x), __uint_as_float(in[0].y), __uint_as_float(in[0].z), __uint_as_float(in[0].w));
-    const float a_raw = ld_x1(zab + DN_VAL + DN_HV + h), b_raw = ld_x1(zab + DN_VAL + h);
+    const float a_raw = __ldcg(zab + DN_VAL + DN_HV + h), b_raw = __ldcg(zab + DN_VAL + h);
     const float dt = __uint_as_float(in[1].x), alog = __uint_as_float(in[1].y);
     float y = 0.f;
     if (t < 2 * DN_DK + 16) {  // conv (tap i multiplies position pos-3+i; tap 3 is this token) + SiLU
@@ -128,7 +128,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
 #pragma unroll
       for (int i = 0; i < 3; ++i) acc = fmaf(taps[i], past[i], acc);
       acc = fmaf(taps[3], ld_x1(ring + (size_t)(pos & 3) * DN_CONV + c), acc);
-      y = bfr(siluf_(bfr(acc)));
+      y = siluf_(acc);
       if (t < DN_DK) qs[t] = y;
       else if (t < 2 * DN_DK) ks[t - DN_DK] = y;
       else vs[t - 2 * DN_DK] = y;
@@ -138,11 +138,11 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
     sync_warps();
     const float rq = rsqrtf(red[0] + red[1] + red[2] + red[3] + RMS_EPS) * rsqrtf((float)DN_DK);
     const float rk = rsqrtf(red[4] + red[5] + red[6] + red[7] + RMS_EPS);
-    // gates (fp32): g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b) rounded to bf16
+    // gates: g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b)
     const float av = a_raw + dt;
     const float sp = av > 20.f ? av : log1pf(expf(av));
     const float alpha = expf(-expf(alog) * sp);
-    const float beta = bfr(sigmoidf_(b_raw));
+    const float beta = sigmoidf_(b_raw);
     const float4 q4 = reinterpret_cast<const float4*>(qs)[lane];
     const float4 k4 = reinterpret_cast<const float4*>(ks)[lane];
     const float kx = k4.x * rk, ky = k4.y * rk, kz = k4.z * rk, kw = k4.w * rk;
@@ -153,7 +153,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
     sd.x = fmaf(kx, du, sd.x); sd.y = fmaf(ky, du, sd.y); sd.z = fmaf(kz, du, sd.z); sd.w = fmaf(kw, du, sd.w);
     const float o = warp_sum(sd.x * qx + sd.y * qy + sd.z * qz + sd.w * qw);
     __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, n, v)) + lane, sd);
-    if (lane == 0) a.obuf[n.b * DN_VAL + h * DN_DV + v] = bits(o);
+    if (lane == 0) a.obuf[n.b * DN_VAL + h * DN_DV + v] = o;
     sync_warps();  // shared memory reused by the next unit
   }
 }
@@ -211,6 +211,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);  // q | k | v of the head, in the channels' order
   float* os = reinterpret_cast<float*>(sm + SM_DN_O);
   float* gates = reinterpret_cast<float*>(sm + SM_DN_GATES);
+  float4* zs = reinterpret_cast<float4*>(sm + SM_DN_Z);  // [lane]: warp 0's z (the gated norm's)
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   for (int u = blockIdx.x; u < NB * DN_HV; u += gridDim.x) {
@@ -220,11 +221,13 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
 #pragma unroll
     for (int i = 0; i < DN_ROWS_PER_WARP; ++i)
       st[i] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, 0}, warp * DN_ROWS_PER_WARP + i)) + lane);
-    const uint16_t* zab = a.zab + b * ZAB_W;
-    // issued first, used last: warp 0's z and gated-norm weights of its 4 v
-    uint2 zv = make_uint2(0, 0), gw = make_uint2(0, 0);
+    const float* zab = a.zab + b * ZAB_W;
+    // issued first, used last: warp 0's z (kept in shared memory from the first block barrier on) and
+    // gated-norm weights of its 4 v
+    float4 zv = make_float4(0.f, 0.f, 0.f, 0.f);
+    uint2 gw = make_uint2(0, 0);
     if (warp == 0) {
-      zv = __ldcg(reinterpret_cast<const uint2*>(zab + h * DN_DV + lane * 4));
+      zv = __ldcg(reinterpret_cast<const float4*>(zab + h * DN_DV + lane * 4));
       gw = __ldg(reinterpret_cast<const uint2*>(lw<uint16_t>(a, l, SL_GNORM) + lane * 4));
     }
     float y = 0.f;
@@ -232,17 +235,18 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
       const uint16_t* ring = a.conv_ring + (size_t)b * CONV_ROW + (size_t)dn_index(l) * CONV_K * DN_CONV;
       const float acc = fmaf(__uint_as_float(wv[0].y), ld_x1(ring + (size_t)(row_pos(a, b, step) & 3) * DN_CONV + dn_head_channel(t, h)),
                              __uint_as_float(wv[0].x));
-      y = bfr(siluf_(bfr(acc)));
+      y = siluf_(acc);
       qs[t] = y;
-    } else if (t == GATE_THREAD) {  // gates (fp32): g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b) rounded to bf16
-      const float av = ld_x1(zab + DN_VAL + DN_HV + h) + __uint_as_float(wv[0].z);
+    } else if (t == GATE_THREAD) {  // gates: g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b)
+      const float av = __ldcg(zab + DN_VAL + DN_HV + h) + __uint_as_float(wv[0].z);
       const float sp = av > 20.f ? av : log1pf(expf(av));
       gates[0] = expf(-expf(__uint_as_float(wv[0].w)) * sp);
-      gates[1] = bfr(sigmoidf_(ld_x1(zab + DN_VAL + h)));
+      gates[1] = sigmoidf_(__ldcg(zab + DN_VAL + h));
     }
     const float ss = warp_sum(y * y);
     if (lane == 0 && warp < 8) red[warp] = ss;
     sync_warps();
+    if (warp == 0) zs[lane] = zv;
     const float rq = rsqrtf(red[0] + red[1] + red[2] + red[3] + RMS_EPS) * rsqrtf((float)DN_DK);
     const float rk = rsqrtf(red[4] + red[5] + red[6] + red[7] + RMS_EPS);
     const float alpha = gates[0], beta = gates[1];
@@ -262,7 +266,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
       sd.x = fmaf(kx, du, sd.x); sd.y = fmaf(ky, du, sd.y); sd.z = fmaf(kz, du, sd.z); sd.w = fmaf(kw, du, sd.w);
       const float o = warp_sum(sd.x * qx + sd.y * qy + sd.z * qz + sd.w * qw);
       __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, DnUnit{b, h, 0}, v)) + lane, sd);
-      if (lane == 0) os[v] = bfr(o);  // (the bf16 output, as obuf holds it at batch 1)
+      if (lane == 0) os[v] = o;
     }
     sync_warps();
     // the gated RMSNorm of the head: dn_out_proj's batch-1 arithmetic, written out again on purpose
@@ -271,15 +275,15 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
     if (warp == 0) {
       const float4 o4 = reinterpret_cast<const float4*>(os)[lane];
       const float o[4] = {o4.x, o4.y, o4.z, o4.w};
-      const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
+      const float4 z4 = zs[lane];
+      const float z[4] = {z4.x, z4.y, z4.z, z4.w};
       const float w[4] = {lo(gw.x), hi(gw.x), lo(gw.y), hi(gw.y)};
       const float ss2 = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
       const float r = rsqrtf(ss2 / (float)DN_DV + RMS_EPS);
-      uint16_t yb[4];
+      float y4[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) yb[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
-      *reinterpret_cast<uint2*>(a.obuf + b * DN_VAL + h * DN_DV + lane * 4) =
-          make_uint2(yb[0] | ((uint32_t)yb[1] << 16), yb[2] | ((uint32_t)yb[3] << 16));
+      for (int i = 0; i < 4; ++i) y4[i] = (w[i] * (o[i] * r)) * siluf_(z[i]);
+      *reinterpret_cast<float4*>(a.obuf + b * DN_VAL + h * DN_DV + lane * 4) = make_float4(y4[0], y4[1], y4[2], y4[3]);
     }
     sync_warps();  // shared memory reused by the next unit
   }
@@ -298,22 +302,22 @@ __device__ __forceinline__ void dn_out_proj(const Args& a, uint8_t* sm, uint4 (&
                                        reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
     return;
   }
-  uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
+  float* xs = reinterpret_cast<float*>(sm + SM_XS);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const float w[4] = {lo(params.x), hi(params.x), lo(params.y), hi(params.y)};
 #pragma unroll
   for (int i = 0; i < DN_HV / NWARPS; ++i) {  // warp w: value heads w, w + 16, ... (lane: 4 v)
     const int base = (warp + i * NWARPS) * DN_DV + lane * 4;
-    const uint2 ov = __ldcg(reinterpret_cast<const uint2*>(a.obuf + base));
-    const uint2 zv = __ldcg(reinterpret_cast<const uint2*>(a.zab + base));
-    const float o[4] = {lo(ov.x), hi(ov.x), lo(ov.y), hi(ov.y)};
-    const float z[4] = {lo(zv.x), hi(zv.x), lo(zv.y), hi(zv.y)};
+    const float4 ov = __ldcg(reinterpret_cast<const float4*>(a.obuf + base));
+    const float4 zv = __ldcg(reinterpret_cast<const float4*>(a.zab + base));
+    const float o[4] = {ov.x, ov.y, ov.z, ov.w};
+    const float z[4] = {zv.x, zv.y, zv.z, zv.w};
     const float ss = warp_sum(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
     const float r = rsqrtf(ss / (float)DN_DV + RMS_EPS);
-    uint16_t y[4];
+    float y[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) y[i] = bits(bfr(w[i] * bfr(o[i] * r)) * siluf_(z[i]));
-    *reinterpret_cast<uint2*>(xs + base) = make_uint2(y[0] | ((uint32_t)y[1] << 16), y[2] | ((uint32_t)y[3] << 16));
+    for (int i = 0; i < 4; ++i) y[i] = (w[i] * (o[i] * r)) * siluf_(z[i]);
+    *reinterpret_cast<float4*>(xs + xs_slot(base)) = make_float4(y[0], y[1], y[2], y[3]);
   }
   sync_warps();
   matvec_row_parts<DN_VAL, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,

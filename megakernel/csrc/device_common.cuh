@@ -26,13 +26,14 @@ constexpr int MISC_TOKENS = MISC_LAST + 8;            //   misc[MISC_TOKENS + b]
 constexpr int MISC_INTS = MISC_LAST + 32;
 static_assert(MISC_TOKENS + MAX_BATCH <= MISC_INTS, "misc");
 constexpr int SM_EPOCH = SM_MISC + MISC_INTS * 4;     // uint32: the launch's epoch (grid_sync.cuh)
-constexpr int SM_XS = SM_EPOCH + 128;                 // bf16 [B][K] a matrix phase's input vectors (K <= xs_k(B))
+constexpr int SM_XS = SM_EPOCH + 128;                 // float [B][K] a matrix phase's input vectors (K <= xs_k(B))
 constexpr int SM_U = SM_XS;                           // a mixer core's area:
 constexpr int SM_DN_Q = SM_U;                         //   DeltaNet: float [DN_DK] q
 constexpr int SM_DN_K = SM_DN_Q + 4 * DN_DK;          //             float [DN_DK] k
 constexpr int SM_DN_V = SM_DN_K + 4 * DN_DK;          //             float [DN_DV] v (batch 1: the unit's 16)
 constexpr int SM_DN_O = SM_DN_V + 4 * DN_DV;          //             a batch: float [DN_DV] the head's outputs
 constexpr int SM_DN_GATES = SM_DN_O + 4 * DN_DV;      //             a batch: float [2] alpha, beta
+constexpr int SM_DN_Z = SM_DN_GATES + 32;             //             a batch: float [DN_DV] the head's z (warp 0 keeps it here from the unit's start to its norm)
 constexpr int AT_ENTRIES = 4;                         //   attention: the warp merge: a partial per position slot
 constexpr int SM_AT_Q = SM_U;                         //             float [4][FA_HD] q (4 heads)
 constexpr int SM_AT_K = SM_AT_Q + 4 * 4 * FA_HD;      //             float [FA_HD] k
@@ -41,13 +42,15 @@ constexpr int SM_AT_VB = SM_AT_KB + 2 * FA_HD;        //             bf16 [FA_HD
 constexpr int SM_AT_M = SM_AT_VB + 2 * FA_HD;         //             float [AT_ENTRIES][4] m
 constexpr int SM_AT_L = SM_AT_M + AT_ENTRIES * 16;    //             float [AT_ENTRIES][4] l
 constexpr int SM_AT_ACC = SM_AT_L + AT_ENTRIES * 16;  //             float [AT_ENTRIES][4][FA_HD] acc
-constexpr int SM_END_AT = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;
+constexpr int SM_AT_GATE = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;  //   float [4][FA_HD] the output gates: thread t keeps its two
+                                                      //             here from the unit's start to its end (not in registers over the scoring)
+constexpr int SM_END_AT = SM_AT_GATE + 4 * FA_HD * 4;
 // The input vectors' width: at batch 1 the widest matrix input copied in (INTER, or DN_VAL where wider); a batch's
 // out- and down projections read their inputs from global memory (matvec_mma.cuh), so D (the
 // normed residual streams). Then a batch's partial tiles (nb >= 2): [NWARPS][8 batch rows][16 tile rows] floats.
 constexpr int xs_k(int nb) { return nb == 1 ? (INTER > DN_VAL ? INTER : DN_VAL) : D; }
 constexpr int PART_TILE = 8 * 16;
-constexpr int sm_part(int nb) { return SM_XS + 2 * xs_k(nb) * nb; }
+constexpr int sm_part(int nb) { return SM_XS + 4 * xs_k(nb) * nb; }
 constexpr int sm_xs_end(int nb) { return nb > 1 ? sm_part(nb) + 4 * NWARPS * PART_TILE : sm_part(nb); }
 constexpr int sm_end(int nb) { return sm_xs_end(nb) > SM_END_AT ? sm_xs_end(nb) : SM_END_AT; }
 // the ring: its mbarriers (RING_MAX_SLOTS "full", then RING_MAX_SLOTS "empty": fixed offsets, so their
@@ -55,7 +58,7 @@ constexpr int sm_end(int nb) { return sm_xs_end(nb) > SM_END_AT ? sm_xs_end(nb) 
 constexpr int sm_ring(int nb) { return (sm_end(nb) + 127) & ~127; }
 constexpr int RING_BARS = 2 * 8 * RING_MAX_SLOTS;
 static_assert(RING_BARS % 128 == 0, "the ring's slots 128-byte aligned");
-static_assert(SM_DN_V + 64 <= sm_end(1) && SM_DN_GATES + 8 <= sm_end(2), "smem");
+static_assert(SM_DN_V + 64 <= sm_end(1) && SM_DN_Z + 4 * DN_DV <= sm_end(2), "smem");
 static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)");
 
 // ---- bf16 bits and small math ----------------------------------------------------------------
@@ -69,6 +72,19 @@ __device__ __forceinline__ float siluf_(float x) { return x / (1.f + expf(-x)); 
 __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
   f[0] = lo(v.x); f[1] = hi(v.x); f[2] = lo(v.y); f[3] = hi(v.y);
   f[4] = lo(v.z); f[5] = hi(v.z); f[6] = lo(v.w); f[7] = hi(v.w);
+}
+// The matrix phases' input vectors in shared memory are fp32, value k at xs_slot(k): each group of 8
+// (a lane's 16 bytes of bf16 weights meet 8 of them) has its two halves swapped where bit 2 of the
+// group's index is set, so a lane that reads its group as two lds128, the half at xs_slot(8 g) first,
+// always gets values 0-3 first, and each quarter warp's 8 lanes meet 32 distinct banks (lanes 0-3 the
+// first 16 bytes of their groups, lanes 4-7 the second; unswizzled, lanes 0 and 4 collide: 2-way).
+// Writers put 2 or 4 aligned values at xs_slot of the first.
+__device__ __forceinline__ int xs_slot(int k) { return k ^ ((k >> 3) & 4); }
+// group g's 8 values (x: the vector's start; g: of the vector) from shared memory
+__device__ __forceinline__ void xs_group(const float* x, int g, float (&f)[8]) {
+  const int h = (g & 4);  // the slot of values 0-3 within the group (0 or 4)
+  const float4 a = *reinterpret_cast<const float4*>(x + 8 * g + h), b = *reinterpret_cast<const float4*>(x + 8 * g + (4 - h));
+  f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
 }
 __device__ __forceinline__ float dot8(const uint4& w, const float (&x)[8], float acc) {
   acc = fmaf(lo(w.x), x[0], acc); acc = fmaf(hi(w.x), x[1], acc);
@@ -139,7 +155,7 @@ __device__ __forceinline__ const T* lw(const Args& a, int layer, int slot) {
   return reinterpret_cast<const T*>(a.layers[layer * NSLOT + slot]);
 }
 
-// A D-wide vector over the block: thread t owns the bf16 pairs t, t + THREADS, ... below D / 2 (NORM_PAIRS
+// A D-wide vector over the block: thread t owns the pairs t, t + THREADS, ... below D / 2 (NORM_PAIRS
 // at most; at D = 2560 threads 0-255 own 3, the others 2)
 constexpr int NORM_PAIRS = (D / 2 + THREADS - 1) / THREADS;
 constexpr bool NORM_EVEN = D / 2 % THREADS == 0;
@@ -158,20 +174,27 @@ __device__ __forceinline__ uint4 norm_pairs(const uint16_t* w) {
 }
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
-// every block: xs[b] = bf16(rmsnorm(src(b)) * (1 + w)) over D for each row b (xs rows D apart;
-// wp: this thread's pairs of w, norm_pairs; src(b): row b's D values, the embedding's rows when
-// src_is_weight, else rows other blocks wrote)
+// thread t's pair i of a D-wide row: the embedding's (bf16 weights) or the residual stream's (fp32,
+// written by other blocks this launch: through L2)
+__device__ __forceinline__ float2 load_pair(const uint16_t* w, int i) {
+  const uint32_t p = __ldg(reinterpret_cast<const unsigned*>(w) + i);
+  return make_float2(lo(p), hi(p));
+}
+__device__ __forceinline__ float2 load_pair(const float* x, int i) { return __ldcg(reinterpret_cast<const float2*>(x) + i); }
+
+// every block: xs[b] = rmsnorm(src(b)) * (1 + w) over D for each row b, fp32 at xs_slot (rows D apart; wp:
+// this thread's pairs of w, norm_pairs; src(b): row b's D values, the embedding's bf16 rows or the
+// fp32 residual streams other blocks wrote)
 template <int NB, class Src>
-__device__ __forceinline__ void block_rmsnorm(Src src, bool src_is_weight, const uint4 wp, uint16_t* xs, float* red) {
+__device__ __forceinline__ void block_rmsnorm(Src src, const uint4 wp, float* xs, float* red) {
   const int t = threadIdx.x;
   float x0[NB][NORM_PAIRS], x1[NB][NORM_PAIRS];
 #pragma unroll
   for (int b = 0; b < NB; ++b)
 #pragma unroll
     for (int i = 0; i < NORM_PAIRS; ++i) {
-      const unsigned* p = reinterpret_cast<const unsigned*>(src(b)) + t + i * THREADS;
-      const uint32_t pair = !owns_pair(i) ? 0u : src_is_weight ? __ldg(p) : __ldcg(p);
-      x0[b][i] = lo(pair), x1[b][i] = hi(pair);
+      const float2 pair = owns_pair(i) ? load_pair(src(b), t + i * THREADS) : make_float2(0.f, 0.f);
+      x0[b][i] = pair.x, x1[b][i] = pair.y;
     }
 #pragma unroll
   for (int b = 0; b < NB; ++b) {
@@ -191,16 +214,18 @@ __device__ __forceinline__ void block_rmsnorm(Src src, bool src_is_weight, const
 #pragma unroll
     for (int i = 0; i < NORM_PAIRS; ++i) {
       const uint32_t w = word(wp, i);
-      const uint32_t y = (uint32_t)bits((x0[b][i] * r) * (1.f + lo(w))) | ((uint32_t)bits((x1[b][i] * r) * (1.f + hi(w))) << 16);
-      if (owns_pair(i)) reinterpret_cast<uint32_t*>(xs + b * D)[t + i * THREADS] = y;
+      if (owns_pair(i))
+        *reinterpret_cast<float2*>(xs + b * D + xs_slot(2 * (t + i * THREADS))) =
+            make_float2((x0[b][i] * r) * (1.f + lo(w)), (x1[b][i] * r) * (1.f + hi(w)));
     }
   }
   sync_warps();
 }
 
-// a bf16 vector of n that other blocks wrote, into shared memory (n a multiple of 8)
-__device__ __forceinline__ void load_vec(const uint16_t* src, uint16_t* xs, int n) {
-  for (int i = threadIdx.x; i < n / 8; i += THREADS) reinterpret_cast<uint4*>(xs)[i] = ld_x16(src + 8 * i);
+// an fp32 vector of n that other blocks wrote, into shared memory at xs_slot (n a multiple of 8)
+__device__ __forceinline__ void load_vec(const float* src, float* xs, int n) {
+  for (int i = threadIdx.x; i < n / 4; i += THREADS)
+    *reinterpret_cast<float4*>(xs + xs_slot(4 * i)) = __ldcg(reinterpret_cast<const float4*>(src) + i);
   sync_warps();
 }
 

@@ -33,11 +33,11 @@ static_assert(AT_ENTRIES == 4, "the attention warp merge: an entry per position 
 
 template <int NB, class Loader>
 __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
-  uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
-  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params, xs, reinterpret_cast<float*>(sm + SM_RED));
+  float* xs = reinterpret_cast<float*>(sm + SM_XS);
+  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, params, xs, reinterpret_cast<float*>(sm + SM_RED));
   const int r0 = part(FA_QKV, blockIdx.x, gridDim.x);
-  uint16_t* out = a.qkv + r0;
-  matvec_rows<NB>(ld, part(FA_QKV, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) { out[b * FA_QKV + i] = bits(v); });
+  float* out = a.qkv + r0;
+  matvec_rows<NB>(ld, part(FA_QKV, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) { out[b * FA_QKV + i] = v; });
 }
 
 // ---- the one merge of partial softmax results -----------------------------------------------
@@ -59,8 +59,8 @@ struct Merge {
   }
 };
 
-// the gate: bf16(bf16(o) * bf16(sigmoid(gate))), as bf16 bits
-__device__ __forceinline__ uint16_t gated(float o, float gate) { return bits(bfr(o) * bfr(sigmoidf_(gate))); }
+// the gate: o * sigmoid(gate) (fp32)
+__device__ __forceinline__ float gated(float o, float gate) { return o * sigmoidf_(gate); }
 
 // partials in the workspace: batch row b's [FA_HKV][ATT_MAX_SPLIT][FA_GROUP][ATT_PART] = (m, l, 2 pad, acc[FA_HD])
 __device__ __forceinline__ float* partial(const Args& a, int b, int g, int s, int hh) {
@@ -111,19 +111,16 @@ __device__ __forceinline__ Merge<NACC> merge_splits(const float* base, int ns, i
 }
 
 // the out-proj's input for batch row b with 2..OUT_MERGE_MAX splits: each attention output the gated
-// merge of its head's partials; thread t makes outputs 4i .. 4i+3 (q head i / 64) of xs (row b's) for
-// i = t, t + THREADS, ... (one pass at the 0.8B's 8 heads)
-__device__ __forceinline__ void load_attn_merged(const Args& a, int b, int ns, uint16_t* xs) {
+// merge of its head's partials; thread t makes outputs 4i .. 4i+3 (q head i / 64) of xs (row b's, at
+// xs_slot) for i = t, t + THREADS, ... (one pass at the 0.8B's 8 heads)
+__device__ __forceinline__ void load_attn_merged(const Args& a, int b, int ns, float* xs) {
 #pragma unroll
   for (int pass = 0; pass < FA_OIN / (4 * THREADS); ++pass) {
     const int t = threadIdx.x + pass * THREADS, h = t >> 6, d = (t & 63) * 4;
-    const uint2 gw = __ldcg(reinterpret_cast<const uint2*>(a.qkv + b * FA_QKV + h * 2 * FA_HD + FA_HD + d));
+    const float4 gw = __ldcg(reinterpret_cast<const float4*>(a.qkv + b * FA_QKV + h * 2 * FA_HD + FA_HD + d));
     const Merge<4> r = merge_splits<4, OUT_MERGE_MAX>(partial(a, b, h / FA_GROUP, 0, h % FA_GROUP), ns, d);
-    const float gate[4] = {lo(gw.x), hi(gw.x), lo(gw.y), hi(gw.y)};
-    uint16_t o[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) o[k] = gated(r.A[k] / r.L, gate[k]);
-    reinterpret_cast<uint2*>(xs)[t] = make_uint2(o[0] | ((uint32_t)o[1] << 16), o[2] | ((uint32_t)o[3] << 16));
+    *reinterpret_cast<float4*>(xs + xs_slot(4 * t)) =
+        make_float4(gated(r.A[0] / r.L, gw.x), gated(r.A[1] / r.L, gw.y), gated(r.A[2] / r.L, gw.z), gated(r.A[3] / r.L, gw.w));
   }
   sync_warps();
 }
@@ -210,6 +207,7 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
   float* wm = reinterpret_cast<float*>(sm + SM_AT_M);
   float* wl = reinterpret_cast<float*>(sm + SM_AT_L);
   float* wacc = reinterpret_cast<float*>(sm + SM_AT_ACC);
+  float2* gate_s = reinterpret_cast<float2*>(sm + SM_AT_GATE);  // [t]: thread t's gates (q head t / 128, dims 2 (t % 128), +1)
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
@@ -220,8 +218,8 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
     // the last unit of a kv head merges the partials: past OUT_MERGE_MAX splits, or any split with a
     // batch (whose out-projection reads its input straight from global memory)
     const bool counted = ns > (NB > 1 ? 1 : OUT_MERGE_MAX);
-    const uint16_t* qkv = a.qkv + b * FA_QKV;
-    uint16_t* attn = a.attn + b * FA_OIN;
+    const float* qkv = a.qkv + b * FA_QKV;
+    float* attn = a.attn + b * FA_OIN;
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
     const int d = t & (FA_HD - 1);
     // params: q-norm, k-norm weight, RoPE cos, sin (dims < FA_ROT) of this thread; with a batch the
@@ -233,36 +231,37 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
       rc = d < FA_ROT ? ld_w1(rope + i) : 0.f;
       rs = d < FA_ROT ? ld_w1(rope + FA_ROT / 2 + i) : 0.f;
     }
-    const uint32_t gates = __ldcg(reinterpret_cast<const unsigned*>(qkv + (4 * g + (t >> 7)) * 2 * FA_HD + FA_HD + (t & 127) * 2));
+    const float2 gate_in = __ldcg(reinterpret_cast<const float2*>(qkv + (4 * g + (t >> 7)) * 2 * FA_HD + FA_HD + (t & 127) * 2));
     // -- q (4 heads) and k: zero-centred RMSNorm per head over 256 dims --
-    const float q0 = ld_x1(qkv + (4 * g + (t >> 8)) * 2 * FA_HD + d);
-    const float q1 = ld_x1(qkv + (4 * g + 2 + (t >> 8)) * 2 * FA_HD + d);
-    const float kr = t < FA_HD ? ld_x1(qkv + FA_WIN_K + g * FA_HD + t) : 0.f;
-    if (t >= FA_HD) vb[t - FA_HD] = bits(ld_x1(qkv + FA_WIN_V + g * FA_HD + (t - FA_HD)));
+    const float q0 = __ldcg(qkv + (4 * g + (t >> 8)) * 2 * FA_HD + d);
+    const float q1 = __ldcg(qkv + (4 * g + 2 + (t >> 8)) * 2 * FA_HD + d);
+    const float kr = t < FA_HD ? __ldcg(qkv + FA_WIN_K + g * FA_HD + t) : 0.f;
+    if (t >= FA_HD) vb[t - FA_HD] = bits(__ldcg(qkv + FA_WIN_V + g * FA_HD + (t - FA_HD)));  // (the cache's bf16)
     const float s0 = warp_sum(q0 * q0), s1 = warp_sum(q1 * q1), s2 = warp_sum(kr * kr);
     if (lane == 0) { red[warp * 3] = s0; red[warp * 3 + 1] = s1; red[warp * 3 + 2] = s2; }
     sync_warps();
+    gate_s[t] = gate_in;  // (read back by this thread at the end)
     float t0 = 0.f, t1 = 0.f, tk = 0.f;
     const int wb = (t >> 8) * 8;  // warps 0-7 hold heads 0/2 (and k), warps 8-15 heads 1/3
 #pragma unroll
     for (int i = 0; i < 8; ++i) { t0 += red[(wb + i) * 3]; t1 += red[(wb + i) * 3 + 1]; tk += red[i * 3 + 2]; }
     const float wq = 1.f + __uint_as_float(params.x);
-    const float n0 = bfr((q0 * rsqrtf(t0 / FA_HD + RMS_EPS)) * wq);
-    const float n1 = bfr((q1 * rsqrtf(t1 / FA_HD + RMS_EPS)) * wq);
-    const float nk = t < FA_HD ? bfr((kr * rsqrtf(tk / FA_HD + RMS_EPS)) * (1.f + __uint_as_float(params.y))) : 0.f;
+    const float n0 = (q0 * rsqrtf(t0 / FA_HD + RMS_EPS)) * wq;
+    const float n1 = (q1 * rsqrtf(t1 / FA_HD + RMS_EPS)) * wq;
+    const float nk = t < FA_HD ? (kr * rsqrtf(tk / FA_HD + RMS_EPS)) * (1.f + __uint_as_float(params.y)) : 0.f;
     qf[t] = n0;  // qf[hh*256 + d] with hh = t>>8 (0/1)
     qf[t + 512] = n1;
     if (t < FA_HD) kf[t] = nk;
     sync_warps();
-    // -- partial RoPE (NeoX halves) on dims 0..63, in bf16 as transformers does --
+    // -- partial RoPE (NeoX halves) on dims 0..63 (fp32; k rounded to bf16 once, as the cache stores it) --
     float r0 = n0, r1 = n1, rk = nk;
     if (d < FA_ROT) {
       const int pd = d < FA_ROT / 2 ? d + FA_ROT / 2 : d - FA_ROT / 2;
       const float sg = d < FA_ROT / 2 ? -1.f : 1.f;
       const int hb = t & ~(FA_HD - 1);
-      r0 = bfr(bfr(n0 * rc) + bfr(sg * qf[hb + pd] * rs));
-      r1 = bfr(bfr(n1 * rc) + bfr(sg * qf[512 + hb + pd] * rs));
-      if (t < FA_HD) rk = bfr(bfr(nk * rc) + bfr(sg * kf[pd] * rs));
+      r0 = n0 * rc + sg * qf[hb + pd] * rs;
+      r1 = n1 * rc + sg * qf[512 + hb + pd] * rs;
+      if (t < FA_HD) rk = nk * rc + sg * kf[pd] * rs;
     }
     sync_warps();
     qf[t] = r0;
@@ -372,8 +371,9 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
         r.add(wm[w * 4 + hh], wl[w * 4 + hh], pa);
       }
       if (ns == 1) {
-        attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, lo(gates));
-        attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, hi(gates));
+        const float2 gates = gate_s[t];
+        attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, gates.x);
+        attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, gates.y);
       } else {
         float* pp = partial(a, b, g, s, hh);
         if (dd == 0) { pp[0] = r.M; pp[1] = r.L; }
@@ -401,8 +401,9 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
           load_acc(pp, dd, pa);
           r.add(__ldcg(pp), __ldcg(pp + 1), pa);
         }
-        attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, lo(gates));
-        attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, hi(gates));
+        const float2 gates = gate_s[t];
+        attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, gates.x);
+        attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, gates.y);
         if (t == 0) atomicExch(count, 0u);
       }
     }
@@ -418,7 +419,7 @@ __device__ __forceinline__ void fa_out_proj(const Args& a, int step, uint8_t* sm
                                        reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
     return;
   }
-  uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
+  float* xs = reinterpret_cast<float*>(sm + SM_XS);
   const int ns = row_splits(a, 0, step);
   if (out_proj_merges(ns)) load_attn_merged(a, 0, ns, xs);
   else load_vec(a.attn, xs, FA_OIN);

@@ -37,15 +37,15 @@ __device__ __forceinline__ float sampling_key(float logit, float inv_t, uint32_t
 // (MANY: a many-token launch's kernel, which writes no trace, stamps or logits: compiled out there)
 template <int NB, bool MANY, class Loader>
 __device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
-  uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
+  float* xs = reinterpret_cast<float*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   int* misc = reinterpret_cast<int*>(sm + SM_MISC);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const int G = gridDim.x, blk = blockIdx.x;
-  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, false, params, xs, red);
+  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, params, xs, red);
   if (!MANY && blk == 0) {
     if (a.trace)
-      for (int i = t; i < NB * D; i += THREADS) a.trace[(size_t)(i / D) * (NLAYER + 2) * D + (size_t)(NLAYER + 1) * D + i % D] = f16b(xs[i]);
+      for (int i = t; i < NB * D; i += THREADS) a.trace[(size_t)(i / D) * (NLAYER + 2) * D + (size_t)(NLAYER + 1) * D + i % D] = xs[xs_slot(i)];
     if (a.times && t == 0) a.times[NPHASES + 1] = globaltimer();
   }
   const int r0 = part(VOCAB, blk, G), n = part(VOCAB, blk + 1, G) - r0;

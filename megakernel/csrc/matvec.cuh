@@ -1,6 +1,6 @@
 // The matrix-vector phases: y_b = W x_b for the block's slice of W's rows (schedule.cuh phase_slice)
-// and each of the batch's NB rows b, x_b a bf16 vector in shared memory (rows K apart), fp32
-// accumulation, every piece of W read once. A batch (NB >= 2) runs on the tensor cores
+// and each of the batch's NB rows b, x_b an fp32 vector in shared memory (rows K apart, values at
+// xs_slot: device_common.cuh), fp32 accumulation, every piece of W read once. A batch (NB >= 2) runs on the tensor cores
 // (matvec_mma.cuh); batch 1 on FMA dots, here. One template per shape of work, and two loaders that
 // say where a warp's weights come from:
 //   RegisterLoader  (the register schedule, batch 1) straight from global memory into registers;
@@ -31,9 +31,10 @@ namespace {
 
 // ---- the dot products: a warp's rows in wv[16] (NR rows x NCH 16-byte parts per lane) times the
 // input vector: row r's at x + ((r / RPS) % NSEG) * PIECE (the pieces of a wider row: its segments
-// of x; NSEG = 1: every row x itself): acc[r] ----
+// of x; NSEG = 1: every row x itself; x a multiple of 64 values into the vector, so xs_slot's
+// groups are the vector's): acc[r] ----
 template <int NCH, int NR, int RPS = 1, int NSEG = 1>
-__device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const uint16_t* x, int lane, float (&acc)[NR]) {
+__device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const float* x, int lane, float (&acc)[NR]) {
   static_assert(NCH * NR <= 16, "16 registers of weights per lane");
 #pragma unroll
   for (int r = 0; r < NR; ++r) acc[r] = 0.f;
@@ -42,7 +43,7 @@ __device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const uint16_t* 
 #pragma unroll
     for (int sg = 0; sg < NSEG; ++sg) {
       float xf[8];
-      unpack8(*reinterpret_cast<const uint4*>(x + sg * PIECE + (c * 32 + lane) * 8), xf);
+      xs_group(x + sg * PIECE, c * 32 + lane, xf);
 #pragma unroll
       for (int r = 0; r < NR; ++r)
         if ((r / RPS) % NSEG == sg) acc[r] = dot8(wv[r * NCH + c], xf, acc[r]);
@@ -164,7 +165,7 @@ struct RingLoader {
 // and an up row a piece), takes their dots with xs (row r's piece with its segment of xs: dot_regs'
 // RPS), and lane 0 hands the sums acc[0..NR-1] to epi(i, acc).
 template <int PER_WARP, int PER_CHUNK, int RPS, int NR, class Loader, class Load, class Epi>
-__device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const uint16_t* xs, uint4 (&wv)[16], Load load, Epi epi) {
+__device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const float* xs, uint4 (&wv)[16], Load load, Epi epi) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int NSEG = D_PIECES < NR / RPS ? D_PIECES : NR / RPS;  // the segments of xs one warp's rows meet
   for (int i0 = 0; i0 < n; i0 += NWARPS * PER_WARP) {
@@ -182,7 +183,7 @@ __device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const uint16_t* 
 // rows [0, rows) of a K = D slice; epi(i, b, dot) (i: the row within the slice, b: the batch
 // row): at batch 1 on lane 0 of the row's warp, with a batch by thread b * 64 + i % 64
 template <int NB, class Loader, class Epi>
-__device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const uint16_t* xs, uint4 (&wv)[16], Epi epi) {
+__device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const float* xs, uint4 (&wv)[16], Epi epi) {
   if constexpr (NB > 1) {
     mma_rows<NB>(ld.s, rows, xs, batch_partials<NB>(), epi);
   } else {
@@ -199,10 +200,10 @@ __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const uint16_t
   }
 }
 
-// gate/up units [0, n) of the slice: act[b][u0 + i] = silu(gate) * up (bf16 where torch rounds; rows INTER apart)
-__device__ __forceinline__ uint16_t swiglu(float gate, float up) { return bits(bfr(siluf_(bfr(gate))) * bfr(up)); }
+// gate/up units [0, n) of the slice: act[b][u0 + i] = silu(gate) * up (fp32; rows INTER apart)
+__device__ __forceinline__ float swiglu(float gate, float up) { return siluf_(gate) * up; }
 template <int NB, class Loader>
-__device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const uint16_t* xs, uint16_t* act, uint4 (&wv)[16]) {
+__device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const float* xs, float* act, uint4 (&wv)[16]) {
   if constexpr (NB > 1) {
     mma_gate_up<NB>(ld.s, u0, n, xs, act, batch_partials<NB>());
   } else if constexpr (ROW_PIECES) {  // whole rows: warp 2j the gate row of the item's unit j, 2j+1 its up row
@@ -224,7 +225,7 @@ __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const 
     }
   } else if constexpr (D_PIECES == 1) {  // two units a warp
     matvec_k1024<2, 4, 2, 4>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
-      uint16_t* out = act + u0 + i;
+      float* out = act + u0 + i;
       out[0] = swiglu(acc[0], acc[1]);
       if (i + 1 < n) out[1] = swiglu(acc[2], acc[3]);
     });
@@ -254,11 +255,11 @@ __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const 
 }
 
 // rows [r0, r1) of a K = DN_VAL or INTER matrix, for each batch row b (xs + b * K, hidden + b * D):
-// hidden[row] += bf16(dot) (the residual add), also into trace_row + b * trace_stride when set.
+// hidden[row] += dot (the residual add, fp32), also into trace_row + b * trace_stride when set.
 // xs in shared memory, or (X_GLOBAL, a batch) in global memory. At batch 1 a row is P = row_parts(K)
 // pieces: warp w takes piece w % P of the item's row w / P; thread j (< 16 / P) adds row j of the item.
 template <int K, int NB, bool X_GLOBAL = false, class Loader>
-__device__ __forceinline__ void matvec_row_parts(Loader& ld, int r0, int r1, const uint16_t* xs, uint16_t* hidden, float* red,
+__device__ __forceinline__ void matvec_row_parts(Loader& ld, int r0, int r1, const float* xs, float* hidden, float* red,
                                                  float* trace_row, int trace_stride, uint4 (&wv)[16]) {
   static_assert(!X_GLOBAL || NB > 1, "batch 1 reads its input from shared memory");
   static_assert(X_GLOBAL || K <= xs_k(NB), "the input vectors in shared memory are xs_k(NB) wide (a batch's: D)");
@@ -275,7 +276,7 @@ __device__ __forceinline__ void matvec_row_parts(Loader& ld, int r0, int r1, con
     for (int base = r0; base < r1; base += ROWS) {
       const int j = warp / P, pt = warp % P;
       // the residual rows first: this block alone writes them, their latency hides behind the dots
-      const float h_old = adds && base + rj < r1 ? ld_x1(hidden + rb * D + base + rj) : 0.f;
+      const float h_old = adds && base + rj < r1 ? __ldcg(hidden + rb * D + base + rj) : 0.f;
       float acc[1];
       acc[0] = 0.f;
       if (base + j < r1) {
@@ -290,8 +291,8 @@ __device__ __forceinline__ void matvec_row_parts(Loader& ld, int r0, int r1, con
           float sum = red[rb * NWARPS + P * rj];
 #pragma unroll
           for (int k = 1; k < P; ++k) sum += red[rb * NWARPS + P * rj + k];
-          const float h = bfr(h_old + bfr(sum));
-          hidden[rb * D + r] = bits(h);
+          const float h = h_old + sum;
+          hidden[rb * D + r] = h;
           if (trace_row) trace_row[(size_t)rb * trace_stride + r] = h;
         }
       }

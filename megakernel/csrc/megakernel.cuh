@@ -22,13 +22,13 @@ struct Args {
   uint16_t* v_cache;
   const uint16_t* rope;
   int max_seq;                // positions the caches and the rope table hold
-  // the workspace areas (shapes.cuh WS_*) and the sync words (SyncWord)
-  uint16_t* hidden;
-  uint16_t* zab;
-  uint16_t* obuf;
-  uint16_t* qkv;
-  uint16_t* attn;             // written only with 1 or more than OUT_MERGE_MAX splits
-  uint16_t* act;
+  // the workspace areas (shapes.cuh WS_*: fp32 activations) and the sync words (SyncWord)
+  float* hidden;
+  float* zab;
+  float* obuf;
+  float* qkv;
+  float* attn;                // written only with 1 or more than OUT_MERGE_MAX splits
+  float* act;
   float* apart;
   float* amax_val;
   int* amax_idx;
