@@ -53,24 +53,29 @@ class Constants:
     def __init__(self, values: dict):
         self.__dict__.update(values)
 
-    def workspace_area(self, workspace: torch.Tensor, name: str, row: int = 0) -> torch.Tensor:
+    def workspace_area(self, workspace: torch.Tensor, name: str, row: int = 0, batch: int = 1) -> torch.Tensor:
         """A typed view of batch row `row`'s part of one area of the decode workspace (shapes.cuh
-        WS_*: every area holds MAX_BATCH rows), e.g. "hidden"."""
+        WS_*: every area holds MAX_BATCH rows), e.g. "hidden", as a launch of `batch` rows wrote it:
+        fp32, but the out-projections' and down's inputs ("obuf", "attn", "act"), which are bf16
+        with a batch (device_common.cuh XIn)."""
+        xin = torch.float32 if batch == 1 else torch.bfloat16
         areas = {  # name: (offset constant, dtype, elements per row)
             "hidden": ("WS_HIDDEN", torch.float32, self.D),
             "zab": ("WS_ZAB", torch.float32, self.ZAB_W),
-            "obuf": ("WS_OBUF", torch.float32, self.DN_VAL),
+            "obuf": ("WS_OBUF", xin, self.DN_VAL),
             "qkv": ("WS_QKV", torch.float32, self.FA_QKV),
-            "attn": ("WS_ATTN", torch.float32, self.FA_OIN),
-            "act": ("WS_ACT", torch.float32, self.INTER),
+            "attn": ("WS_ATTN", xin, self.FA_OIN),
+            "act": ("WS_ACT", xin, self.INTER),
             "apart": ("WS_APART", torch.float32, self.APART_W),
             "amax_val": ("WS_AMAX_VAL", torch.float32, self.MAX_GRID),
             "amax_idx": ("WS_AMAX_IDX", torch.int32, self.MAX_GRID),
         }
         if name not in areas:
             raise KeyError(f"no workspace area {name!r}; expected one of {sorted(areas)}")
-        if not 0 <= row < self.MAX_BATCH:
-            raise KeyError(f"row {row} outside [0, {self.MAX_BATCH})")
+        if not 1 <= batch <= self.MAX_BATCH:
+            raise KeyError(f"batch {batch} outside [1, {self.MAX_BATCH}]")
+        if not 0 <= row < batch:
+            raise KeyError(f"row {row} outside [0, {batch}) (a launch of {batch} rows)")
         key, dtype, n = areas[name]
         size = torch.tensor([], dtype=dtype).element_size()
         offset = getattr(self, key) + row * n * size

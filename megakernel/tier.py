@@ -388,10 +388,11 @@ class MegakernelTier(Tier):
                 state.v_cache[r, :, :, pos:] = float("nan")
                 state.conv_ring[r, :, pos % self.k.CONV_K] = float("nan")
 
-    def workspace_area(self, name: str, row: int = 0) -> torch.Tensor:
-        """A typed view of batch row `row`'s part of one area of the decode workspace: "hidden",
-        "zab", "obuf", "qkv", "attn", "act", "apart", "amax_val", "amax_idx" (csrc/shapes.cuh WS_*)."""
-        return self.k.workspace_area(self.workspace, name, row)
+    def workspace_area(self, name: str, row: int = 0, batch: int = 1) -> torch.Tensor:
+        """A typed view of batch row `row`'s part of one area of the decode workspace as a launch of
+        `batch` rows wrote it: "hidden", "zab", "obuf", "qkv", "attn", "act", "apart", "amax_val",
+        "amax_idx" (csrc/shapes.cuh WS_*; fp32, but obuf, attn and act bf16 with a batch)."""
+        return self.k.workspace_area(self.workspace, name, row, batch)
 
     def attention_output_in_workspace(self, pos: int) -> bool:
         """Whether a batch-1 decode at `pos` writes the gated attention output to the workspace's

@@ -282,17 +282,14 @@ def test_every_layer_within_bf16_bounds_on_hazard_weights(model, prompt_len):
 
 @gpu
 @needs_gpu
-@pytest.mark.parametrize("prompt_len", [
-    pytest.param(3, marks=pytest.mark.xfail(strict=True, reason=(
-        "issue 20 part 5, not built: measured 2026-11-25 (H100, 6aa122a and bf341ca) the logits are 7.03e-02 "
-        "off against transformers' 2.93e-02; the fp32 residual stream is the fix"))),
-    1100])
+@pytest.mark.parametrize("prompt_len", [3, 1100])
 def test_logits_within_bf16_bounds_on_hazard_weights(model, prompt_len):
     """The logits on the same cases within 1.5x (+0.005) transformers' bf16 error: the 4 large
     embedding channels dominate every logit (the lm_head is the tied embedding), so the logits'
-    error is those channels' rounding in the bf16 residual stream, a walk of a few values whose
-    outcome differs between two bf16 implementations. After 3 tokens the megakernel's is 2.4x
-    transformers' (a strict xfail: it fails loudly once the fp32 residual makes it pass)."""
+    error is those channels' rounding in the residual stream, a walk of a few values whose outcome
+    differs between two bf16 implementations. With a bf16 residual stream the megakernel's was 2.4x
+    transformers' after 3 tokens (7.03e-02 against 2.93e-02, 2026-11-25); the fp32 activations
+    (issue 20 part 5) made it pass (session 21, call 1)."""
     got, oracle, name, base = hazard_traces(model, prompt_len)
     assert_layers_within_bf16_bounds(got, oracle, base, name, ["logits"], abs_bound=None)
 

@@ -174,10 +174,10 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
   uint8_t* ws = ptr<uint8_t>(workspace);
   a.hidden = reinterpret_cast<float*>(ws + WS_HIDDEN);
   a.zab = reinterpret_cast<float*>(ws + WS_ZAB);
-  a.obuf = reinterpret_cast<float*>(ws + WS_OBUF);
+  a.obuf = ws + WS_OBUF;
   a.qkv = reinterpret_cast<float*>(ws + WS_QKV);
-  a.attn = reinterpret_cast<float*>(ws + WS_ATTN);
-  a.act = reinterpret_cast<float*>(ws + WS_ACT);
+  a.attn = ws + WS_ATTN;
+  a.act = ws + WS_ACT;
   a.apart = reinterpret_cast<float*>(ws + WS_APART);
   a.amax_val = reinterpret_cast<float*>(ws + WS_AMAX_VAL);
   a.amax_idx = reinterpret_cast<int*>(ws + WS_AMAX_IDX);

@@ -3,6 +3,7 @@
 // layer table. Included once, by megakernel.cu (one compilation unit).
 #pragma once
 #include <cuda_bf16.h>
+#include <type_traits>
 
 #include "megakernel.cuh"
 
@@ -26,7 +27,8 @@ constexpr int MISC_TOKENS = MISC_LAST + 8;            //   misc[MISC_TOKENS + b]
 constexpr int MISC_INTS = MISC_LAST + 32;
 static_assert(MISC_TOKENS + MAX_BATCH <= MISC_INTS, "misc");
 constexpr int SM_EPOCH = SM_MISC + MISC_INTS * 4;     // uint32: the launch's epoch (grid_sync.cuh)
-constexpr int SM_XS = SM_EPOCH + 128;                 // float [B][K] a matrix phase's input vectors (K <= xs_k(B))
+constexpr int SM_XS = SM_EPOCH + 128;                 // a matrix phase's input vectors (K <= xs_k(B)): batch 1 float [K] at xs_slot;
+                                                      //   a batch [B][bf16 hi plane [D] | bf16 lo plane [D]] (block_rmsnorm)
 constexpr int SM_U = SM_XS;                           // a mixer core's area:
 constexpr int SM_DN_Q = SM_U;                         //   DeltaNet: float [DN_DK] q
 constexpr int SM_DN_K = SM_DN_Q + 4 * DN_DK;          //             float [DN_DK] k
@@ -64,6 +66,10 @@ static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)"
 // ---- bf16 bits and small math ----------------------------------------------------------------
 __device__ __forceinline__ float bfr(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }  // round to bf16
 __device__ __forceinline__ uint16_t bits(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ uint32_t pack_bf16(float a, float b) {  // two values as a bf16 pair (the first in the low half)
+  const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
 __device__ __forceinline__ float f16b(uint32_t b) { return __uint_as_float(b << 16); }  // bf16 bits -> float
 __device__ __forceinline__ float lo(uint32_t w) { return __uint_as_float(w << 16); }     // the pair's first
 __device__ __forceinline__ float hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
@@ -182,9 +188,28 @@ __device__ __forceinline__ float2 load_pair(const uint16_t* w, int i) {
 }
 __device__ __forceinline__ float2 load_pair(const float* x, int i) { return __ldcg(reinterpret_cast<const float2*>(x) + i); }
 
-// every block: xs[b] = rmsnorm(src(b)) * (1 + w) over D for each row b, fp32 at xs_slot (rows D apart; wp:
-// this thread's pairs of w, norm_pairs; src(b): row b's D values, the embedding's bf16 rows or the
-// fp32 residual streams other blocks wrote)
+// a batch's row b of the input vectors: its bf16 hi plane (D values; the lo plane follows)
+__device__ __forceinline__ uint16_t* xs_planes(float* xs, int b) { return reinterpret_cast<uint16_t*>(xs) + b * 2 * D; }
+__device__ __forceinline__ const uint16_t* xs_planes(const float* xs, int b) { return reinterpret_cast<const uint16_t*>(xs) + b * 2 * D; }
+
+// The out-projections' and down's inputs in the workspace (obuf, attn, act): fp32 at batch 1; with a
+// batch bf16, rounded once by their writer (every block reads them whole from global memory: at 8 rows
+// fp32 doubled ~280 MB of L2 reads a step, NOTES v23)
+template <int NB>
+using XIn = std::conditional_t<NB == 1, float, uint16_t>;
+template <int NB>
+__device__ __forceinline__ XIn<NB>* xin(void* area) { return static_cast<XIn<NB>*>(area); }
+template <int NB>
+__device__ __forceinline__ XIn<NB> to_xin(float v) {
+  if constexpr (NB == 1) return v;
+  else return bits(v);
+}
+
+// every block: xs[b] = rmsnorm(src(b)) * (1 + w) over D for each row b (wp: this thread's pairs of w,
+// norm_pairs; src(b): row b's D values, the embedding's bf16 rows or the fp32 residual streams other
+// blocks wrote). Batch 1: fp32 at xs_slot; a batch: each value y as bf16 hi = bf16(y) and lo = bf16(y -
+// hi), row b's hi plane at xs_planes(xs, b), its lo plane D values after it (the tensor cores' two
+// products, matvec_mma.cuh)
 template <int NB, class Src>
 __device__ __forceinline__ void block_rmsnorm(Src src, const uint4 wp, float* xs, float* red) {
   const int t = threadIdx.x;
@@ -214,18 +239,32 @@ __device__ __forceinline__ void block_rmsnorm(Src src, const uint4 wp, float* xs
 #pragma unroll
     for (int i = 0; i < NORM_PAIRS; ++i) {
       const uint32_t w = word(wp, i);
-      if (owns_pair(i))
-        *reinterpret_cast<float2*>(xs + b * D + xs_slot(2 * (t + i * THREADS))) =
-            make_float2((x0[b][i] * r) * (1.f + lo(w)), (x1[b][i] * r) * (1.f + hi(w)));
+      const float y0 = (x0[b][i] * r) * (1.f + lo(w)), y1 = (x1[b][i] * r) * (1.f + hi(w));
+      if (!owns_pair(i)) continue;
+      const int p = t + i * THREADS;
+      if constexpr (NB == 1) {
+        *reinterpret_cast<float2*>(xs + xs_slot(2 * p)) = make_float2(y0, y1);
+      } else {
+        const uint32_t h = pack_bf16(y0, y1);
+        uint32_t* planes = reinterpret_cast<uint32_t*>(xs_planes(xs, b));
+        planes[p] = h;
+        planes[D / 2 + p] = pack_bf16(y0 - lo(h), y1 - hi(h));
+      }
     }
   }
   sync_warps();
 }
 
-// an fp32 vector of n that other blocks wrote, into shared memory at xs_slot (n a multiple of 8)
-__device__ __forceinline__ void load_vec(const float* src, float* xs, int n) {
-  for (int i = threadIdx.x; i < n / 4; i += THREADS)
-    *reinterpret_cast<float4*>(xs + xs_slot(4 * i)) = __ldcg(reinterpret_cast<const float4*>(src) + i);
+// an fp32 vector of N that other blocks wrote, into shared memory at xs_slot (N a multiple of 8), by
+// cp.async through L2 (.cg): every thread's copies in flight at once, one round trip (a loop of loads
+// and stores took one per THREADS float4s, and unrolled it held the values in registers: spills)
+template <int N>
+__device__ __forceinline__ void load_vec(const float* src, float* xs) {
+  for (int i = threadIdx.x; i < N / 4; i += THREADS)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(xs + xs_slot(4 * i))),
+                 "l"(__cvta_generic_to_global(src + 4 * i))
+                 : "memory");
+  asm volatile("cp.async.wait_all;" ::: "memory");
   sync_warps();
 }
 

@@ -219,7 +219,7 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
     // batch (whose out-projection reads its input straight from global memory)
     const bool counted = ns > (NB > 1 ? 1 : OUT_MERGE_MAX);
     const float* qkv = a.qkv + b * FA_QKV;
-    float* attn = a.attn + b * FA_OIN;
+    XIn<NB>* attn = xin<NB>(a.attn) + b * FA_OIN;  // (fp32 at batch 1; a batch: bf16)
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
     const int d = t & (FA_HD - 1);
     // params: q-norm, k-norm weight, RoPE cos, sin (dims < FA_ROT) of this thread; with a batch the
@@ -372,8 +372,8 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
       }
       if (ns == 1) {
         const float2 gates = gate_s[t];
-        attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, gates.x);
-        attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, gates.y);
+        attn[(4 * g + hh) * FA_HD + dd] = to_xin<NB>(gated(r.A[0] / r.L, gates.x));
+        attn[(4 * g + hh) * FA_HD + dd + 1] = to_xin<NB>(gated(r.A[1] / r.L, gates.y));
       } else {
         float* pp = partial(a, b, g, s, hh);
         if (dd == 0) { pp[0] = r.M; pp[1] = r.L; }
@@ -402,8 +402,8 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
           r.add(__ldcg(pp), __ldcg(pp + 1), pa);
         }
         const float2 gates = gate_s[t];
-        attn[(4 * g + hh) * FA_HD + dd] = gated(r.A[0] / r.L, gates.x);
-        attn[(4 * g + hh) * FA_HD + dd + 1] = gated(r.A[1] / r.L, gates.y);
+        attn[(4 * g + hh) * FA_HD + dd] = to_xin<NB>(gated(r.A[0] / r.L, gates.x));
+        attn[(4 * g + hh) * FA_HD + dd + 1] = to_xin<NB>(gated(r.A[1] / r.L, gates.y));
         if (t == 0) atomicExch(count, 0u);
       }
     }
@@ -415,14 +415,14 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
 template <int NB, class Loader>
 __device__ __forceinline__ void fa_out_proj(const Args& a, int step, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
   if constexpr (NB > 1) {  // a batch: the core wrote the gated output; each warp reads its piece from global memory
-    matvec_row_parts<FA_OIN, NB, true>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.attn, a.hidden,
+    matvec_row_parts<FA_OIN, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xin<NB>(a.attn), a.hidden,
                                        reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
     return;
   }
   float* xs = reinterpret_cast<float*>(sm + SM_XS);
   const int ns = row_splits(a, 0, step);
   if (out_proj_merges(ns)) load_attn_merged(a, 0, ns, xs);
-  else load_vec(a.attn, xs, FA_OIN);
+  else load_vec<FA_OIN>(xin<1>(a.attn), xs);
   matvec_row_parts<FA_OIN, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
                               reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
 }

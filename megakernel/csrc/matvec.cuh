@@ -200,10 +200,11 @@ __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const float* x
   }
 }
 
-// gate/up units [0, n) of the slice: act[b][u0 + i] = silu(gate) * up (fp32; rows INTER apart)
+// gate/up units [0, n) of the slice: act[b][u0 + i] = silu(gate) * up (fp32 at batch 1; a batch: bf16, XIn;
+// rows INTER apart)
 __device__ __forceinline__ float swiglu(float gate, float up) { return siluf_(gate) * up; }
 template <int NB, class Loader>
-__device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const float* xs, float* act, uint4 (&wv)[16]) {
+__device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const float* xs, XIn<NB>* act, uint4 (&wv)[16]) {
   if constexpr (NB > 1) {
     mma_gate_up<NB>(ld.s, u0, n, xs, act, batch_partials<NB>());
   } else if constexpr (ROW_PIECES) {  // whole rows: warp 2j the gate row of the item's unit j, 2j+1 its up row
@@ -256,15 +257,15 @@ __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const 
 
 // rows [r0, r1) of a K = DN_VAL or INTER matrix, for each batch row b (xs + b * K, hidden + b * D):
 // hidden[row] += dot (the residual add, fp32), also into trace_row + b * trace_stride when set.
-// xs in shared memory, or (X_GLOBAL, a batch) in global memory. At batch 1 a row is P = row_parts(K)
-// pieces: warp w takes piece w % P of the item's row w / P; thread j (< 16 / P) adds row j of the item.
-template <int K, int NB, bool X_GLOBAL = false, class Loader>
-__device__ __forceinline__ void matvec_row_parts(Loader& ld, int r0, int r1, const float* xs, float* hidden, float* red,
+// xs: batch 1 fp32 in shared memory (at xs_slot); a batch bf16 in global memory (XIn). At batch 1 a
+// row is P = row_parts(K) pieces: warp w takes piece w % P of the item's row w / P; thread j (< 16 / P)
+// adds row j of the item.
+template <int K, int NB, class Loader>
+__device__ __forceinline__ void matvec_row_parts(Loader& ld, int r0, int r1, const XIn<NB>* xs, float* hidden, float* red,
                                                  float* trace_row, int trace_stride, uint4 (&wv)[16]) {
-  static_assert(!X_GLOBAL || NB > 1, "batch 1 reads its input from shared memory");
-  static_assert(X_GLOBAL || K <= xs_k(NB), "the input vectors in shared memory are xs_k(NB) wide (a batch's: D)");
+  static_assert(NB > 1 || K <= xs_k(NB), "the input vectors in shared memory are xs_k(NB) wide");
   if constexpr (NB > 1) {
-    mma_half_rows<K, NB, X_GLOBAL>(ld.s, r0, r1, xs, hidden, batch_partials<NB>(), trace_row, trace_stride);
+    mma_half_rows<K, NB>(ld.s, r0, r1, xs, hidden, batch_partials<NB>(), trace_row, trace_stride);
   } else {
     constexpr int P = row_parts(K), KP = K / P, NCH = KP / 256, PPC = parts_per_chunk(K), ROWS = NWARPS / P;
     static_assert(NCH * 256 * P == K && PPC >= 1 && ROWS >= 1, "K: pieces of whole 256-column steps, a piece within a slot");

@@ -22,13 +22,14 @@ struct Args {
   uint16_t* v_cache;
   const uint16_t* rope;
   int max_seq;                // positions the caches and the rope table hold
-  // the workspace areas (shapes.cuh WS_*: fp32 activations) and the sync words (SyncWord)
+  // the workspace areas (shapes.cuh WS_*: fp32 activations; obuf, attn and act bf16 with a batch:
+  // device_common.cuh xin) and the sync words (SyncWord)
   float* hidden;
   float* zab;
-  float* obuf;
+  void* obuf;
   float* qkv;
-  float* attn;                // written only with 1 or more than OUT_MERGE_MAX splits
-  float* act;
+  void* attn;                 // written only with 1 or more than OUT_MERGE_MAX splits
+  void* act;
   float* apart;
   float* amax_val;
   int* amax_idx;
