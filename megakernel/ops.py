@@ -56,16 +56,15 @@ class Constants:
     def workspace_area(self, workspace: torch.Tensor, name: str, row: int = 0, batch: int = 1) -> torch.Tensor:
         """A typed view of batch row `row`'s part of one area of the decode workspace (shapes.cuh
         WS_*: every area holds MAX_BATCH rows), e.g. "hidden", as a launch of `batch` rows wrote it:
-        fp32, but the out-projections' and down's inputs ("obuf", "attn", "act"), which are bf16
-        with a batch (device_common.cuh XIn)."""
-        xin = torch.float32 if batch == 1 else torch.bfloat16
+        fp32, but the out-projections' and down's inputs "attn" and "act" (bf16) and "obuf" (fp32 o
+        at batch 1, the bf16 normed input with a batch)."""
         areas = {  # name: (offset constant, dtype, elements per row)
             "hidden": ("WS_HIDDEN", torch.float32, self.D),
             "zab": ("WS_ZAB", torch.float32, self.ZAB_W),
-            "obuf": ("WS_OBUF", xin, self.DN_VAL),
+            "obuf": ("WS_OBUF", torch.float32 if batch == 1 else torch.bfloat16, self.DN_VAL),
             "qkv": ("WS_QKV", torch.float32, self.FA_QKV),
-            "attn": ("WS_ATTN", xin, self.FA_OIN),
-            "act": ("WS_ACT", xin, self.INTER),
+            "attn": ("WS_ATTN", torch.bfloat16, self.FA_OIN),
+            "act": ("WS_ACT", torch.bfloat16, self.INTER),
             "apart": ("WS_APART", torch.float32, self.APART_W),
             "amax_val": ("WS_AMAX_VAL", torch.float32, self.MAX_GRID),
             "amax_idx": ("WS_AMAX_IDX", torch.int32, self.MAX_GRID),

@@ -391,7 +391,7 @@ class MegakernelTier(Tier):
     def workspace_area(self, name: str, row: int = 0, batch: int = 1) -> torch.Tensor:
         """A typed view of batch row `row`'s part of one area of the decode workspace as a launch of
         `batch` rows wrote it: "hidden", "zab", "obuf", "qkv", "attn", "act", "apart", "amax_val",
-        "amax_idx" (csrc/shapes.cuh WS_*; fp32, but obuf, attn and act bf16 with a batch)."""
+        "amax_idx" (csrc/shapes.cuh WS_*; fp32, but attn, act and a batch's obuf bf16)."""
         return self.k.workspace_area(self.workspace, name, row, batch)
 
     def attention_output_in_workspace(self, pos: int) -> bool:

@@ -176,8 +176,8 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
   a.zab = reinterpret_cast<float*>(ws + WS_ZAB);
   a.obuf = ws + WS_OBUF;
   a.qkv = reinterpret_cast<float*>(ws + WS_QKV);
-  a.attn = ws + WS_ATTN;
-  a.act = ws + WS_ACT;
+  a.attn = reinterpret_cast<uint16_t*>(ws + WS_ATTN);
+  a.act = reinterpret_cast<uint16_t*>(ws + WS_ACT);
   a.apart = reinterpret_cast<float*>(ws + WS_APART);
   a.amax_val = reinterpret_cast<float*>(ws + WS_AMAX_VAL);
   a.amax_idx = reinterpret_cast<int*>(ws + WS_AMAX_IDX);

@@ -153,7 +153,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
     sd.x = fmaf(kx, du, sd.x); sd.y = fmaf(ky, du, sd.y); sd.z = fmaf(kz, du, sd.z); sd.w = fmaf(kw, du, sd.w);
     const float o = warp_sum(sd.x * qx + sd.y * qy + sd.z * qz + sd.w * qw);
     __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, n, v)) + lane, sd);
-    if (lane == 0) xin<1>(a.obuf)[h * DN_DV + v] = o;
+    if (lane == 0) obuf_of<1>(a)[h * DN_DV + v] = o;
     sync_warps();  // shared memory reused by the next unit
   }
 }
@@ -283,7 +283,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
       float y4[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) y4[i] = (w[i] * (o[i] * r)) * siluf_(z[i]);
-      *reinterpret_cast<uint2*>(xin<NB>(a.obuf) + b * DN_VAL + h * DN_DV + lane * 4) = make_uint2(pack_bf16(y4[0], y4[1]), pack_bf16(y4[2], y4[3]));
+      *reinterpret_cast<uint2*>(obuf_of<NB>(a) + b * DN_VAL + h * DN_DV + lane * 4) = make_uint2(pack_bf16(y4[0], y4[1]), pack_bf16(y4[2], y4[3]));
     }
     sync_warps();  // shared memory reused by the next unit
   }
@@ -298,17 +298,17 @@ __device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l,
 template <int NB, class Loader>
 __device__ __forceinline__ void dn_out_proj(const Args& a, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   if constexpr (NB > 1) {  // a batch: the core normed the heads; each warp reads its piece of obuf from global memory
-    matvec_row_parts<DN_VAL, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xin<NB>(a.obuf), a.hidden,
+    matvec_row_parts<DN_VAL, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), obuf_of<NB>(a), a.hidden,
                                        reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
     return;
   }
-  float* xs = reinterpret_cast<float*>(sm + SM_XS);
+  uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   const float w[4] = {lo(params.x), hi(params.x), lo(params.y), hi(params.y)};
 #pragma unroll
   for (int i = 0; i < DN_HV / NWARPS; ++i) {  // warp w: value heads w, w + 16, ... (lane: 4 v)
     const int base = (warp + i * NWARPS) * DN_DV + lane * 4;
-    const float4 ov = __ldcg(reinterpret_cast<const float4*>(xin<1>(a.obuf) + base));
+    const float4 ov = __ldcg(reinterpret_cast<const float4*>(obuf_of<1>(a) + base));
     const float4 zv = __ldcg(reinterpret_cast<const float4*>(a.zab + base));
     const float o[4] = {ov.x, ov.y, ov.z, ov.w};
     const float z[4] = {zv.x, zv.y, zv.z, zv.w};
@@ -317,7 +317,7 @@ __device__ __forceinline__ void dn_out_proj(const Args& a, uint8_t* sm, uint4 (&
     float y[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) y[i] = (w[i] * (o[i] * r)) * siluf_(z[i]);
-    *reinterpret_cast<float4*>(xs + xs_slot(base)) = make_float4(y[0], y[1], y[2], y[3]);
+    *reinterpret_cast<uint2*>(xs + base) = make_uint2(pack_bf16(y[0], y[1]), pack_bf16(y[2], y[3]));  // (rounded once: the out-projection's input)
   }
   sync_warps();
   matvec_row_parts<DN_VAL, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,

@@ -27,7 +27,8 @@ constexpr int MISC_TOKENS = MISC_LAST + 8;            //   misc[MISC_TOKENS + b]
 constexpr int MISC_INTS = MISC_LAST + 32;
 static_assert(MISC_TOKENS + MAX_BATCH <= MISC_INTS, "misc");
 constexpr int SM_EPOCH = SM_MISC + MISC_INTS * 4;     // uint32: the launch's epoch (grid_sync.cuh)
-constexpr int SM_XS = SM_EPOCH + 128;                 // a matrix phase's input vectors (K <= xs_k(B)): batch 1 float [K] at xs_slot;
+constexpr int SM_XS = SM_EPOCH + 128;                 // a matrix phase's input vectors (K <= xs_k(B)): batch 1 float [D] at xs_slot
+                                                      //   (the normed residual) or bf16 [K] (an out- or down projection's input);
                                                       //   a batch [B][bf16 hi plane [D] | bf16 lo plane [D]] (block_rmsnorm)
 constexpr int SM_U = SM_XS;                           // a mixer core's area:
 constexpr int SM_DN_Q = SM_U;                         //   DeltaNet: float [DN_DK] q
@@ -86,7 +87,9 @@ __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
 // first 16 bytes of their groups, lanes 4-7 the second; unswizzled, lanes 0 and 4 collide: 2-way).
 // Writers put 2 or 4 aligned values at xs_slot of the first.
 __device__ __forceinline__ int xs_slot(int k) { return k ^ ((k >> 3) & 4); }
-// group g's 8 values (x: the vector's start; g: of the vector) from shared memory
+// group g's 8 values (x: the vector's start; g: of the vector) from shared memory: fp32 at xs_slot, or
+// bf16 in order (the out- and down projections' inputs)
+__device__ __forceinline__ void xs_group(const uint16_t* x, int g, float (&f)[8]) { unpack8(*reinterpret_cast<const uint4*>(x + 8 * g), f); }
 __device__ __forceinline__ void xs_group(const float* x, int g, float (&f)[8]) {
   const int h = (g & 4);  // the slot of values 0-3 within the group (0 or 4)
   const float4 a = *reinterpret_cast<const float4*>(x + 8 * g + h), b = *reinterpret_cast<const float4*>(x + 8 * g + (4 - h));
@@ -192,18 +195,12 @@ __device__ __forceinline__ float2 load_pair(const float* x, int i) { return __ld
 __device__ __forceinline__ uint16_t* xs_planes(float* xs, int b) { return reinterpret_cast<uint16_t*>(xs) + b * 2 * D; }
 __device__ __forceinline__ const uint16_t* xs_planes(const float* xs, int b) { return reinterpret_cast<const uint16_t*>(xs) + b * 2 * D; }
 
-// The out-projections' and down's inputs in the workspace (obuf, attn, act): fp32 at batch 1; with a
-// batch bf16, rounded once by their writer (every block reads them whole from global memory: at 8 rows
-// fp32 doubled ~280 MB of L2 reads a step, NOTES v23)
+// The DeltaNet core's output in the workspace (obuf): batch 1 fp32 o (each block norms it for its
+// out-projection), a batch bf16, normed by the core (the tensor-core tiles read it from global memory)
 template <int NB>
-using XIn = std::conditional_t<NB == 1, float, uint16_t>;
+using ObufT = std::conditional_t<NB == 1, float, uint16_t>;
 template <int NB>
-__device__ __forceinline__ XIn<NB>* xin(void* area) { return static_cast<XIn<NB>*>(area); }
-template <int NB>
-__device__ __forceinline__ XIn<NB> to_xin(float v) {
-  if constexpr (NB == 1) return v;
-  else return bits(v);
-}
+__device__ __forceinline__ ObufT<NB>* obuf_of(const Args& a) { return static_cast<ObufT<NB>*>(a.obuf); }
 
 // every block: xs[b] = rmsnorm(src(b)) * (1 + w) over D for each row b (wp: this thread's pairs of w,
 // norm_pairs; src(b): row b's D values, the embedding's bf16 rows or the fp32 residual streams other
@@ -255,16 +252,10 @@ __device__ __forceinline__ void block_rmsnorm(Src src, const uint4 wp, float* xs
   sync_warps();
 }
 
-// an fp32 vector of N that other blocks wrote, into shared memory at xs_slot (N a multiple of 8), by
-// cp.async through L2 (.cg): every thread's copies in flight at once, one round trip (a loop of loads
-// and stores took one per THREADS float4s, and unrolled it held the values in registers: spills)
-template <int N>
-__device__ __forceinline__ void load_vec(const float* src, float* xs) {
-  for (int i = threadIdx.x; i < N / 4; i += THREADS)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(xs + xs_slot(4 * i))),
-                 "l"(__cvta_generic_to_global(src + 4 * i))
-                 : "memory");
-  asm volatile("cp.async.wait_all;" ::: "memory");
+// a bf16 vector of n that other blocks wrote, into shared memory in order (n a multiple of 8): batch 1's
+// out- and down projections' inputs
+__device__ __forceinline__ void load_vec(const uint16_t* src, uint16_t* xs, int n) {
+  for (int i = threadIdx.x; i < n / 8; i += THREADS) reinterpret_cast<uint4*>(xs)[i] = ld_x16(src + 8 * i);
   sync_warps();
 }
 

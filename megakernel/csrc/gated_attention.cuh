@@ -59,7 +59,7 @@ struct Merge {
   }
 };
 
-// the gate: o * sigmoid(gate) (fp32)
+// the gate: o * sigmoid(gate) (fp32; the out-projection's input is it rounded once to bf16)
 __device__ __forceinline__ float gated(float o, float gate) { return o * sigmoidf_(gate); }
 
 // partials in the workspace: batch row b's [FA_HKV][ATT_MAX_SPLIT][FA_GROUP][ATT_PART] = (m, l, 2 pad, acc[FA_HD])
@@ -111,16 +111,16 @@ __device__ __forceinline__ Merge<NACC> merge_splits(const float* base, int ns, i
 }
 
 // the out-proj's input for batch row b with 2..OUT_MERGE_MAX splits: each attention output the gated
-// merge of its head's partials; thread t makes outputs 4i .. 4i+3 (q head i / 64) of xs (row b's, at
-// xs_slot) for i = t, t + THREADS, ... (one pass at the 0.8B's 8 heads)
-__device__ __forceinline__ void load_attn_merged(const Args& a, int b, int ns, float* xs) {
+// merge of its head's partials (bf16, rounded once); thread t makes outputs 4i .. 4i+3 (q head i / 64) of
+// xs (row b's) for i = t, t + THREADS, ... (one pass at the 0.8B's 8 heads)
+__device__ __forceinline__ void load_attn_merged(const Args& a, int b, int ns, uint16_t* xs) {
 #pragma unroll
   for (int pass = 0; pass < FA_OIN / (4 * THREADS); ++pass) {
     const int t = threadIdx.x + pass * THREADS, h = t >> 6, d = (t & 63) * 4;
     const float4 gw = __ldcg(reinterpret_cast<const float4*>(a.qkv + b * FA_QKV + h * 2 * FA_HD + FA_HD + d));
     const Merge<4> r = merge_splits<4, OUT_MERGE_MAX>(partial(a, b, h / FA_GROUP, 0, h % FA_GROUP), ns, d);
-    *reinterpret_cast<float4*>(xs + xs_slot(4 * t)) =
-        make_float4(gated(r.A[0] / r.L, gw.x), gated(r.A[1] / r.L, gw.y), gated(r.A[2] / r.L, gw.z), gated(r.A[3] / r.L, gw.w));
+    reinterpret_cast<uint2*>(xs)[t] = make_uint2(pack_bf16(gated(r.A[0] / r.L, gw.x), gated(r.A[1] / r.L, gw.y)),
+                                                 pack_bf16(gated(r.A[2] / r.L, gw.z), gated(r.A[3] / r.L, gw.w)));
   }
   sync_warps();
 }
@@ -219,7 +219,7 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
     // batch (whose out-projection reads its input straight from global memory)
     const bool counted = ns > (NB > 1 ? 1 : OUT_MERGE_MAX);
     const float* qkv = a.qkv + b * FA_QKV;
-    XIn<NB>* attn = xin<NB>(a.attn) + b * FA_OIN;  // (fp32 at batch 1; a batch: bf16)
+    uint16_t* attn = a.attn + b * FA_OIN;
     const int p0 = part(ctx, s, ns), p1 = part(ctx, s + 1, ns);
     const int d = t & (FA_HD - 1);
     // params: q-norm, k-norm weight, RoPE cos, sin (dims < FA_ROT) of this thread; with a batch the
@@ -372,8 +372,8 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
       }
       if (ns == 1) {
         const float2 gates = gate_s[t];
-        attn[(4 * g + hh) * FA_HD + dd] = to_xin<NB>(gated(r.A[0] / r.L, gates.x));
-        attn[(4 * g + hh) * FA_HD + dd + 1] = to_xin<NB>(gated(r.A[1] / r.L, gates.y));
+        attn[(4 * g + hh) * FA_HD + dd] = bits(gated(r.A[0] / r.L, gates.x));
+        attn[(4 * g + hh) * FA_HD + dd + 1] = bits(gated(r.A[1] / r.L, gates.y));
       } else {
         float* pp = partial(a, b, g, s, hh);
         if (dd == 0) { pp[0] = r.M; pp[1] = r.L; }
@@ -402,8 +402,8 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
           r.add(__ldcg(pp), __ldcg(pp + 1), pa);
         }
         const float2 gates = gate_s[t];
-        attn[(4 * g + hh) * FA_HD + dd] = to_xin<NB>(gated(r.A[0] / r.L, gates.x));
-        attn[(4 * g + hh) * FA_HD + dd + 1] = to_xin<NB>(gated(r.A[1] / r.L, gates.y));
+        attn[(4 * g + hh) * FA_HD + dd] = bits(gated(r.A[0] / r.L, gates.x));
+        attn[(4 * g + hh) * FA_HD + dd + 1] = bits(gated(r.A[1] / r.L, gates.y));
         if (t == 0) atomicExch(count, 0u);
       }
     }
@@ -415,14 +415,14 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
 template <int NB, class Loader>
 __device__ __forceinline__ void fa_out_proj(const Args& a, int step, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
   if constexpr (NB > 1) {  // a batch: the core wrote the gated output; each warp reads its piece from global memory
-    matvec_row_parts<FA_OIN, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xin<NB>(a.attn), a.hidden,
+    matvec_row_parts<FA_OIN, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.attn, a.hidden,
                                        reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
     return;
   }
-  float* xs = reinterpret_cast<float*>(sm + SM_XS);
+  uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
   const int ns = row_splits(a, 0, step);
   if (out_proj_merges(ns)) load_attn_merged(a, 0, ns, xs);
-  else load_vec<FA_OIN>(xin<1>(a.attn), xs);
+  else load_vec(a.attn, xs, FA_OIN);
   matvec_row_parts<FA_OIN, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
                               reinterpret_cast<float*>(sm + SM_RED), nullptr, 0, wv);
 }

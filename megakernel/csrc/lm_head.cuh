@@ -45,7 +45,13 @@ __device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, ui
   block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, params, xs, red);
   if (!MANY && blk == 0) {
     if (a.trace)
-      for (int i = t; i < NB * D; i += THREADS) a.trace[(size_t)(i / D) * (NLAYER + 2) * D + (size_t)(NLAYER + 1) * D + i % D] = xs[xs_slot(i)];
+      for (int i = t; i < NB * D; i += THREADS) {  // (a batch's: hi + lo, block_rmsnorm's planes)
+        const int b = i / D, k = i % D;
+        float v;
+        if constexpr (NB == 1) v = xs[xs_slot(k)];
+        else v = f16b(xs_planes(xs, b)[k]) + f16b(xs_planes(xs, b)[D + k]);
+        a.trace[(size_t)b * (NLAYER + 2) * D + (size_t)(NLAYER + 1) * D + k] = v;
+      }
     if (a.times && t == 0) a.times[NPHASES + 1] = globaltimer();
   }
   const int r0 = part(VOCAB, blk, G), n = part(VOCAB, blk + 1, G) - r0;

@@ -1,6 +1,7 @@
 // The matrix-vector phases: y_b = W x_b for the block's slice of W's rows (schedule.cuh phase_slice)
-// and each of the batch's NB rows b, x_b an fp32 vector in shared memory (rows K apart, values at
-// xs_slot: device_common.cuh), fp32 accumulation, every piece of W read once. A batch (NB >= 2) runs on the tensor cores
+// and each of the batch's NB rows b, x_b a vector in shared memory (rows K apart: fp32 at xs_slot, the
+// normed residual, or bf16, an out- or down projection's input: device_common.cuh), fp32 accumulation,
+// every piece of W read once. A batch (NB >= 2) runs on the tensor cores
 // (matvec_mma.cuh); batch 1 on FMA dots, here. One template per shape of work, and two loaders that
 // say where a warp's weights come from:
 //   RegisterLoader  (the register schedule, batch 1) straight from global memory into registers;
@@ -33,8 +34,8 @@ namespace {
 // input vector: row r's at x + ((r / RPS) % NSEG) * PIECE (the pieces of a wider row: its segments
 // of x; NSEG = 1: every row x itself; x a multiple of 64 values into the vector, so xs_slot's
 // groups are the vector's): acc[r] ----
-template <int NCH, int NR, int RPS = 1, int NSEG = 1>
-__device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const float* x, int lane, float (&acc)[NR]) {
+template <int NCH, int NR, int RPS = 1, int NSEG = 1, class XT>
+__device__ __forceinline__ void dot_regs(const uint4 (&wv)[16], const XT* x, int lane, float (&acc)[NR]) {
   static_assert(NCH * NR <= 16, "16 registers of weights per lane");
 #pragma unroll
   for (int r = 0; r < NR; ++r) acc[r] = 0.f;
@@ -200,11 +201,11 @@ __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const float* x
   }
 }
 
-// gate/up units [0, n) of the slice: act[b][u0 + i] = silu(gate) * up (fp32 at batch 1; a batch: bf16, XIn;
-// rows INTER apart)
-__device__ __forceinline__ float swiglu(float gate, float up) { return siluf_(gate) * up; }
+// gate/up units [0, n) of the slice: act[b][u0 + i] = silu(gate) * up, in fp32 rounded once to bf16 (down's
+// input; rows INTER apart)
+__device__ __forceinline__ uint16_t swiglu(float gate, float up) { return bits(siluf_(gate) * up); }
 template <int NB, class Loader>
-__device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const float* xs, XIn<NB>* act, uint4 (&wv)[16]) {
+__device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const float* xs, uint16_t* act, uint4 (&wv)[16]) {
   if constexpr (NB > 1) {
     mma_gate_up<NB>(ld.s, u0, n, xs, act, batch_partials<NB>());
   } else if constexpr (ROW_PIECES) {  // whole rows: warp 2j the gate row of the item's unit j, 2j+1 its up row
@@ -226,7 +227,7 @@ __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const 
     }
   } else if constexpr (D_PIECES == 1) {  // two units a warp
     matvec_k1024<2, 4, 2, 4>(ld, n, xs, wv, [&](int i) { ld.gate_up2(i, wv); }, [&](int i, const float (&acc)[4]) {
-      float* out = act + u0 + i;
+      uint16_t* out = act + u0 + i;
       out[0] = swiglu(acc[0], acc[1]);
       if (i + 1 < n) out[1] = swiglu(acc[2], acc[3]);
     });
@@ -257,11 +258,10 @@ __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const 
 
 // rows [r0, r1) of a K = DN_VAL or INTER matrix, for each batch row b (xs + b * K, hidden + b * D):
 // hidden[row] += dot (the residual add, fp32), also into trace_row + b * trace_stride when set.
-// xs: batch 1 fp32 in shared memory (at xs_slot); a batch bf16 in global memory (XIn). At batch 1 a
-// row is P = row_parts(K) pieces: warp w takes piece w % P of the item's row w / P; thread j (< 16 / P)
-// adds row j of the item.
+// xs: bf16, batch 1 in shared memory, a batch in global memory. At batch 1 a row is P = row_parts(K)
+// pieces: warp w takes piece w % P of the item's row w / P; thread j (< 16 / P) adds row j of the item.
 template <int K, int NB, class Loader>
-__device__ __forceinline__ void matvec_row_parts(Loader& ld, int r0, int r1, const XIn<NB>* xs, float* hidden, float* red,
+__device__ __forceinline__ void matvec_row_parts(Loader& ld, int r0, int r1, const uint16_t* xs, float* hidden, float* red,
                                                  float* trace_row, int trace_stride, uint4 (&wv)[16]) {
   static_assert(NB > 1 || K <= xs_k(NB), "the input vectors in shared memory are xs_k(NB) wide");
   if constexpr (NB > 1) {

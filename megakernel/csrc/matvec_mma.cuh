@@ -6,7 +6,7 @@
 // The inputs: the K = D shapes' (the normed residual streams, in shared memory) are fp32 as two bf16
 // planes, hi = bf16(x) and lo = bf16(x - hi) (block_rmsnorm), so each weight block meets two mmas,
 // W hi + W lo = W x within ~2^-16 of x (issue 20 part 5); the out- and down projections' (obuf, attn,
-// act, read from global memory) are bf16, rounded once by their writer (device_common.cuh XIn).
+// act, read from global memory) are bf16, rounded once by their writer (shapes.cuh, the workspace).
 //
 // One tile: 16 weight rows x 8 batch rows. Lane l = 4 g + t holds rows g and g + 8 of the tile
 // and batch row g's input; in every 32-wide block of k it loads the 16 bytes k0 + 8 t .. k0 + 8 t + 7

@@ -22,14 +22,13 @@ struct Args {
   uint16_t* v_cache;
   const uint16_t* rope;
   int max_seq;                // positions the caches and the rope table hold
-  // the workspace areas (shapes.cuh WS_*: fp32 activations; obuf, attn and act bf16 with a batch:
-  // device_common.cuh xin) and the sync words (SyncWord)
+  // the workspace areas (shapes.cuh WS_*) and the sync words (SyncWord)
   float* hidden;
   float* zab;
-  void* obuf;
+  void* obuf;                 // fp32 at batch 1, bf16 with a batch (device_common.cuh obuf_of)
   float* qkv;
-  void* attn;                 // written only with 1 or more than OUT_MERGE_MAX splits
-  void* act;
+  uint16_t* attn;             // written only with 1 or more than OUT_MERGE_MAX splits
+  uint16_t* act;
   float* apart;
   float* amax_val;
   int* amax_idx;

@@ -1,6 +1,6 @@
 // The MLP phases of every layer (reference: ops.swiglu between two projections).
 //   gate/up  every block: xs[b] = norm(hidden[b]) per batch row b; its units u of
-//            act[b][u] = silu(gate[u]) * up[u] (fp32; with a batch bf16, device_common.cuh XIn)
+//            act[b][u] = silu(gate[u]) * up[u] (in fp32, rounded once to bf16: down's input)
 //   down     every block: its rows of hidden[b] += down act[b] (batch 1: act copied into shared
 //            memory first; a batch: read by the tensor-core tiles from global); the result is layer
 //            l's output (also into the trace when asked)
@@ -16,18 +16,18 @@ __device__ __forceinline__ void mlp_gate_up(const Args& a, uint8_t* sm, uint4 (&
   float* xs = reinterpret_cast<float*>(sm + SM_XS);
   block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, params, xs, reinterpret_cast<float*>(sm + SM_RED));
   const int u0 = part(INTER, blockIdx.x, gridDim.x), u1 = part(INTER, blockIdx.x + 1, gridDim.x);
-  matvec_gate_up<NB>(ld, u0, u1 - u0, xs, xin<NB>(a.act), wv);
+  matvec_gate_up<NB>(ld, u0, u1 - u0, xs, a.act, wv);
 }
 
 template <int NB, class Loader>
 __device__ __forceinline__ void mlp_down(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld) {
   if constexpr (NB > 1) {  // a batch: each warp reads its piece of act from global memory
     float* trace_row = a.trace ? a.trace + (size_t)(1 + l) * D : nullptr;
-    matvec_row_parts<INTER, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xin<NB>(a.act), a.hidden,
+    matvec_row_parts<INTER, NB>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), a.act, a.hidden,
                                       reinterpret_cast<float*>(sm + SM_RED), trace_row, (NLAYER + 2) * D, wv);
   } else {
-    float* xs = reinterpret_cast<float*>(sm + SM_XS);
-    load_vec<INTER>(xin<1>(a.act), xs);
+    uint16_t* xs = reinterpret_cast<uint16_t*>(sm + SM_XS);
+    load_vec(a.act, xs, INTER);
     float* trace_row = a.trace ? a.trace + (size_t)(1 + l) * D : nullptr;
     matvec_row_parts<INTER, 1>(ld, part(D, blockIdx.x, gridDim.x), part(D, blockIdx.x + 1, gridDim.x), xs, a.hidden,
                                reinterpret_cast<float*>(sm + SM_RED), trace_row, (NLAYER + 2) * D, wv);

@@ -208,21 +208,22 @@ enum LayerSlot : int {
 // ---- the decode workspace: one byte buffer of these areas (bytes, 128-aligned), each [MAX_BATCH]
 // rows of the width below (row b of an area at b * its width). The activations between two phases
 // are fp32 (issue 20 part 5: no bf16 rounding inside a step but where the state stores values, the
-// conv ring and the K/V cache, and the logits), with one exception: with a batch the inputs of the
-// out-projections and of down (obuf, attn, act: every block reads them whole) are bf16, rounded once
-// by their writer (fp32 at 8 rows doubled ~280 MB of L2 reads a step: B = 8 -13%, NOTES v23) ---------
+// conv ring and the K/V cache, the logits, and the inputs of the out-projections and of down, which
+// every block reads whole: rounded once, by their writer; fp32 there cost B = 1 0.8% and B = 8 13%,
+// NOTES v23). The DeltaNet core's output obuf is fp32 at batch 1 (o: each block norms it for its
+// out-projection), with a batch the normed input (bf16) ---------------------------------------------
 constexpr int align128(int n) { return (n + 127) & ~127; }
 constexpr int ZAB_W = DN_VAL + 2 * DN_HV;                                  // z | b | a
 constexpr int APART_W = FA_HKV * ATT_MAX_SPLIT * FA_GROUP * ATT_PART;     // attention split partials
-// an out-projection's or down's input area of width w: one fp32 row (batch 1) or MAX_BATCH bf16 rows
-constexpr int xin_bytes(int w) { return align128(4 * w > 2 * w * MAX_BATCH ? 4 * w : 2 * w * MAX_BATCH); }
+// obuf: one fp32 row (batch 1) or MAX_BATCH bf16 rows
+constexpr int OBUF_BYTES = align128(4 * DN_VAL > 2 * DN_VAL * MAX_BATCH ? 4 * DN_VAL : 2 * DN_VAL * MAX_BATCH);
 constexpr int WS_HIDDEN = 0;                                              // fp32 [D] residual stream
 constexpr int WS_ZAB = WS_HIDDEN + align128(4 * D * MAX_BATCH);           // fp32 [ZAB_W]: z | b | a
 constexpr int WS_OBUF = WS_ZAB + align128(4 * ZAB_W * MAX_BATCH);         // [DN_VAL] DeltaNet core output (batch 1: fp32 o; a batch: bf16, gated-normed)
-constexpr int WS_QKV = WS_OBUF + xin_bytes(DN_VAL);                       // fp32 [FA_QKV] attention projections
-constexpr int WS_ATTN = WS_QKV + align128(4 * FA_QKV * MAX_BATCH);        // [FA_OIN] gated attention output (batch 1: fp32; a batch: bf16)
-constexpr int WS_ACT = WS_ATTN + xin_bytes(FA_OIN);                       // [INTER] silu(gate) * up (batch 1: fp32; a batch: bf16)
-constexpr int WS_APART = WS_ACT + xin_bytes(INTER);                       // fp32 [APART_W] = [FA_HKV][ATT_MAX_SPLIT][FA_GROUP][ATT_PART]
+constexpr int WS_QKV = WS_OBUF + OBUF_BYTES;                              // fp32 [FA_QKV] attention projections
+constexpr int WS_ATTN = WS_QKV + align128(4 * FA_QKV * MAX_BATCH);        // bf16 [FA_OIN] gated attention output
+constexpr int WS_ACT = WS_ATTN + align128(2 * FA_OIN * MAX_BATCH);        // bf16 [INTER] silu(gate) * up
+constexpr int WS_APART = WS_ACT + align128(2 * INTER * MAX_BATCH);        // fp32 [APART_W] = [FA_HKV][ATT_MAX_SPLIT][FA_GROUP][ATT_PART]
 constexpr int WS_AMAX_VAL = WS_APART + align128(4 * APART_W * MAX_BATCH); // fp32 [MAX_GRID] each block's best logit
 constexpr int WS_AMAX_IDX = WS_AMAX_VAL + align128(4 * MAX_GRID * MAX_BATCH);  // int32 [MAX_GRID] its index
 constexpr int WS_BYTES = WS_AMAX_IDX + align128(4 * MAX_GRID * MAX_BATCH);
