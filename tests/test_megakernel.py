@@ -763,10 +763,17 @@ def test_compute_sanitizer_clean(tool, schedule, batch, tmp_path):
     if not exe or not os.path.exists(exe):
         pytest.skip("compute-sanitizer is not installed")
     env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", CUDA_LAUNCH_BLOCKING="1")
-    # synccheck must be told how many mbarriers to track: its automatic count overflows on the ring's
-    # (two per slot in each of the 132 blocks) and the instrumented launch fails; 32 and 128 were too
-    # few, 1024 runs clean (docs/results/2026-11-23-h100-rebuild/README.md, run 9)
-    track = ["--num-cuda-barriers", "1024"] if tool == "synccheck" else []
+    # synccheck must be told how many mbarriers to track: its automatic count overflows on the ring's and
+    # the instrumented launch fails. The ring's: 2 x RING_MAX_SLOTS in each block, one block per SM.
+    # (1024 ran clean on 2026-11-23 and 25 and overflowed on 2026-11-26 at 7b41f40 and after it; 4,224
+    # = 132 x 32 ran clean: docs/results/2026-11-26-h100-s21, calls 5-7)
+    if tool == "synccheck":
+        from megakernel.ops import load as load_megakernel
+
+        _, k = load_megakernel("cuda")
+        track = ["--num-cuda-barriers", str(torch.cuda.get_device_properties(0).multi_processor_count * 2 * k.RING_MAX_SLOTS)]
+    else:
+        track = []
     # initcheck tracks what every kernel writes: with a kernel filter the weights' initialising kernels
     # go untracked and every read of them is reported (run 3 of docs/results/2026-11-24-h100-device-checks)
     only = [] if tool == "initcheck" else ["--kernel-name", "kns=mk_decode_kernel"]
