@@ -27,7 +27,7 @@ constexpr int MISC_TOKENS = MISC_LAST + 8;            //   misc[MISC_TOKENS + b]
 constexpr int MISC_INTS = MISC_LAST + 32;
 static_assert(MISC_TOKENS + MAX_BATCH <= MISC_INTS, "misc");
 constexpr int SM_EPOCH = SM_MISC + MISC_INTS * 4;     // uint32: the launch's epoch (grid_sync.cuh)
-constexpr int SM_XS = SM_EPOCH + 128;                 // a matrix phase's input vectors (K <= xs_k(B)): batch 1 float [D] at xs_slot
+constexpr int SM_XS = SM_EPOCH + 128;                 // a matrix phase's input vectors (xs_bytes(B)): batch 1 float [D] at xs_slot
                                                       //   (the normed residual) or bf16 [K] (an out- or down projection's input);
                                                       //   a batch [B][bf16 hi plane [D] | bf16 lo plane [D]] (block_rmsnorm)
 constexpr int SM_U = SM_XS;                           // a mixer core's area:
@@ -48,12 +48,15 @@ constexpr int SM_AT_ACC = SM_AT_L + AT_ENTRIES * 16;  //             float [AT_E
 constexpr int SM_AT_GATE = SM_AT_ACC + AT_ENTRIES * 4 * FA_HD * 4;  //   float [4][FA_HD] the output gates: thread t keeps its two
                                                       //             here from the unit's start to its end (not in registers over the scoring)
 constexpr int SM_END_AT = SM_AT_GATE + 4 * FA_HD * 4;
-// The input vectors' width: at batch 1 the widest matrix input copied in (INTER, or DN_VAL where wider); a batch's
-// out- and down projections read their inputs from global memory (matvec_mma.cuh), so D (the
-// normed residual streams). Then a batch's partial tiles (nb >= 2): [NWARPS][8 batch rows][16 tile rows] floats.
-constexpr int xs_k(int nb) { return nb == 1 ? (INTER > DN_VAL ? INTER : DN_VAL) : D; }
+// The input vectors' bytes: at batch 1 the larger of the normed residual (fp32 [D]) and the widest out- or
+// down projection's input copied in (bf16 [INTER], or [DN_VAL] where wider); a batch's out- and down
+// projections read their inputs from global memory (matvec_mma.cuh), so its rows' normed residuals
+// alone, as hi and lo planes (4 bytes a value). Then a batch's partial tiles (nb >= 2): [NWARPS][8 batch
+// rows][16 tile rows] floats.
+constexpr int XS_K1 = INTER > DN_VAL ? INTER : DN_VAL;  // the widest input at batch 1 (bf16)
+constexpr int xs_bytes(int nb) { return nb > 1 ? 4 * D * nb : 2 * XS_K1 > 4 * D ? 2 * XS_K1 : 4 * D; }
 constexpr int PART_TILE = 8 * 16;
-constexpr int sm_part(int nb) { return SM_XS + 4 * xs_k(nb) * nb; }
+constexpr int sm_part(int nb) { return SM_XS + xs_bytes(nb); }
 constexpr int sm_xs_end(int nb) { return nb > 1 ? sm_part(nb) + 4 * NWARPS * PART_TILE : sm_part(nb); }
 constexpr int sm_end(int nb) { return sm_xs_end(nb) > SM_END_AT ? sm_xs_end(nb) : SM_END_AT; }
 // the ring: its mbarriers (RING_MAX_SLOTS "full", then RING_MAX_SLOTS "empty": fixed offsets, so their

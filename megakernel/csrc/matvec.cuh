@@ -263,7 +263,7 @@ __device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const 
 template <int K, int NB, class Loader>
 __device__ __forceinline__ void matvec_row_parts(Loader& ld, int r0, int r1, const uint16_t* xs, float* hidden, float* red,
                                                  float* trace_row, int trace_stride, uint4 (&wv)[16]) {
-  static_assert(NB > 1 || K <= xs_k(NB), "the input vectors in shared memory are xs_k(NB) wide");
+  static_assert(NB > 1 || K <= XS_K1, "batch 1's input vector in shared memory: XS_K1 bf16 values at most");
   if constexpr (NB > 1) {
     mma_half_rows<K, NB>(ld.s, r0, r1, xs, hidden, batch_partials<NB>(), trace_row, trace_stride);
   } else {
