@@ -171,7 +171,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
 //   warp w: state rows v = 8 w .. 8 w + 7 (lane: k = 4 lane .. 4 lane + 3; loaded first), eight
 //     independent recurrences; lane 0 puts each row's output o in shared memory;
 //   warp 0 then: the gated RMSNorm of the head (lane: v = 4 lane .. 4 lane + 3) into obuf.
-// Shared memory: SM_DN_Q, _K, _V (contiguous: channel t's output at SM_DN_Q + 4 t), SM_DN_O, SM_DN_GATES;
+// Shared memory: SM_DN_Q, _K, _V (contiguous: channel t's output at SM_DN_Q + 4 t), SM_DN_O, SM_DN_GATES, SM_DN_Z;
 // red[0..7] the q and k channels' sums of squares (warps 0-3: q, 4-7: k).
 constexpr int DN_HEAD_CH = 2 * DN_DK + DN_DV;               // 384 conv channels of a head
 constexpr int DN_ROWS_PER_WARP = DN_DV / NWARPS;            // 8 state rows
