@@ -83,7 +83,8 @@ __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
   f[0] = lo(v.x); f[1] = hi(v.x); f[2] = lo(v.y); f[3] = hi(v.y);
   f[4] = lo(v.z); f[5] = hi(v.z); f[6] = lo(v.w); f[7] = hi(v.w);
 }
-// The matrix phases' input vectors in shared memory are fp32, value k at xs_slot(k): each group of 8
+// Batch 1's normed-residual input vectors (the K = D phases') are fp32 in shared memory, value k at
+// xs_slot(k) (the out- and down projections' bf16 inputs lie in order): each group of 8
 // (a lane's 16 bytes of bf16 weights meet 8 of them) has its two halves swapped where bit 2 of the
 // group's index is set, so a lane that reads its group as two lds128, the half at xs_slot(8 g) first,
 // always gets values 0-3 first, and each quarter warp's 8 lanes meet 32 distinct banks (lanes 0-3 the
