@@ -1,4 +1,4 @@
-"""`python -m compare {diff,bench,generate,ab,prefill}`: the workbench's commands.
+"""`python -m compare {diff,bench,generate,ab,prefill,delta-rule}`: the workbench's commands.
 
 Each subcommand lives in its own module exposing `add_arguments(parser)` and
 `run(args) -> exit status`. Errors a user can fix (an unknown tier, a missing
@@ -17,6 +17,7 @@ COMMANDS = {
     "generate": ("compare.generate", "stream text (or token ids) from a checkpoint with one tier (--num-return-sequences N: N samples in one batch)"),
     "ab": ("compare.ab", "A/B timing of variants of one tier, interleaved in one process"),
     "prefill": ("compare.prefill", "where the megakernel tier's fast prefill spends its time"),
+    "delta-rule": ("compare.delta_rule", "the prefill's chunked delta rule alone, one layer: fla against FlashQLA, and both against fp32"),
 }
 
 

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from reference import record
 from reference.config import LINEAR
 
-from . import ops
+from . import ops, prefill_delta_rule
 
 MAX_PLANS = 4  # prefill shapes kept, with their buffers and graphs (least recently used dropped first)
 PAD_ROWS = 64  # a prompt after earlier tokens runs in a plan of rows rounded up to this (fla's chunk)
@@ -125,10 +125,10 @@ class PrefillPlan:
     `max_seq` positions, at start 0 (`fresh`: a prompt of T tokens) or at whatever start > 0 the
     table holds (a prompt of 1..T tokens, the rest padding; start + tokens <= max_seq)."""
 
-    def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None):
-        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
-
-        self.delta_rule = chunk_gated_delta_rule
+    def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None,
+                 delta_rule: str = prefill_delta_rule.DEFAULT):
+        self.delta_rule_name = delta_rule
+        self.delta_rule = prefill_delta_rule.make(delta_rule, T, tier.k.DN_HV, tier.device)
         self.op = {name: ops.op(name, tier.ops_namespace) for name in ops.OP_NAMES if name.startswith("prefill_")}
         self.tier, self.T, self.max_seq, self.fresh = tier, T, max_seq, fresh
         self.k = k = tier.k
@@ -213,8 +213,8 @@ class PrefillPlan:
         torch.mm(self.h, w["win"].t(), out=proj)
         op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
                               self.dn_q, self.dn_k, self.dn_v, self.g, self.beta)
-        o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, scale=k.DN_DK ** -0.5,
-                                   initial_state=self.h0[slot:slot + 1], output_final_state=True, state_v_first=True)
+        o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, k.DN_DK ** -0.5,
+                                   self.h0[slot:slot + 1])
         op["prefill_dn_state_out"](self.table, slot, final)
         op["prefill_dn_out_norm"](o, proj, w["gnorm"], self.table, slot, self.mix, self.eps)
         torch.mm(self.mix, w["out"].t(), out=self.x)
@@ -286,20 +286,22 @@ class PrefillPlan:
 
 
 class FastPrefill:
-    """The tier's prefill plans, one per (T, max_seq, fresh), least recently used dropped."""
+    """The tier's prefill plans, one per (T, max_seq, fresh, delta rule), least recently used dropped.
+    `delta_rule` names the chunked delta rule that new plans run (prefill_delta_rule.DELTA_RULES)."""
 
-    def __init__(self, tier, use_graph: bool = True):
-        self.tier, self.use_graph = tier, use_graph
+    def __init__(self, tier, use_graph: bool = True, delta_rule: str = prefill_delta_rule.DEFAULT):
+        self.tier, self.use_graph, self.delta_rule = tier, use_graph, delta_rule
         self.plans: collections.OrderedDict = collections.OrderedDict()
 
     def plan(self, T: int, max_seq: int, fresh: bool) -> PrefillPlan:
-        """The plan of (T rows, max_seq, fresh), made on first use (its K/V staging buffer shared with
-        the kept plans of the same max_seq), the least recently used plan dropped past MAX_PLANS."""
-        key = (T, max_seq, fresh)
+        """The plan of (T rows, max_seq, fresh) with the current delta rule, made on first use (its K/V
+        staging buffer shared with the kept plans of the same max_seq), the least recently used plan
+        dropped past MAX_PLANS."""
+        key = (T, max_seq, fresh, self.delta_rule)
         plan = self.plans.get(key)
         if plan is None:
             kv = next((p.kv for p in self.plans.values() if p.max_seq == max_seq), None)
-            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv)
+            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv, self.delta_rule)
             while len(self.plans) > MAX_PLANS:
                 self.plans.popitem(last=False)
         self.plans.move_to_end(key)

@@ -12,8 +12,8 @@ warp; the default wherever it fits), "register" (each warp loads its weights int
 GPUs whose shared memory cannot hold the ring) and "stream-only" (a measurement: the ring's
 weight stream alone, nothing computed; the output is the input id).
 
-Prefill (`prefill="fast"`, the default) runs the prompt through tensor-core GEMMs, fla's
-chunked delta rule, flash attention and this tier's fused CUDA kernels, replayed from a CUDA
+Prefill (`prefill="fast"`, the default) runs the prompt through tensor-core GEMMs, a chunked
+delta rule (fla's; FlashQLA's with `tier.prefill_delta_rule = "flash-qla"`), flash attention and this tier's fused CUDA kernels, replayed from a CUDA
 graph per prompt shape (megakernel/prefill.py); it reads and writes the state below in place,
 so prefill → decode continues exactly where the prompt left off. `prefill="reference"` (or a
 machine without flash-linear-attention) runs `reference.HybridModel` on the GPU instead, on
@@ -41,6 +41,7 @@ from reference.model import HybridModel, ModelState, forward_rows
 
 from . import family
 from .prefill import FastPrefill, layer_weights, unavailable_reason as prefill_unavailable_reason
+from .prefill_delta_rule import unavailable_reason as prefill_delta_rule_unavailable
 
 SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh defaults to (other sizes: a build per shape, family.py)
 PREFILL_PATHS = ("fast", "reference")
@@ -152,8 +153,25 @@ class MegakernelTier(Tier):
     per_row_positions = True  # each row's position, split-K and caches are its own (Args::pos, nsplit)
     # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
     # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split
-    variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split")
+    variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split", "prefill_delta_rule")
     positions_per_split = ATT_POSITIONS_PER_SPLIT
+
+    @property
+    def prefill_delta_rule(self) -> str:
+        """The chunked delta rule the fast prefill runs (megakernel/prefill_delta_rule.py): "fla"
+        (the default) or "flash-qla" where FlashQLA is installed; "none" without a fast prefill."""
+        return self.fast_prefill.delta_rule if self.fast_prefill is not None else "none"
+
+    @prefill_delta_rule.setter
+    def prefill_delta_rule(self, name: str) -> None:
+        if self.fast_prefill is None:
+            if name == "none":
+                return
+            raise ValueError(f"this tier has no fast prefill ({self.prefill_note}), so no delta rule to choose")
+        reason = prefill_delta_rule_unavailable(name, self.device)
+        if reason is not None:
+            raise ValueError(reason)
+        self.fast_prefill.delta_rule = name
 
     @property
     def many_tokens_per_launch(self) -> bool:

@@ -1,0 +1,203 @@
+"""`python -m compare delta-rule`: the prefill's chunked gated delta rule alone, one DeltaNet layer at
+the model's shapes, for every implementation importable here (megakernel/prefill_delta_rule.py:
+fla's, which the fast prefill runs by default, and FlashQLA's, the Qwen team's kernels that serving
+engines use), against fla in the same run and against the fp32 reference.
+
+    python -m compare delta-rule [--pp 256,520,4096,32768] [--rules fla,flash-qla] [--out DIR]
+
+Rows: every prompt length x {a fresh state, a carried one} x {the decays of a model-like layer
+(e^g ~ 0.95 a token), slow ones (e^g > 0.998: the state remembers the whole prompt)}. Per row and
+rule: µs per layer (a CUDA graph of `--calls` calls, median of `--replays` replays), the same x
+the model's DeltaNet layers, the speed against fla, and the relative error (Frobenius) of the output
+and of the final state against reference/delta_rule.py's chunked rule in fp32 on the same bf16
+inputs. A rule that cannot run here is listed with the reason, not left out silently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+from reference import ModelConfig
+from reference.delta_rule import gated_delta_rule_chunked
+
+from .common import UsageError, environment
+from .prefill import lengths
+from .tables import markdown
+
+STATES = ("fresh", "carried")
+GATES = {"model": "e^g ~ 0.95 a token (logsigmoid(N(3, 1)))", "slow": "e^g > 0.998 a token (g ~ -U(0, 0.002))"}
+
+
+def inputs(config, T: int, state: str, gates: str, seed: int, device):
+    """One layer's prefill buffers (megakernel/prefill_delta_rule.py's layout): q, k l2-normed and v
+    in bf16, g and beta in fp32, the initial state [1, value heads, V, K] in fp32."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    HK, HV, DK, DV = (config.linear_num_key_heads, config.linear_num_value_heads, config.linear_key_head_dim,
+                      config.linear_value_head_dim)
+    unit = lambda x: x / x.norm(dim=-1, keepdim=True)  # noqa: E731  (the prefill's l2norm, before the bf16 rounding)
+    q = unit(torch.randn(1, T, HK, DK, device=device, generator=gen)).bfloat16()
+    k = unit(torch.randn(1, T, HK, DK, device=device, generator=gen)).bfloat16()
+    v = torch.randn(1, T, HV, DV, device=device, generator=gen).bfloat16()
+    if gates == "model":
+        g = torch.nn.functional.logsigmoid(torch.randn(1, T, HV, device=device, generator=gen) + 3)
+    else:
+        g = -0.002 * torch.rand(1, T, HV, device=device, generator=gen)
+    beta = torch.rand(1, T, HV, device=device, generator=gen)
+    h0 = torch.zeros(1, HV, DV, DK, device=device)
+    if state == "carried":
+        h0 = 0.5 * torch.randn(1, HV, DV, DK, device=device, generator=gen)
+    return q, k, v, g, beta, h0
+
+
+def reference(q, k, v, g, beta, h0, scale):
+    """The fp32 chunked rule on the same (bf16-rounded) inputs → o [1, T, HV, V], state [1, HV, V, K]."""
+    HV = v.shape[2]
+    group = HV // q.shape[2]  # value head h reads key head h // group
+    qf, kf = (x.float().repeat_interleave(group, dim=2) for x in (q, k))
+    o, s = gated_delta_rule_chunked(q=qf * scale, k=kf, v=v.float(), g=g, beta=beta,
+                                    initial_state=h0.transpose(-1, -2))
+    return o, s.transpose(-1, -2)
+
+
+def relative_error(a, b) -> float:
+    a, b = a.float(), b.float()
+    if not torch.isfinite(a).all():
+        return float("nan")
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+def graph_us(fn, calls: int, replays: int) -> tuple[float, str]:
+    """µs per call: `calls` calls captured in one CUDA graph, the median of `replays` replays; where
+    the rule cannot be captured, the same number of eager calls between two events ("eager")."""
+    fn()
+    torch.cuda.synchronize()
+    how = "graph"
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        run = graph.replay
+    except Exception as e:  # a host read inside the rule: time it eagerly
+        torch.cuda.synchronize()
+        print(f"  (not capturable: {type(e).__name__}: {str(e)[:120]}; timed eagerly)", file=sys.stderr)
+        how = "eager"
+
+        def run():
+            for _ in range(calls):
+                fn()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / calls)
+    return statistics.median(times), how
+
+
+def measure(config, rules, pps, calls: int, replays: int, seed: int, device):
+    """Every (T, state, gates) x rule → rows (dicts), in the order of the table."""
+    from megakernel import prefill_delta_rule
+
+    scale = config.linear_key_head_dim ** -0.5
+    rows = []
+    for T in pps:
+        made = {}
+        for name in rules:  # one rule per prompt length, as a prefill plan makes it
+            try:
+                made[name] = prefill_delta_rule.make(name, T, config.linear_num_value_heads, device)
+            except ValueError as e:
+                made[name] = str(e)
+        for state in STATES:
+            for gates in GATES:
+                q, k, v, g, beta, h0 = inputs(config, T, state, gates, seed + T, device)
+                o_ref, s_ref = reference(q, k, v, g, beta, h0, scale)
+                base_us = None
+                for name in rules:
+                    row = {"T": T, "state": state, "gates": gates, "rule": name}
+                    fn = made[name]
+                    if isinstance(fn, str):
+                        rows.append({**row, "unavailable": fn})
+                        continue
+                    print(f"pp{T} {state} {gates}: {name} ...", file=sys.stderr, flush=True)
+                    h = h0.clone()
+                    o, final = fn(q, k, v, g, beta, scale, h)
+                    torch.cuda.synchronize()
+                    unchanged = bool(torch.equal(h, h0))  # the rule must not write its input state
+                    us, how = graph_us(lambda: fn(q, k, v, g, beta, scale, h), calls, replays)
+                    base_us = us if name == rules[0] else base_us
+                    rows.append({**row, "us": us, "timing": how, "layers_ms": us * len(config.linear_layers) / 1000.0,
+                                 "vs_first": (base_us / us) if base_us else None,
+                                 "err_o": relative_error(o, o_ref), "err_state": relative_error(final, s_ref),
+                                 "input_state_unchanged": unchanged})
+                    r = rows[-1]
+                    print(f"  {us:9.1f} µs ({how}); error o {r['err_o']:.2e}, state {r['err_state']:.2e}",
+                          file=sys.stderr, flush=True)
+    return rows
+
+
+def render(rows, config, rules) -> str:
+    header = ["prompt", "state", "decays", "rule", "µs / layer", f"x {len(config.linear_layers)} layers ms",
+              f"vs {rules[0]}", "output error", "state error", "timing"]
+    body = []
+    for r in rows:
+        cells = [f"pp{r['T']}", r["state"], r["gates"], r["rule"]]
+        if "unavailable" in r:
+            body.append(cells + ["—", "—", "—", "—", "—", f"not run: {r['unavailable']}"])
+            continue
+        body.append(cells + [f"{r['us']:,.1f}", f"{r['layers_ms']:.3f}",
+                             f"{r['vs_first']:.2f}x" if r["vs_first"] else "—", f"{r['err_o']:.2e}",
+                             f"{r['err_state']:.2e}", r["timing"] + ("" if r["input_state_unchanged"] else
+                                                                     "; WROTE ITS INPUT STATE")])
+    notes = ["decays: " + "; ".join(f"{k}: {v}" for k, v in GATES.items()),
+             "errors: relative (Frobenius) against reference/delta_rule.py's chunked rule in fp32 on the same bf16 inputs"]
+    return markdown(header, body, right={4, 5, 6, 7, 8}) + "\n" + "\n".join(notes) + "\n"
+
+
+def add_arguments(p):
+    p.add_argument("--pp", default="256,520,4096,32768", help="prompt lengths (default: %(default)s)")
+    p.add_argument("--rules", default="fla,flash-qla",
+                   help="delta rules, the first the baseline of the speed column (default: %(default)s)")
+    p.add_argument("--calls", type=int, default=20, help="calls per CUDA graph (default: %(default)s)")
+    p.add_argument("--replays", type=int, default=7, help="replays, median (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for delta_rule.json / .md")
+
+
+def run(args) -> int:
+    from megakernel.prefill_delta_rule import DELTA_RULES
+
+    pps = lengths(args.pp, "--pp")
+    rules = [r.strip() for r in args.rules.split(",") if r.strip()]
+    unknown = [r for r in rules if r not in DELTA_RULES]
+    if not rules or unknown:
+        raise UsageError(f"--rules {args.rules!r}: expected a comma-separated list of {', '.join(DELTA_RULES)}")
+    if len(set(rules)) != len(rules):
+        raise UsageError(f"--rules {args.rules!r}: a rule is named twice")
+    for what, value in (("--calls", args.calls), ("--replays", args.replays)):
+        if value < 1:
+            raise UsageError(f"{what} {value}: expected at least 1")
+    if not torch.cuda.is_available():
+        raise UsageError("compare delta-rule times GPU kernels: no CUDA GPU is visible here")
+    config = ModelConfig.qwen3_5_0_8b()
+    rows = measure(config, rules, pps, args.calls, args.replays, args.seed, torch.device("cuda"))
+    table = render(rows, config, rules)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "delta_rule.json"), "w") as f:
+        json.dump({"environment": environment(), "rules": rules, "rows": rows}, f, indent=1)
+    with open(os.path.join(args.out, "delta_rule.md"), "w") as f:
+        f.write(table)
+    print(table)
+    return 0
