@@ -199,6 +199,8 @@ def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
                 steps = settings["slow_steps"]
         if w.kind == "pp" and tier.prefill_note:
             notes.append(tier.prefill_note)
+        if w.kind == "pp" and getattr(tier, "prefill_delta_rule", "none") != "none":
+            notes.append(f"delta rule: {tier.prefill_delta_rule}")
         seconds, joules = [], []
         for r in range(settings["warmup"] + repeats):
             progress.show(f"{w.name} {tier.name}")

@@ -1,8 +1,8 @@
 """`python -m compare prefill`: where the megakernel tier's fast prefill spends its time (the
 official pp figures come from `compare bench`): ppN on a fresh state per repetition, graph
 replay, CUDA events, median / min / max; then one replay under torch.profiler with the kernels
-grouped into GEMM (cuBLAS), delta rule (fla), attention (SDPA), ours (csrc/prefill.cu) and
-other. Against the floors, both measured in the same run (compare/timing.py): matrix FLOPs /
+grouped into GEMM (cuBLAS), delta rule (fla's or FlashQLA's: the tier's `prefill_delta_rule`,
+named in the table), attention (SDPA), ours (csrc/prefill.cu) and other. Against the floors, both measured in the same run (compare/timing.py): matrix FLOPs /
 the dense bf16 rate, weight bytes / the copy bandwidth.
 
     python -m compare prefill [--pp 520,4096,32768] [--depth 16384] [--reference-pp 520] [--out DIR]
@@ -32,7 +32,8 @@ CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # b
               ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
               ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "dn_state", "silu_mul",
                                      "attn_prep", "kv_prefix", "attn_gate", "attn_merge", "lm_head_kernel")),
-              ("delta rule (fla)", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge")))
+              ("delta rule", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge", "tilelang")))
+DELTA_RULE_OLD = "delta rule (fla)"  # the category's name in files written before FlashQLA was a choice
 
 
 def pp_row(tier, T: int, reps: int, seed: int = 0, depth: int = 0):
@@ -94,18 +95,19 @@ def derive(row: dict, config, rates: dict) -> dict:
 
 
 def render(rows, rates: dict) -> str:
+    rule = rows[0].get("delta_rule", "fla") if rows else "fla"
     lines = [f"floors from this run's rates: dense bf16 {rates['dense_bf16_flops'] / 1e12:.0f} TFLOP/s, copy "
-             f"{rates['copy_bandwidth_Bps'] / 1e12:.2f} TB/s", "",
-             "| prompt | tok/s (median) | min–max | ms | TFLOP/s | matrix floor ms | bytes floor ms | GEMM µs | fla µs | attention µs | ours µs | other µs | kernels |",
+             f"{rates['copy_bandwidth_Bps'] / 1e12:.2f} TB/s; the delta rule: {rule}", "",
+             "| prompt | tok/s (median) | min–max | ms | TFLOP/s | matrix floor ms | bytes floor ms | GEMM µs | delta rule µs | attention µs | ours µs | other µs | kernels |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         b = r["breakdown"]
-        us = lambda c: f"{b.get(c, {}).get('us', 0.0):,.0f}"  # noqa: E731
+        us = lambda c: f"{b.get(c, b.get(DELTA_RULE_OLD, {}) if c == 'delta rule' else {}).get('us', 0.0):,.0f}"  # noqa: E731
         n = sum(v["kernels"] for v in b.values())
         name = f"pp{r['T']}" + (f" @ d{r['depth']}" if r.get("depth") else "")
         lines.append(f"| {name} | {r['tok_s_median']:,.0f} | {r['tok_s_min']:,.0f}–{r['tok_s_max']:,.0f} | "
                      f"{r['ms_median']:.3f} | {r['tflops']:.0f} | {r['flop_floor_ms']:.3f} | {r['bytes_floor_ms']:.3f} | {us('GEMM (cuBLAS)')} | "
-                     f"{us('delta rule (fla)')} | {us('attention (SDPA)')} | {us('ours (prefill.cu)')} | {us('other')} | {n} |")
+                     f"{us('delta rule')} | {us('attention (SDPA)')} | {us('ours (prefill.cu)')} | {us('other')} | {n} |")
     return "\n".join(lines) + "\n"
 
 
@@ -178,6 +180,7 @@ def run(args) -> int:
     for depth, T in [(0, T) for T in pp] + [(d, T) for d in depths for T in pp]:
         r = pp_row(tier, T, args.reps if T <= 4096 else 3, depth=depth)
         r["breakdown"] = breakdown(tier, T, depth=depth)
+        r["delta_rule"] = tier.prefill_delta_rule
         rows.append(derive(r, config, rates))
         print(f"pp{T}" + (f" @ d{depth}" if depth else "") + f": {r['tok_s_median']:,.0f} tok/s ({r['ms_median']:.3f} ms; {r['tflops']:.0f} TFLOP/s; "
               f"floor {r['flop_floor_ms']:.3f} ms) " + ", ".join(f"{c} {v['us']:.0f} µs/{v['kernels']}"

@@ -3,8 +3,9 @@ tensor cores, captured once per prompt shape as a CUDA graph and replayed.
 
 Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu):
     add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v], cuBLAS) →
-    DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → fla's chunked delta rule (state read and
-              written in the decode kernel's [V][K] layout) → state copy → gated norm + conv ring
+    DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → the chunked delta rule (FlashQLA's where
+              installed, else fla's: prefill_delta_rule.py; state read and written in the decode
+              kernel's [V][K] layout) → state copy → gated norm + conv ring
     attention: q/k norm + RoPE + cache write (1 kernel) → causal attention → output gate; a fresh
               prompt: SDPA over its own keys (cuDNN's Hopper kernel where torch picks it); after
               earlier tokens: the cache's earlier positions copied next to the new ones, then flash
@@ -126,7 +127,7 @@ class PrefillPlan:
     table holds (a prompt of 1..T tokens, the rest padding; start + tokens <= max_seq)."""
 
     def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None,
-                 delta_rule: str = prefill_delta_rule.DEFAULT):
+                 delta_rule: str = "fla"):
         self.delta_rule_name = delta_rule
         self.delta_rule = prefill_delta_rule.make(delta_rule, T, tier.k.DN_HV, tier.device)
         self.op = {name: ops.op(name, tier.ops_namespace) for name in ops.OP_NAMES if name.startswith("prefill_")}
@@ -289,8 +290,9 @@ class FastPrefill:
     """The tier's prefill plans, one per (T, max_seq, fresh, delta rule), least recently used dropped.
     `delta_rule` names the chunked delta rule that new plans run (prefill_delta_rule.DELTA_RULES)."""
 
-    def __init__(self, tier, use_graph: bool = True, delta_rule: str = prefill_delta_rule.DEFAULT):
-        self.tier, self.use_graph, self.delta_rule = tier, use_graph, delta_rule
+    def __init__(self, tier, use_graph: bool = True, delta_rule: str | None = None):
+        self.tier, self.use_graph = tier, use_graph
+        self.delta_rule = delta_rule or prefill_delta_rule.default(tier.device)
         self.plans: collections.OrderedDict = collections.OrderedDict()
 
     def plan(self, T: int, max_seq: int, fresh: bool) -> PrefillPlan:

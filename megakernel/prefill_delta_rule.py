@@ -1,10 +1,9 @@
 """The chunked gated delta rule that the fast prefill runs for each DeltaNet layer, by name:
 
-    "fla"        flash-linear-attention's `chunk_gated_delta_rule` (Triton): the default, and the
-                 A/B reference for any other
+    "fla"        flash-linear-attention's chunked rule, its own Triton kernels: the A/B reference
     "flash-qla"  FlashQLA's (the Qwen team's TileLang kernels for Hopper and newer), its automatic
                  intra-card context parallelism on (a long prompt split over more SMs), where the
-                 `flash_qla` package is installed and the GPU is sm_90 or newer
+                 `flash_qla` package is installed and the GPU is sm_90 or newer: the default there
 
 Every implementation takes one layer of the prefill's buffers: q, k [1, T, key heads, 128] and v
 [1, T, value heads, 128] in bf16, g (the log decay) and beta [1, T, value heads] in fp32, the
@@ -21,7 +20,12 @@ from typing import Callable
 import torch
 
 DELTA_RULES = ("fla", "flash-qla")
-DEFAULT = "fla"
+
+
+def default(device) -> str:
+    """The rule a new tier's prefill runs: FlashQLA's where it can run (faster than fla's at every
+    length measured: NOTES "Prefill" v8), else fla's."""
+    return "flash-qla" if unavailable_reason("flash-qla", device) is None else "fla"
 
 
 def unavailable_reason(name: str, device) -> str | None:
@@ -56,11 +60,13 @@ def make(name: str, T: int, value_heads: int, device) -> Callable:
     if reason is not None:
         raise ValueError(f"delta rule {name!r} cannot run here: {reason}")
     if name == "fla":
-        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+        # fla's own (Triton) kernels: its public `chunk_gated_delta_rule` hands the call to FlashQLA
+        # wherever flash_qla is importable (fla.backends, FLA_FLASH_QLA), so it is not called here
+        from fla.ops.gated_delta_rule.chunk import chunk_gated_delta_rule_fwd as fla_fwd
 
         def fla(q, k, v, g, beta, scale, h0):
-            return chunk_gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
-                                          state_v_first=True)
+            _, o, _, final, _, _ = fla_fwd(q, k, v, g, beta, scale, h0, True, state_v_first=True)
+            return o, final
         return fla
 
     from flash_qla import chunk_gated_delta_rule_fwd

@@ -15,7 +15,7 @@ OUT=${OUT:-gpu-results}; mkdir -p "$OUT/r"; ROOT=$PWD
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
 SECONDS=0
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-tar -xJf .qla/qsite.tar.xz -C /tmp/site
+for t in .qla/*.tar.xz; do tar -xJf $t -C /tmp/site; done
 echo "installed: ${SECONDS}s"
 export PYTHONPATH=$ROOT:/tmp/site PYTHONUNBUFFERED=1 QWEN35_MEGAKERNEL_CACHE=/tmp/qwen35-megakernel
 export WORKBENCH_COMMIT=$(cat COMMIT 2>/dev/null || echo unknown)
