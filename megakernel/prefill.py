@@ -187,28 +187,34 @@ class PrefillPlan:
         op["prefill_dn_state_in"](self.table, self.h0)
         op["prefill_add_rms_norm"](None, self.ids, embed, self.res, W[0]["in_norm"], self.h, eps)
         record(trace, "embed", self.res.view(1, T, D)[:, :self.valid])
+        # only the last valid position's logits are wanted: for a fresh prompt without a trace, the
+        # last layer's output (its attention core, out-projection and MLP) is computed for that row
+        # alone (its K/V, conv ring and delta-rule state for every row); after earlier tokens which
+        # row that is, the device knows, so every row runs
+        last_only = trace is None and self.fresh
         for i, kind in enumerate(t.config.layer_types):
             w, slot = W[i], t.config.layer_slot(i)
+            r = slice(T - 1, T) if last_only and i == len(W) - 1 else slice(0, T)
             if i > 0:
                 op["prefill_add_rms_norm"](self.x, None, embed, self.res, w["in_norm"], self.h, eps)
             if kind == LINEAR:
-                self.deltanet(w, slot)
+                self.deltanet(w, slot, r)
             else:
-                self.attention(w, slot)
-            op["prefill_add_rms_norm"](self.x, None, embed, self.res, w["post_norm"], self.h, eps)
-            torch.mm(self.h, w["gate_up"].t(), out=self.gu)
-            op["prefill_silu_mul"](self.gu, self.act)
-            torch.mm(self.act, w["down"].t(), out=self.x)
+                self.attention(w, slot, r)
+            op["prefill_add_rms_norm"](self.x[r], None, embed, self.res[r], w["post_norm"], self.h[r], eps)
+            torch.mm(self.h[r], w["gate_up"].t(), out=self.gu[r])
+            op["prefill_silu_mul"](self.gu[r], self.act[r])
+            torch.mm(self.act[r], w["down"].t(), out=self.x[r])
             if trace is not None:
                 record(trace, f"layers.{i}", (self.res + self.x).view(1, T, D)[:, :self.valid])
-        # only the last valid position needs the norm (after earlier tokens: which one, the device knows)
-        rows = slice(0, T) if trace is not None or not self.fresh else slice(T - 1, T)
+        rows = slice(T - 1, T) if last_only else slice(0, T)
         op["prefill_add_rms_norm"](self.x[rows], None, embed, self.res[rows], t.weights["model.norm.weight"],
                                    self.h[rows], eps)
         record(trace, "norm", self.h.view(1, T, D)[:, :self.valid])
         op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
 
-    def deltanet(self, w, slot):
+    def deltanet(self, w, slot, rows):
+        """The DeltaNet mixer on every row, its out-projection into self.x for `rows`."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         torch.mm(self.h, w["win"].t(), out=proj)
@@ -217,10 +223,12 @@ class PrefillPlan:
         o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, k.DN_DK ** -0.5,
                                    self.h0[slot:slot + 1])
         op["prefill_dn_state_out"](self.table, slot, final)
-        op["prefill_dn_out_norm"](o, proj, w["gnorm"], self.table, slot, self.mix, self.eps)
-        torch.mm(self.mix, w["out"].t(), out=self.x)
+        op["prefill_dn_out_norm"](o, proj, w["gnorm"], self.table, slot, self.mix, self.eps)  # (also the conv ring)
+        torch.mm(self.mix[rows], w["out"].t(), out=self.x[rows])
 
-    def attention(self, w, slot):
+    def attention(self, w, slot, rows):
+        """Attention's projections and cache writes for every row, its core, gate and out-projection
+        (into self.x) for `rows`: every row, or (a fresh prompt's last layer) the last one alone."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.FA_QKV].view(T, k.FA_QKV)
         torch.mm(self.h, w["win"].t(), out=proj)
@@ -231,14 +239,16 @@ class PrefillPlan:
         if self.pieces > 1:  # (after earlier tokens only) merged and gated into self.mix by one kernel
             self.attend_in_pieces(proj)
         else:
-            if self.fresh:  # (as [1, heads, T, 256] views of the token-major buffers, the layout SDPA expects)
-                q, kk, vv = (x.view(1, T, -1, k.FA_HD).transpose(1, 2) for x in (self.qbuf, self.kv[0, :T], self.kv[1, :T]))
-                o = F.scaled_dot_product_attention(q, kk, vv, is_causal=True, scale=k.FA_HD ** -0.5,
+            if self.fresh:  # (as [1, heads, n, 256] views of the token-major buffers, the layout SDPA expects)
+                n = rows.stop - rows.start  # query rows: T, or the last alone (which sees every key: no mask)
+                q = self.qbuf[rows].view(1, n, -1, k.FA_HD).transpose(1, 2)
+                kk, vv = (x.view(1, T, -1, k.FA_HD).transpose(1, 2) for x in (self.kv[0, :T], self.kv[1, :T]))
+                o = F.scaled_dot_product_attention(q, kk, vv, is_causal=n == T, scale=k.FA_HD ** -0.5,
                                                    enable_gqa=True).transpose(1, 2)[0]
             else:
-                o = flash(self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0]
-            op["prefill_attn_gate"](o, proj, self.table, self.mix)
-        torch.mm(self.mix, w["out"].t(), out=self.x)
+                o = flash(self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0][rows]
+            op["prefill_attn_gate"](o, proj[rows], self.table, self.mix[rows])
+        torch.mm(self.mix[rows], w["out"].t(), out=self.x[rows])
 
     def attend_in_pieces(self, proj):
         """Attention after earlier tokens with the earlier keys in pieces (see __init__), merged and

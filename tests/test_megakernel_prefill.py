@@ -39,8 +39,9 @@ class FakePlan:
     """A stand-in PrefillPlan that logs what FastPrefill asks of it (no GPU needed)."""
     made: list = []
 
-    def __init__(self, tier, T, max_seq, fresh, kv=None):
+    def __init__(self, tier, T, max_seq, fresh, kv=None, delta_rule="fla"):
         self.T, self.max_seq, self.fresh, self.kv = T, max_seq, fresh, kv if kv is not None else object()
+        self.delta_rule = delta_rule
         self.uses, self.graph, self.log, self.logits = 0, None, [], torch.zeros(3)
         FakePlan.made.append(self)
 
@@ -65,7 +66,7 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
 
     monkeypatch.setattr(prefill_mod, "PrefillPlan", FakePlan)
     FakePlan.made = []
-    fast = FastPrefill(types.SimpleNamespace(debug_poison=False))
+    fast = FastPrefill(types.SimpleNamespace(debug_poison=False), delta_rule="fla")
     at = lambda pos, max_seq=200: types.SimpleNamespace(seq_len=pos, max_seq_len=max_seq)  # noqa: E731
     for start, n in ((40, 16), (7, 37), (100, 64)):  # (at max_seq 200: 64 rows)
         fast(torch.zeros(1, n, dtype=torch.int64), at(start))
@@ -78,10 +79,10 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
     assert fresh.fresh and fresh.T == 16 and fresh.log == [("bind", 0), "eager"]
     assert fresh.kv is turns.kv and other.kv is not turns.kv
     fast(torch.zeros(1, 30, dtype=torch.int64), at(5, 40))  # (the rows stop at max_seq)
-    assert FakePlan.made[-1].T == 40 and list(fast.plans)[-1] == (40, 40, False)
+    assert FakePlan.made[-1].T == 40 and list(fast.plans)[-1] == (40, 40, False, "fla")
     for T in (6, 7):  # two more plans: the two least recently used, (64, 200, False) and (16, 200, True), are dropped
         fast(torch.zeros(1, T, dtype=torch.int64), at(0))
-    assert list(fast.plans) == [(16, 300, True), (40, 40, False), (6, 200, True), (7, 200, True)]
+    assert list(fast.plans) == [(16, 300, True, "fla"), (40, 40, False, "fla"), (6, 200, True, "fla"), (7, 200, True, "fla")]
     fast(torch.zeros(1, 50, dtype=torch.int64), at(9))  # a dropped shape starts over, eagerly
     assert len(FakePlan.made) == 7 and FakePlan.made[-1].log == [("bind", 9), "eager"]
     kept = list(fast.plans)
@@ -90,6 +91,10 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
                                              f"max_seq_len {max_seq}"):
             fast(torch.zeros(1, n, dtype=torch.int64), at(start, max_seq))
     assert len(FakePlan.made) == 7 and list(fast.plans) == kept
+    fast.delta_rule = "flash-qla"  # another rule: a plan of its own, made with it; the same shape with fla's is kept
+    fast(torch.zeros(1, 7, dtype=torch.int64), at(0))
+    assert FakePlan.made[-1].delta_rule == "flash-qla" and list(fast.plans)[-1] == (7, 200, True, "flash-qla")
+    assert (7, 200, True, "fla") in fast.plans
 
 
 def test_unknown_prefill_path_is_a_clear_error():
@@ -128,6 +133,35 @@ def test_every_layer_of_the_prompt_within_bf16_bounds(mk, ref32, bf16_baseline, 
     name, base_tier = bf16_baseline
     base = prefill_trace(base_tier, prompt, prompt_len)
     assert_layers_within_bf16_bounds(got, oracle, base, name, KEYS)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("rule", ["fla", "flash-qla"])
+def test_each_delta_rule_prefills_every_layer_within_bf16_bounds(mk, ref32, bf16_baseline, rule):
+    """The prefill with each chunked delta rule this machine can run (megakernel/prefill_delta_rule.py;
+    the others skip, naming why): every layer of a 520-token prompt within the bf16 bounds, and the
+    DeltaNet state it leaves within 0.08 of the reference's."""
+    from megakernel.prefill_delta_rule import unavailable_reason
+
+    why = unavailable_reason(rule, mk.device)
+    if why:
+        pytest.skip(why)
+    prompt = ids(520, 77)
+    before = mk.prefill_delta_rule
+    try:
+        mk.prefill_delta_rule = rule
+        got = prefill_trace(mk, prompt, 520)
+        s_mk = mk.new_state(max_seq_len=520)
+        mk.prefill(prompt, s_mk)
+    finally:
+        mk.prefill_delta_rule = before
+    oracle = prefill_trace(ref32, prompt, 520)
+    name, base_tier = bf16_baseline
+    assert_layers_within_bf16_bounds(got, oracle, prefill_trace(base_tier, prompt, 520), name, KEYS)
+    s_ref = ref32.new_state(max_seq_len=520)
+    ref32.prefill(prompt, s_ref)
+    assert rel(mk.to_model_state(s_mk).recurrent, s_ref.recurrent) < 0.08
 
 
 @gpu

@@ -1,0 +1,74 @@
+"""`python -m compare delta-rule` and megakernel/prefill_delta_rule.py without a GPU: the rules'
+refusals name why, the CLI's input errors are one line each, and the table shows every row,
+a rule that could not run included (with its reason), never a silent gap."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compare.__main__ import main
+from compare.delta_rule import inputs, reference, relative_error, render
+from megakernel import prefill_delta_rule
+from reference import ModelConfig
+from reference.delta_rule import gated_delta_rule_recurrent
+
+CONFIG = ModelConfig.qwen3_5_0_8b()
+
+
+def test_rules_refuse_with_the_reason_on_a_machine_that_cannot_run_them():
+    assert prefill_delta_rule.unavailable_reason("nope", "cpu").startswith("unknown delta rule 'nope'")
+    for name in prefill_delta_rule.DELTA_RULES:
+        why = prefill_delta_rule.unavailable_reason(name, "cpu")
+        assert why and "CUDA GPU" in why
+        with pytest.raises(ValueError, match=f"delta rule '{name}' cannot run here"):
+            prefill_delta_rule.make(name, 64, 16, "cpu")
+    assert prefill_delta_rule.default("cpu") == "fla"  # (FlashQLA cannot run here, so not the default)
+
+
+def test_cli_errors_are_one_line(capsys):
+    assert main(["delta-rule", "--rules", "fla,foo"]) == 2
+    assert "expected a comma-separated list of fla, flash-qla" in capsys.readouterr().err
+    assert main(["delta-rule", "--rules", "fla,fla"]) == 2
+    assert "named twice" in capsys.readouterr().err
+    assert main(["delta-rule", "--pp", "0"]) == 2
+    assert "at least 1" in capsys.readouterr().err
+    assert main(["delta-rule", "--calls", "0"]) == 2
+    assert "--calls 0" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main(["delta-rule"]) == 2
+        assert "no CUDA GPU" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("state", ["fresh", "carried"])
+@pytest.mark.parametrize("gates", ["model", "slow"])
+def test_the_benchs_oracle_is_the_recurrent_rule_in_the_prefills_layout(state, gates):
+    """compare delta-rule's reference (the chunked fp32 rule on the prefill's [V][K] state layout and
+    [1, T, heads, dim] inputs) equals reference/delta_rule.py's token-by-token rule."""
+    q, k, v, g, beta, h0 = inputs(CONFIG, 70, state, gates, 3, torch.device("cpu"))
+    scale = CONFIG.linear_key_head_dim ** -0.5
+    o, s = reference(q, k, v, g, beta, h0, scale)
+    o2, s2 = gated_delta_rule_recurrent(q=q.float() * scale, k=k.float(), v=v.float(), g=g, beta=beta,
+                              initial_state=h0.transpose(-1, -2))
+    assert relative_error(o, o2) < 1e-4 and relative_error(s, s2.transpose(-1, -2)) < 1e-4
+    assert o.shape == (1, 70, 16, 128) and s.shape == (1, 16, 128, 128)
+    if state == "fresh":
+        assert not h0.any()
+    if gates == "slow":
+        assert bool((g > -0.002).all() and (g <= 0).all())
+    assert relative_error(torch.full((2,), float("nan")), torch.ones(2)) != relative_error(torch.ones(2), torch.ones(2))
+
+
+def test_the_table_lists_a_rule_that_could_not_run_with_its_reason():
+    rows = [{"T": 520, "state": "fresh", "gates": "model", "rule": "fla", "us": 50.0, "timing": "graph",
+             "layers_ms": 0.9, "vs_first": 1.0, "err_o": 3.6e-3, "err_state": 2.9e-3, "input_state_unchanged": True},
+            {"T": 520, "state": "fresh", "gates": "model", "rule": "flash-qla",
+             "unavailable": "flash_qla is not importable (ImportError: x)"},
+            {"T": 520, "state": "carried", "gates": "slow", "rule": "fla", "us": 51.0, "timing": "eager",
+             "layers_ms": 0.92, "vs_first": 1.0, "err_o": 4e-3, "err_state": 3e-3, "input_state_unchanged": False}]
+    table = render(rows, CONFIG, ["fla", "flash-qla"])
+    lines = [line for line in table.splitlines() if line.startswith("| pp")]
+    assert len(lines) == 3
+    assert "not run: flash_qla is not importable" in lines[1]
+    assert "50.0" in lines[0] and "1.00x" in lines[0] and "3.60e-03" in lines[0]
+    assert "WROTE ITS INPUT STATE" in lines[2] and "eager" in lines[2]
