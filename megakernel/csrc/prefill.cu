@@ -114,78 +114,59 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
   store8(out + static_cast<size_t>(t) * D + i, y);
 }
 
-// ---- DeltaNet inputs: block = PREP_TOKENS consecutive tokens x one pass of 2048 conv channels
-// (blockIdx.y = p covers channels p*2048 .. p*2048 + 2047 of [q | k | v], DN_CONV / 2048 passes), 256
-// threads; thread owns channels p*2048 + tid*8 .. +8 for the block's tokens, a head = 16 consecutive
-// threads; q and k are l2-normed per head. The conv weights are read once per block and each input
-// row once (a sliding window of the last three in registers), not four times per token; each token's
-// arithmetic is the one-token-a-block kernel's (same order, same bits). Pass 0's blocks also write
-// their tokens' gates (a thread per (token, value head)). -------------------------------------------
-constexpr int PREP_TOKENS = 8;
+// ---- DeltaNet inputs: block = one token x one pass of 2048 conv channels (blockIdx.y = p covers
+// channels p*2048 .. p*2048 + 2047 of [q | k | v], DN_CONV / 2048 passes), 256 threads; thread owns
+// channels p*2048 + tid*8 .. +8, a head = 16 consecutive threads; q and k are l2-normed per head. A
+// block's loads (its weights and the 4 inputs) are independent: one round trip. Pass 0's blocks also
+// write the token's gates (a thread a value head). -----------------------------------------------
 static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds one of q, k, v");
-static_assert(PREP_TOKENS * DN_HV <= 256, "dn_prep: a thread per (token, value head) for the gates");
 __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                       int slot, const uint16_t* __restrict__ conv_w,
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
-                                                      float* __restrict__ beta, int T) {
-  const int t0 = blockIdx.x * PREP_TOKENS, p = blockIdx.y, tid = threadIdx.x, start = table_start(table);
+                                                      float* __restrict__ beta) {
+  const int t = blockIdx.x, p = blockIdx.y, tid = threadIdx.x, start = table_start(table);
   const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
   const int c = p * 2048 + tid * 8;
   float cw[4][8];  // conv_w [6144][4]: channels c..c+7 are 32 consecutive values, cw[m][n] = w[c + 2m + n/4][n%4]
 #pragma unroll
   for (int m = 0; m < 4; ++m) load8(conv_w + c * 4 + 8 * m, cw[m]);
-  float win[4][8];  // the inputs at t - 3 .. t: win[3] is token t's, loaded each step
+  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-  for (int j = 0; j < 3; ++j) {
-    const int tt = t0 - 3 + j;
+  for (int j = 0; j < 4; ++j) {  // tap j multiplies the input at t - 3 + j
+    const int tt = t - 3 + j;
     const uint16_t* src = tt >= 0 ? proj + static_cast<size_t>(tt) * DN_WIN + c
                                   : ring + static_cast<size_t>((start + tt) & 3) * DN_CONV + c;
-    load8(src, win[j]);
+    float xv[8];
+    load8(src, xv);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] += cw[e >> 1][(e & 1) * 4 + j] * xv[e];
   }
+  float y[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(rnd(acc[e])));
   constexpr int QP = DN_KEY / 2048;  // the q passes (as many k passes follow, then v's)
+  uint16_t* dst = p < QP       ? q + static_cast<size_t>(t) * DN_KEY + p * 2048 + tid * 8
+                  : p < 2 * QP ? k + static_cast<size_t>(t) * DN_KEY + (p - QP) * 2048 + tid * 8
+                               : v + static_cast<size_t>(t) * DN_VAL + (p - 2 * QP) * 2048 + tid * 8;
+  if (p < 2 * QP) {  // l2norm over the head's 128 channels (16 threads)
+    float ss = 0.f;
 #pragma unroll
-  for (int i = 0; i < PREP_TOKENS; ++i) {
-    const int t = t0 + i;
-    if (t < T) {  // (uniform across the block: the l2norm's shuffles below)
-      load8(proj + static_cast<size_t>(t) * DN_WIN + c, win[3]);
-      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int e = 0; e < 8; ++e) ss += y[e] * y[e];
+    const float inv = rsqrtf(group_sum<16>(ss) + 1e-6f);
 #pragma unroll
-      for (int j = 0; j < 4; ++j)  // tap j multiplies the input at t - 3 + j
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] += cw[e >> 1][(e & 1) * 4 + j] * win[j][e];
-      float y[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(rnd(acc[e])));
-      uint16_t* dst = p < QP       ? q + static_cast<size_t>(t) * DN_KEY + p * 2048 + tid * 8
-                      : p < 2 * QP ? k + static_cast<size_t>(t) * DN_KEY + (p - QP) * 2048 + tid * 8
-                                   : v + static_cast<size_t>(t) * DN_VAL + (p - 2 * QP) * 2048 + tid * 8;
-      if (p < 2 * QP) {  // l2norm over the head's 128 channels (16 threads)
-        float ss = 0.f;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) ss += y[e] * y[e];
-        const float inv = rsqrtf(group_sum<16>(ss) + 1e-6f);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) y[e] *= inv;
-      }
-      store8(dst, y);
-#pragma unroll
-      for (int j = 0; j < 3; ++j)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) win[j][e] = win[j + 1][e];
-    }
+    for (int e = 0; e < 8; ++e) y[e] *= inv;
   }
-  if (p == 0 && tid < PREP_TOKENS * DN_HV) {
-    const int t = t0 + tid / DN_HV, h = tid % DN_HV;
-    if (t < T) {
-      const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
-      const float x = bf(row[DN_A + h]) + bf(dt_bias[h]);
-      const float softplus = x > 20.f ? x : log1pf(expf(x));
-      const bool pad = t >= table_valid(table);  // (no decay, no update: the state passes the row unchanged)
-      g[t * DN_HV + h] = pad ? 0.f : -expf(bf(a_log[h])) * softplus;
-      beta[t * DN_HV + h] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + h])));
-    }
+  store8(dst, y);
+  static_assert(DN_HV <= 256, "dn_prep: a thread a value head's gates");
+  if (p == 0 && tid < DN_HV) {
+    const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
+    const float x = bf(row[DN_A + tid]) + bf(dt_bias[tid]);
+    const float softplus = x > 20.f ? x : log1pf(expf(x));
+    const bool pad = t >= table_valid(table);  // (no decay, no update: the state passes the row unchanged)
+    g[t * DN_HV + tid] = pad ? 0.f : -expf(bf(a_log[tid])) * softplus;
+    beta[t * DN_HV + tid] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + tid])));
   }
 }
 
@@ -420,8 +401,7 @@ cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int T, cudaStream_t s) {
-  const dim3 grid((T + PREP_TOKENS - 1) / PREP_TOKENS, DN_CONV / 2048);
-  dn_prep_kernel<<<grid, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, T);
+  dn_prep_kernel<<<dim3(T, DN_CONV / 2048), 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta);
   return cudaGetLastError();
 }
 
