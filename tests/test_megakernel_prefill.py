@@ -264,7 +264,7 @@ def test_a_conversations_turns_of_any_length_up_to_64_replay_one_graph(mk, ref32
         b.seq_len += n
         assert torch.equal(got, want), i
         assert rel(got, ref32.prefill(turn, r)) < 0.08, i
-    plan = graphed.plans[(64, max_seq, False)]
+    plan = graphed.plans[(64, max_seq, False, graphed.delta_rule)]
     assert len(graphed.plans) == 1 and plan.graph is not None and plan.uses == 3 and plan.pieces == pieces
     n = a.seq_len
     assert torch.equal(a.dn_state, b.dn_state) and torch.equal(a.conv_ring, b.conv_ring)
