@@ -3,6 +3,8 @@
 # per (token, pass), a fresh prompt's last layer for its last row alone), FlashQLA installed: the prefill file (every
 # layer within the bf16 bounds at 1 / 63 / 65 / 520 / 4097, each delta rule, 128 decode steps, continuing prompts,
 # graph = eager with NaN beyond the sequence, turns, memcheck of a prefill), prefill then decode, the ops' opcheck.
+# (Call 5a ran this with a second pytest line, tests/test_prefill_decode.py and test_megakernel.py -k "prefill or opcheck":
+# 2 passed; the rerun after the turns test's fix, call 5, ran the prefill file alone.)
 set -u
 OUT=${OUT:-gpu-results}; mkdir -p "$OUT/r"; ROOT=$PWD
 pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
@@ -15,5 +17,5 @@ nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/r/device.txt"
 timeout 240 python3 -c "import megakernel.build as b; b.load()" > "$OUT/r/build.log" 2>&1; echo "build: ${SECONDS}s"
 timeout 330 python3 -m pytest -q -m gpu -x tests/test_megakernel_prefill.py -p no:cacheprovider > "$OUT/r/tests_prefill.txt" 2>&1
 echo "prefill tests: exit $? ${SECONDS}s"; tail -4 "$OUT/r/tests_prefill.txt" | cut -c1-300; pack
-timeout 150 python3 -m pytest -q -m gpu -x tests/test_prefill_decode.py tests/test_megakernel.py -k "prefill or opcheck" -p no:cacheprovider > "$OUT/r/tests_decode.txt" 2>&1
-echo "prefill-decode / opcheck tests: exit $? ${SECONDS}s"; tail -4 "$OUT/r/tests_decode.txt" | cut -c1-300; pack
+true
+
