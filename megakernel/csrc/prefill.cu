@@ -37,16 +37,6 @@ __device__ __forceinline__ float siluf_(float x) { return x / (1.f + expf(-x)); 
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ float bf(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
 
-// Programmatic dependent launch (sm_90 and newer; launch() below): every kernel of this file may be
-// launched while the kernel before it in the stream is still draining, and its first statement
-// waits until that kernel has completed and its writes are visible, so nothing is read early: only
-// the launch's latency overlaps the previous kernel's tail.
-__device__ __forceinline__ void wait_for_previous_kernel() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 __device__ __forceinline__ void load8(const uint16_t* p, float (&f)[8]) {
   const uint4 v = *reinterpret_cast<const uint4*>(p);
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -92,7 +82,6 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
                                                            const uint16_t* __restrict__ embed, uint16_t* residual,
                                                            const uint16_t* __restrict__ w, uint16_t* __restrict__ out,
                                                            float eps) {
-  wait_for_previous_kernel();
   __shared__ float part[NORM_THREADS / 32];
   const int t = blockIdx.x, i = threadIdx.x * 8;
   float r[8];
@@ -137,7 +126,6 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
                                                       float* __restrict__ beta) {
-  wait_for_previous_kernel();
   const int t = blockIdx.x, p = blockIdx.y, tid = threadIdx.x, start = table_start(table);
   const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
   const int c = p * 2048 + tid * 8;
@@ -186,7 +174,6 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
 __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __restrict__ o, const uint16_t* __restrict__ proj,
                                                           const uint16_t* __restrict__ w, const int64_t* __restrict__ table,
                                                           int slot, uint16_t* __restrict__ out, float eps) {
-  wait_for_previous_kernel();
   const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
   const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
   float wv[8];
@@ -215,7 +202,6 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
 
 // ---- fp32 state copies (16-byte vectors) ------------------------------------------------
 __global__ void dn_state_in_kernel(const int64_t* __restrict__ table, float4* __restrict__ dst) {
-  wait_for_previous_kernel();
   const float4* src = table_ptr<const float4>(table, ST_DN);
   const size_t n4 = static_cast<size_t>(N_DN) * DN_STATE / 4;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += gridDim.x * static_cast<size_t>(blockDim.x))
@@ -223,14 +209,12 @@ __global__ void dn_state_in_kernel(const int64_t* __restrict__ table, float4* __
 }
 
 __global__ void dn_state_out_kernel(const int64_t* __restrict__ table, int slot, const float4* __restrict__ src) {
-  wait_for_previous_kernel();
   float4* dst = table_ptr<float4>(table, ST_DN) + static_cast<size_t>(slot) * DN_STATE / 4;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < DN_STATE / 4; i += gridDim.x * blockDim.x) dst[i] = src[i];
 }
 
 // ---- SwiGLU: one thread per 8 outputs -----------------------------------------------------
 __global__ void silu_mul_kernel(const uint16_t* __restrict__ gu, uint16_t* __restrict__ out, int T) {
-  wait_for_previous_kernel();
   const int n8 = T * (INTER / 8);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += gridDim.x * blockDim.x) {
     const int t = i / (INTER / 8), c = (i % (INTER / 8)) * 8;
@@ -273,7 +257,6 @@ __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(const uint
                                                         const uint16_t* __restrict__ k_w, const int64_t* __restrict__ table,
                                                         int slot, int max_seq, uint16_t* __restrict__ qbuf,
                                                         uint16_t* __restrict__ kv, float eps) {
-  wait_for_previous_kernel();
   const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, pos = table_start(table) + t;
   if (t >= table_valid(table)) {  // padding (its position may lie past max_seq): q 0, no rope, no cache
     if (warp < FA_HQ)
@@ -301,7 +284,6 @@ __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(const uint
 // the cache's [slot][h][p][:] → kv [k|v][p][h][:] for p < start: thread i copies 16-byte vector
 // i % (FA_HD / 8) of (k|v, h, p) = i / (FA_HD / 8), grid-stride over what start asks for
 __global__ void kv_prefix_kernel(const int64_t* __restrict__ table, int slot, int max_seq, uint16_t* __restrict__ kv) {
-  wait_for_previous_kernel();
   constexpr int VEC = FA_HD / 8;  // 16-byte vectors per row
   const unsigned rows = static_cast<unsigned>(table_start(table)) * FA_HKV;  // (p, h) pairs per k|v (< 2^31 / 64)
   const unsigned n = 2 * rows * VEC;
@@ -319,7 +301,6 @@ constexpr int GATE_THREADS = 32 * FA_HQ;
 __global__ void __launch_bounds__(GATE_THREADS) attn_gate_kernel(const uint16_t* __restrict__ o, long long sh, long long st,
                                                         const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                         uint16_t* __restrict__ out) {
-  wait_for_previous_kernel();
   const int t = blockIdx.x, h = threadIdx.x >> 5, d = (threadIdx.x & 31) * 8;
   if (t >= table_valid(table)) {  // padding: flash did not write its o
     *reinterpret_cast<uint4*>(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d) = make_uint4(0u, 0u, 0u, 0u);
@@ -341,7 +322,6 @@ __global__ void __launch_bounds__(GATE_THREADS) attn_merge_gate_kernel(const uin
                                                               const uint16_t* __restrict__ o_new, const float* __restrict__ lse_new,
                                                               long long ln_h, long long ln_t, const uint16_t* __restrict__ proj,
                                                               const int64_t* __restrict__ table, uint16_t* __restrict__ out, int T) {
-  wait_for_previous_kernel();
   const int t = blockIdx.x, h = threadIdx.x >> 5, d = (threadIdx.x & 31) * 8;
   if (t >= table_valid(table)) {  // padding: the new keys' flash call did not write its o or lse
     *reinterpret_cast<uint4*>(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d) = make_uint4(0u, 0u, 0u, 0u);
@@ -377,7 +357,6 @@ constexpr int LM_CH = D / 256, LM_ROWS_PER_WARP = LM_CH <= 4 ? 4 : 16 / LM_CH, L
 static_assert(LM_CH * LM_ROWS_PER_WARP <= 16, "lm_head: 16 registers of weights a lane");
 __global__ void __launch_bounds__(256) lm_head_kernel(const uint16_t* __restrict__ rows, const int64_t* __restrict__ table,
                                                       const uint16_t* __restrict__ w, float* __restrict__ logits, int vocab) {
-  wait_for_previous_kernel();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const uint16_t* x = rows + static_cast<size_t>(table_valid(table) - 1) * D;  // the last valid row
   const int row0 = (blockIdx.x * LM_WARPS + warp) * LM_ROWS_PER_WARP;
@@ -411,81 +390,72 @@ inline int blocks_for(size_t n, int threads, int cap = 132 * 8) {
   return static_cast<int>(b < static_cast<size_t>(cap) ? (b > 0 ? b : 1) : cap);
 }
 
-// a kernel of this file on stream s, allowed to start while the previous kernel drains where the GPU
-// has programmatic dependent launch (compute capability 9.0 and newer; elsewhere a plain launch)
-template <class... Params, class... Args>
-cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
-  int device = 0, major = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = 0;
-  config.stream = s;
-  config.attrs = attr;
-  config.numAttrs = major >= 9 ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
-}
-
 }  // namespace
 
 cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* embed, uint16_t* residual,
                          const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s) {
-  return launch(add_rms_norm_kernel, T, NORM_THREADS, s, x, ids, embed, residual, w, out, eps);
+  add_rms_norm_kernel<<<T, NORM_THREADS, 0, s>>>(x, ids, embed, residual, w, out, eps);
+  return cudaGetLastError();
 }
 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int T, cudaStream_t s) {
-  return launch(dn_prep_kernel, dim3(T, DN_CONV / 2048), 256, s, proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta);
+  dn_prep_kernel<<<dim3(T, DN_CONV / 2048), 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta);
+  return cudaGetLastError();
 }
 
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
                         uint16_t* out, int T, float eps, cudaStream_t s) {
-  return launch(dn_out_norm_kernel, T, 256, s, o, proj, w, table, slot, out, eps);
+  dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, table, slot, out, eps);
+  return cudaGetLastError();
 }
 
 cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s) {
-  return launch(dn_state_in_kernel, blocks_for(static_cast<size_t>(N_DN) * DN_STATE / 4, 256), 256, s, table, reinterpret_cast<float4*>(dst));
+  dn_state_in_kernel<<<blocks_for(static_cast<size_t>(N_DN) * DN_STATE / 4, 256), 256, 0, s>>>(table, reinterpret_cast<float4*>(dst));
+  return cudaGetLastError();
 }
 
 cudaError_t dn_state_out(const int64_t* table, int slot, const float* src, cudaStream_t s) {
-  return launch(dn_state_out_kernel, blocks_for(DN_STATE / 4, 256), 256, s, table, slot, reinterpret_cast<const float4*>(src));
+  dn_state_out_kernel<<<blocks_for(DN_STATE / 4, 256), 256, 0, s>>>(table, slot, reinterpret_cast<const float4*>(src));
+  return cudaGetLastError();
 }
 
 cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s) {
-  return launch(silu_mul_kernel, blocks_for(static_cast<size_t>(T) * INTER / 8, 256), 256, s, gu, out, T);
+  silu_mul_kernel<<<blocks_for(static_cast<size_t>(T) * INTER / 8, 256), 256, 0, s>>>(gu, out, T);
+  return cudaGetLastError();
 }
 
 cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table, int slot,
                       int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s) {
-  return launch(attn_prep_kernel, T, ATTN_PREP_THREADS, s, proj, q_w, k_w, table, slot, max_seq, qbuf, kv, eps);
+  attn_prep_kernel<<<T, ATTN_PREP_THREADS, 0, s>>>(proj, q_w, k_w, table, slot, max_seq, qbuf, kv, eps);
+  return cudaGetLastError();
 }
 
 cudaError_t kv_prefix(const int64_t* table, int slot, int max_seq, uint16_t* kv, cudaStream_t s) {
-  return launch(kv_prefix_kernel, blocks_for(static_cast<size_t>(max_seq) * 2 * FA_HKV * FA_HD / 8, 256), 256, s, 
+  kv_prefix_kernel<<<blocks_for(static_cast<size_t>(max_seq) * 2 * FA_HKV * FA_HD / 8, 256), 256, 0, s>>>(
       table, slot, max_seq, kv);
+  return cudaGetLastError();
 }
 
 cudaError_t attn_gate(const uint16_t* o, long long o_stride_h, long long o_stride_t, const uint16_t* proj,
                       const int64_t* table, uint16_t* out, int T, cudaStream_t s) {
-  return launch(attn_gate_kernel, T, GATE_THREADS, s, o, o_stride_h, o_stride_t, proj, table, out);
+  attn_gate_kernel<<<T, GATE_THREADS, 0, s>>>(o, o_stride_h, o_stride_t, proj, table, out);
+  return cudaGetLastError();
 }
 
 cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long long ls_s, long long ls_h, long long ls_t,
                             int S, const uint16_t* o_new, const float* lse_new, long long ln_h, long long ln_t,
                             const uint16_t* proj, const int64_t* table, uint16_t* out, int T, cudaStream_t s) {
-  return launch(attn_merge_gate_kernel, T, GATE_THREADS, s, o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t, proj, table, out, T);
+  attn_merge_gate_kernel<<<T, GATE_THREADS, 0, s>>>(o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t, proj, table, out, T);
+  return cudaGetLastError();
 }
 
 cudaError_t lm_head(const uint16_t* rows, const int64_t* table, const uint16_t* w, float* logits, int vocab,
                     cudaStream_t s) {
   const int per_block = LM_WARPS * LM_ROWS_PER_WARP;
-  return launch(lm_head_kernel, (vocab + per_block - 1) / per_block, 256, s, rows, table, w, logits, vocab);
+  lm_head_kernel<<<(vocab + per_block - 1) / per_block, 256, 0, s>>>(rows, table, w, logits, vocab);
+  return cudaGetLastError();
 }
 
 }  // namespace mkp
