@@ -3,7 +3,8 @@ the model's shapes, for every implementation importable here (megakernel/prefill
 fla's, which the fast prefill runs by default, and FlashQLA's, the Qwen team's kernels that serving
 engines use), against fla in the same run and against the fp32 reference.
 
-    python -m compare delta-rule [--pp 256,520,4096,32768] [--rules fla,flash-qla] [--out DIR]
+    python -m compare delta-rule [--pp 256,520,4096,32768] [--rules fla,flash-qla] [--out DIR] [--png PATH]
+    python -m compare delta-rule --rerender DIR/delta_rule.json [--png PATH]   (the table and chart again, no GPU)
 
 Rows: every prompt length x {a fresh state, a carried one} x {the decays of a model-like layer
 (e^g ~ 0.95 a token), slow ones (e^g > 0.998: the state remembers the whole prompt)}. Per row and
@@ -174,11 +175,36 @@ def add_arguments(p):
     p.add_argument("--replays", type=int, default=7, help="replays, median (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for delta_rule.json / .md")
+    p.add_argument("--png", metavar="PATH", help="also a chart: µs per layer and error against the prompt length")
+    p.add_argument("--rerender", metavar="JSON", help="only the table (and --png) from a written delta_rule.json")
+
+
+def chart(path: str, rows, rules, environment: dict) -> None:
+    from .plots import delta_rule_chart
+
+    delta_rule_chart(path, rows, rules, f"the prefill's chunked delta rule, one layer of the 0.8B | "
+                                        f"{environment.get('device', '?')} | commit {environment.get('commit', '?')}")
+
+
+def rerender(path: str, png: str | None) -> None:
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--rerender {path}: cannot read it as JSON ({e}); expected a delta_rule.json") from None
+    if not isinstance(doc, dict) or not {"rows", "rules"} <= set(doc):
+        raise UsageError(f"{path}: no \"rows\" and \"rules\" in it; expected a delta_rule.json that `compare delta-rule` wrote")
+    print(render(doc["rows"], ModelConfig.qwen3_5_0_8b(), doc["rules"]))
+    if png:
+        chart(png, doc["rows"], doc["rules"], doc.get("environment", {}))
 
 
 def run(args) -> int:
     from megakernel.prefill_delta_rule import DELTA_RULES
 
+    if args.rerender:
+        rerender(args.rerender, args.png)
+        return 0
     pps = lengths(args.pp, "--pp")
     rules = [r.strip() for r in args.rules.split(",") if r.strip()]
     unknown = [r for r in rules if r not in DELTA_RULES]
@@ -195,8 +221,11 @@ def run(args) -> int:
     rows = measure(config, rules, pps, args.calls, args.replays, args.seed, torch.device("cuda"))
     table = render(rows, config, rules)
     os.makedirs(args.out, exist_ok=True)
+    env = environment()
     with open(os.path.join(args.out, "delta_rule.json"), "w") as f:
-        json.dump({"environment": environment(), "rules": rules, "rows": rows}, f, indent=1)
+        json.dump({"environment": env, "rules": rules, "rows": rows}, f, indent=1)
+    if args.png:
+        chart(args.png, rows, rules, env)
     with open(os.path.join(args.out, "delta_rule.md"), "w") as f:
         f.write(table)
     print(table)

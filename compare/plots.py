@@ -63,3 +63,44 @@ def part_roofline(path: str, times: dict[str, dict[str, float]], floor_us: dict[
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def delta_rule_chart(path: str, rows: list[dict], rules: list[str], title: str):
+    """`compare delta-rule --png PATH`: µs per layer against the prompt length (log-log), a line per
+    (rule, decays) of the fresh-state rows, each point of a rule after the first labelled with its
+    speed against the first; a second panel: the output error of each rule at each length."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, axe) = plt.subplots(1, 2, figsize=(11, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+    run = [r for r in rows if "us" in r and r["state"] == "fresh"]
+    for i, rule in enumerate(rules):
+        for gates, style in (("model", "-"), ("slow", "--")):
+            pts = sorted((r["T"], r) for r in run if r["rule"] == rule and r["gates"] == gates)
+            if not pts:
+                continue
+            xs, ys = [t for t, _ in pts], [r["us"] for _, r in pts]
+            ax.plot(xs, ys, style, marker=TIER_MARKERS[i % len(TIER_MARKERS)], color=f"C{i}", label=f"{rule}, {gates} decays")
+            if i and gates == "model":
+                for x, (_, r) in zip(xs, pts):
+                    ax.annotate(f"{r['vs_first']:.2f}x", (x, r["us"]), textcoords="offset points", xytext=(0, -12),
+                                ha="center", fontsize=7, color=f"C{i}")
+            errs = [r["err_o"] for _, r in pts]
+            axe.plot(xs, errs, style, marker=TIER_MARKERS[i % len(TIER_MARKERS)], color=f"C{i}", label=f"{rule}, {gates}")
+    for a in (ax, axe):
+        a.set_xscale("log", base=2)
+        a.set_xlabel("prompt tokens")
+        a.grid(True, which="both", alpha=0.3)
+    ax.set_yscale("log")
+    ax.set_ylabel("µs per DeltaNet layer (log)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    axe.set_ylabel("output error vs fp32 (relative)")
+    axe.set_ylim(bottom=0)
+    axe.set_title("error of each rule (fresh state)", fontsize=9)
+    axe.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -72,3 +72,22 @@ def test_the_table_lists_a_rule_that_could_not_run_with_its_reason():
     assert "not run: flash_qla is not importable" in lines[1]
     assert "50.0" in lines[0] and "1.00x" in lines[0] and "3.60e-03" in lines[0]
     assert "WROTE ITS INPUT STATE" in lines[2] and "eager" in lines[2]
+
+
+def test_rerender_redraws_the_table_and_the_chart_without_a_gpu(tmp_path, capsys):
+    rows = [{"T": T, "state": "fresh", "gates": gates, "rule": rule, "us": us, "timing": "graph", "layers_ms": us * 0.018,
+             "vs_first": v, "err_o": 3.6e-3, "err_state": 2.7e-3, "input_state_unchanged": True}
+            for T, gates, rule, us, v in ((256, "model", "fla", 36.6, 1.0), (256, "model", "flash-qla", 19.1, 1.91),
+                                          (520, "slow", "fla", 50.1, 1.0), (520, "slow", "flash-qla", 33.2, 1.51))]
+    path = tmp_path / "delta_rule.json"
+    path.write_text(__import__("json").dumps({"environment": {"device": "test", "commit": "x"}, "rules": ["fla", "flash-qla"],
+                                              "rows": rows}))
+    png = tmp_path / "chart.png"
+    assert main(["delta-rule", "--rerender", str(path), "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| pp") == 4 and "1.91x" in out
+    assert png.stat().st_size > 10_000
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    assert main(["delta-rule", "--rerender", str(bad)]) == 2
+    assert "expected a delta_rule.json" in capsys.readouterr().err
