@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 
 import torch
@@ -29,6 +28,7 @@ from reference.delta_rule import gated_delta_rule_chunked
 from .common import UsageError, environment
 from .prefill import lengths
 from .tables import markdown
+from .timing import graph_us
 
 STATES = ("fresh", "carried")
 GATES = {"model": "e^g ~ 0.95 a token (logsigmoid(N(3, 1)))", "slow": "e^g > 0.998 a token (g ~ -U(0, 0.002))"}
@@ -70,42 +70,6 @@ def relative_error(a, b) -> float:
     if not torch.isfinite(a).all():
         return float("nan")
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
-
-
-def graph_us(fn, calls: int, replays: int) -> tuple[float, str]:
-    """µs per call: `calls` calls captured in one CUDA graph, the median of `replays` replays; where
-    the rule cannot be captured, the same number of eager calls between two events ("eager")."""
-    fn()
-    torch.cuda.synchronize()
-    how = "graph"
-    try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(calls):
-                fn()
-        run = graph.replay
-    except Exception as e:  # a host read inside the rule: time it eagerly
-        torch.cuda.synchronize()
-        print(f"  (not capturable: {type(e).__name__}: {str(e)[:120]}; timed eagerly)", file=sys.stderr)
-        how = "eager"
-
-        def run():
-            for _ in range(calls):
-                fn()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0 / calls)
-    return statistics.median(times), how
 
 
 def measure(config, rules, pps, calls: int, replays: int, seed: int, device):

@@ -2,8 +2,9 @@
 perf_counter on a CPU), the floors' rates measured on this machine (copy bandwidth, dense
 bf16 matrix rate: never a constant), the bytes a decode step must read (the weights once,
 and at batch B each sequence's own state and cache traffic), the one tg loop
-(`decode_steps`, timed by `time_tg`) and the one pp measurement (`time_pp`), NVML's energy
-counter and the median/min/max summary. `compare bench`, `compare ab` and
+(`decode_steps`, timed by `time_tg`), the one pp measurement (`time_pp`), a kernel's time from
+a CUDA graph of many calls (`graph_us`, compare delta-rule), NVML's energy counter and the
+median/min/max summary. `compare bench`, `compare ab` and
 `compare prefill` time through it.
 
 Every GPU region is bracketed by events on the current stream and read back only after
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 
@@ -378,3 +380,39 @@ class EnergyMeter:
         if not self.available:
             return None
         return self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)
+
+
+def graph_us(fn, calls: int, replays: int) -> tuple[float, str]:
+    """µs per call: `calls` calls captured in one CUDA graph, the median of `replays` replays; where
+    the rule cannot be captured, the same number of eager calls between two events ("eager")."""
+    fn()
+    torch.cuda.synchronize()
+    how = "graph"
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        run = graph.replay
+    except Exception as e:  # a host read inside the rule: time it eagerly
+        torch.cuda.synchronize()
+        print(f"  (not capturable: {type(e).__name__}: {str(e)[:120]}; timed eagerly)", file=sys.stderr)
+        how = "eager"
+
+        def run():
+            for _ in range(calls):
+                fn()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / calls)
+    return statistics.median(times), how
