@@ -359,7 +359,7 @@ def header_lines(doc) -> list[str]:
         batch = f"batch 1 (pp), {','.join(map(str, s['batches']))} (tg)"
     lines = [
         f"{where} | CUDA {env.get('cuda') or 'n/a'} | torch {env['torch']} | triton {env.get('triton') or 'n/a'}"
-        f" | commit {env['commit']}",
+        f" | fla {env.get('fla') or 'n/a'} | flash-qla {env.get('flash_qla') or 'n/a'} | commit {env['commit']}",
         f"config {doc['config']} ({weights}) | bf16 | {batch}"
         f" | weights read per decode step {doc['bytes_per_step']:,} B | copy bandwidth {copy}",
         f"{s['repeats']} timed repeats after {s['warmup']} warm-up; tokens/s median with min–max;"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -109,6 +110,13 @@ def environment() -> dict:
         info["triton"] = triton.__version__
     except ImportError:
         info["triton"] = None
+    # the packages whose kernels the prefill's delta rule may run (megakernel/prefill_delta_rule.py): read
+    # from their installed metadata, without importing them
+    for key, dist in (("fla", "flash-linear-attention"), ("flash_qla", "flash-qla")):
+        try:
+            info[key] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            info[key] = None
     if torch.cuda.is_available():
         info["device"] = torch.cuda.get_device_name()
         info["cuda"] = torch.version.cuda
