@@ -166,6 +166,36 @@ def test_each_delta_rule_prefills_every_layer_within_bf16_bounds(mk, ref32, bf16
 
 @gpu
 @needs_gpu
+@settings(max_examples=10, deadline=None)
+@given(T=st.integers(1, 300), carried=st.booleans(), slow=st.booleans(), seed=st.integers(0, 2**16))
+def test_each_delta_rule_alone_at_any_length_within_fla_s_error(T, carried, slow, seed):
+    """Every delta rule this machine runs, one layer at the 0.8B's shapes (compare delta-rule's inputs), at
+    lengths off the 64-token chunk, fresh or carried state, model-like or slow decays: output and final
+    state within 1.5x (+1e-3) of fla's own error against the fp32 chunked rule; finite; the input state
+    left as it was."""
+    from compare.delta_rule import inputs, reference, relative_error
+    from megakernel import prefill_delta_rule
+
+    config, dev = ModelConfig.qwen3_5_0_8b(), torch.device("cuda")
+    q, k, v, g, beta, h0 = inputs(config, T, "carried" if carried else "fresh", "slow" if slow else "model", seed, dev)
+    scale = config.linear_key_head_dim ** -0.5
+    o_ref, s_ref = reference(q, k, v, g, beta, h0, scale)
+    errors = {}
+    for name in prefill_delta_rule.DELTA_RULES:
+        if prefill_delta_rule.unavailable_reason(name, dev):
+            continue
+        h = h0.clone()
+        o, final = prefill_delta_rule.make(name, T, config.linear_num_value_heads, dev)(q, k, v, g, beta, scale, h)
+        assert torch.equal(h, h0), name
+        assert torch.isfinite(o).all() and torch.isfinite(final).all(), name
+        errors[name] = (relative_error(o, o_ref), relative_error(final, s_ref))
+    assert "fla" in errors, "fla's rule is the baseline and must run wherever the fast prefill does"
+    for name, (eo, es) in errors.items():
+        assert eo <= 1.5 * errors["fla"][0] + 1e-3 and es <= 1.5 * errors["fla"][1] + 1e-3, (name, errors)
+
+
+@gpu
+@needs_gpu
 def test_prefill_then_128_decode_steps_follow_the_reference(mk, ref32):
     prompt, forced = ids(520, 30), ids(128, 31)[0]
     s_mk, s_ref = mk.new_state(max_seq_len=700), ref32.new_state(max_seq_len=700)
