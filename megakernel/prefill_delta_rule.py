@@ -37,7 +37,7 @@ def unavailable_reason(name: str, device) -> str | None:
         return "the chunked delta rules run on a CUDA GPU only"
     if name == "fla":
         try:
-            from fla.ops.gated_delta_rule import chunk_gated_delta_rule  # noqa: F401
+            from fla.ops.gated_delta_rule.chunk import chunk_gated_delta_rule_fwd  # noqa: F401  (what make() calls)
         except Exception as e:  # ImportError, or triton failing to initialise
             return f"flash-linear-attention is not importable ({type(e).__name__}: {e})"
         return None
