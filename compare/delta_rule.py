@@ -1,7 +1,7 @@
 """`python -m compare delta-rule`: the prefill's chunked gated delta rule alone, one DeltaNet layer at
 the model's shapes, for every implementation importable here (megakernel/prefill_delta_rule.py:
-fla's, which the fast prefill runs by default, and FlashQLA's, the Qwen team's kernels that serving
-engines use), against fla in the same run and against the fp32 reference.
+fla's Triton kernels, and FlashQLA's, the Qwen team's kernels that serving engines use and the fast
+prefill's default where they run), against fla in the same run and against the fp32 reference.
 
     python -m compare delta-rule [--pp 256,520,4096,32768] [--rules fla,flash-qla] [--out DIR] [--png PATH]
     python -m compare delta-rule --rerender DIR/delta_rule.json [--png PATH]   (the table and chart again, no GPU)
@@ -170,6 +170,8 @@ def run(args) -> int:
         rerender(args.rerender, args.png)
         return 0
     pps = lengths(args.pp, "--pp")
+    if not pps:
+        raise UsageError(f"--pp {args.pp!r}: no length in it; expected comma-separated lengths, e.g. 520,4096")
     rules = [r.strip() for r in args.rules.split(",") if r.strip()]
     unknown = [r for r in rules if r not in DELTA_RULES]
     if not rules or unknown:

@@ -85,6 +85,8 @@ def delta_rule_chart(path: str, rows: list[dict], rules: list[str], title: str):
             ax.plot(xs, ys, style, marker=TIER_MARKERS[i % len(TIER_MARKERS)], color=f"C{i}", label=f"{rule}, {gates} decays")
             if i and gates == "model":
                 for x, (_, r) in zip(xs, pts):
+                    if r.get("vs_first") is None:  # (the first rule did not run at this length)
+                        continue
                     ax.annotate(f"{r['vs_first']:.2f}x", (x, r["us"]), textcoords="offset points", xytext=(0, -12),
                                 ha="center", fontsize=7, color=f"C{i}")
             errs = [r["err_o"] for _, r in pts]

@@ -328,10 +328,15 @@ class FastPrefill:
             plan.poison()
         plan.bind(ids, state)
         if trace is not None or not self.use_graph or plan.uses == 0:
-            plan.run(trace)  # (the shape's first prefill also compiles and tunes every kernel)
+            plan.run(trace)  # (the shape's first untraced prefill also compiles and tunes every kernel it captures)
         else:
             if plan.graph is None:  # the shape repeats: worth a graph
-                plan.capture()
+                try:
+                    plan.capture()
+                except Exception:
+                    plan.uses = 0  # (the next prefill of this shape runs eagerly again, then captures)
+                    raise
             plan.graph.replay()
-        plan.uses += 1
+        if trace is None:  # (a traced run computes every row of the last layer: not the path a graph records)
+            plan.uses += 1
         return plan.logits.view(1, -1).clone()

@@ -65,21 +65,31 @@ def make(name: str, T: int, value_heads: int, device) -> Callable:
         from fla.ops.gated_delta_rule.chunk import chunk_gated_delta_rule_fwd as fla_fwd
 
         def fla(q, k, v, g, beta, scale, h0):
-            _, o, _, final, _, _ = fla_fwd(q, k, v, g, beta, scale, h0, True, state_v_first=True)
+            with torch.cuda.device(q.device):  # (the public entry's input_guard did this)
+                _, o, _, final, _, _ = fla_fwd(q, k, v, g, beta, scale, h0, True, state_v_first=True)
             return o, final
         return fla
 
     from flash_qla import chunk_gated_delta_rule_fwd
     from flash_qla.ops.gated_delta_rule.chunk import CHUNK_SIZE
     from flash_qla.ops.gated_delta_rule.chunk.cp import build_cp_context
+    from flash_qla.utils.index import prepare_varlen_metadata
 
-    cu_seqlens = torch.tensor([0, T], dtype=torch.int32, device=device)
-    context = build_cp_context(cu_seqlens, enable_intra=True, num_v_heads=value_heads, chunk_size=CHUNK_SIZE,
-                               is_train=False)
+    with torch.cuda.device(device):
+        cu_seqlens = torch.tensor([0, T], dtype=torch.int32, device=device)
+        context = build_cp_context(cu_seqlens, enable_intra=True, num_v_heads=value_heads, chunk_size=CHUNK_SIZE,
+                                   is_train=False)
+        # the chunk offsets and indices FlashQLA's kernels take, attached to the length tensors now: without
+        # them each call derives them on the host from a small process-wide cache (4 entries), and a plan
+        # whose entry another user of FlashQLA evicted would fail its graph capture (a cache miss asserts)
+        for cu in (context.cu_seqlens, context.intra_cp_cu_seqlens if context.is_intra else None):
+            if cu is not None:
+                prepare_varlen_metadata(cu, cu.cpu())
 
     def qla(q, k, v, g, beta, scale, h0):
-        _, _, o, _, final, _ = chunk_gated_delta_rule_fwd(q, k, v, g, beta, scale=scale, initial_state=h0,
-                                                          output_final_state=True, state_v_first=True,
-                                                          cp_context=context, is_train=False)
+        with torch.cuda.device(q.device):
+            _, _, o, _, final, _ = chunk_gated_delta_rule_fwd(q, k, v, g, beta, scale=scale, initial_state=h0,
+                                                              output_final_state=True, state_v_first=True,
+                                                              cp_context=context, is_train=False)
         return o, final
     return qla

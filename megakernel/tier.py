@@ -13,7 +13,7 @@ GPUs whose shared memory cannot hold the ring) and "stream-only" (a measurement:
 weight stream alone, nothing computed; the output is the input id).
 
 Prefill (`prefill="fast"`, the default) runs the prompt through tensor-core GEMMs, a chunked
-delta rule (fla's; FlashQLA's with `tier.prefill_delta_rule = "flash-qla"`), flash attention and this tier's fused CUDA kernels, replayed from a CUDA
+delta rule (`tier.prefill_delta_rule`: FlashQLA's where it runs, else fla's), flash attention and this tier's fused CUDA kernels, replayed from a CUDA
 graph per prompt shape (megakernel/prefill.py); it reads and writes the state below in place,
 so prefill → decode continues exactly where the prompt left off. `prefill="reference"` (or a
 machine without flash-linear-attention) runs `reference.HybridModel` on the GPU instead, on
@@ -158,8 +158,9 @@ class MegakernelTier(Tier):
 
     @property
     def prefill_delta_rule(self) -> str:
-        """The chunked delta rule the fast prefill runs (megakernel/prefill_delta_rule.py): "fla"
-        (the default) or "flash-qla" where FlashQLA is installed; "none" without a fast prefill."""
+        """The chunked delta rule the fast prefill runs (megakernel/prefill_delta_rule.py): "flash-qla"
+        (the default where FlashQLA is installed and the GPU is sm_90+) or "fla"; "none" without a fast
+        prefill."""
         return self.fast_prefill.delta_rule if self.fast_prefill is not None else "none"
 
     @prefill_delta_rule.setter

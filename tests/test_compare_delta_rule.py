@@ -4,6 +4,9 @@ a rule that could not run included (with its reason), never a silent gap."""
 
 from __future__ import annotations
 
+import math
+import types
+
 import pytest
 import torch
 
@@ -35,6 +38,10 @@ def test_cli_errors_are_one_line(capsys):
     assert "at least 1" in capsys.readouterr().err
     assert main(["delta-rule", "--calls", "0"]) == 2
     assert "--calls 0" in capsys.readouterr().err
+    assert main(["delta-rule", "--pp", ","]) == 2
+    assert "no length in it" in capsys.readouterr().err
+    assert main(["delta-rule", "--calls", "0"]) == 2
+    assert "--calls 0" in capsys.readouterr().err
     if not torch.cuda.is_available():
         assert main(["delta-rule"]) == 2
         assert "no CUDA GPU" in capsys.readouterr().err
@@ -56,7 +63,8 @@ def test_the_benchs_oracle_is_the_recurrent_rule_in_the_prefills_layout(state, g
         assert not h0.any()
     if gates == "slow":
         assert bool((g > -0.002).all() and (g <= 0).all())
-    assert relative_error(torch.full((2,), float("nan")), torch.ones(2)) != relative_error(torch.ones(2), torch.ones(2))
+    assert math.isnan(relative_error(torch.full((2,), float("nan")), torch.ones(2)))  # NaN never passes a bound
+    assert relative_error(torch.ones(2), torch.ones(2)) == 0.0
 
 
 def test_the_table_lists_a_rule_that_could_not_run_with_its_reason():
@@ -91,3 +99,21 @@ def test_rerender_redraws_the_table_and_the_chart_without_a_gpu(tmp_path, capsys
     bad.write_text("[]")
     assert main(["delta-rule", "--rerender", str(bad)]) == 2
     assert "expected a delta_rule.json" in capsys.readouterr().err
+
+
+def test_the_tiers_rule_setter_refuses_with_the_reason():
+    """tier.prefill_delta_rule (a `compare ab` variant attribute) on stand-ins for the tier: without a fast
+    prefill only "none" is accepted; an unknown or unrunnable rule is refused naming why, the rule unchanged."""
+    from megakernel.tier import MegakernelTier
+
+    prop = MegakernelTier.prefill_delta_rule
+    slow = types.SimpleNamespace(fast_prefill=None, prefill_note="slow prefill (reference ops): no fla", device="cpu")
+    assert prop.fget(slow) == "none"
+    prop.fset(slow, "none")
+    with pytest.raises(ValueError, match="no fast prefill .*slow prefill .reference ops.: no fla.*no delta rule to choose"):
+        prop.fset(slow, "fla")
+    fast = types.SimpleNamespace(fast_prefill=types.SimpleNamespace(delta_rule="fla"), device="cpu")
+    for name, why in (("nope", "unknown delta rule 'nope'"), ("flash-qla", "CUDA GPU only")):
+        with pytest.raises(ValueError, match=why):
+            prop.fset(fast, name)
+    assert prop.fget(fast) == "fla"
