@@ -14,7 +14,9 @@ Workloads (names as llama-bench uses them; batch 1, bf16, seeded random prompt i
                  many_tokens_per_launch, the megakernel, runs all N steps in ONE launch);
                  at each `--batch` B > 1 a row `tg{N} stream b{B}` (decode_greedy: every
                  step's ids on the host as the step ends)
-Each is run `--warmup` times untimed, then `--repeats` times; rows give the median
+Each is run `--warmup` times untimed (a pp row once more: a tier may capture a prompt shape's
+CUDA graph at its second prefill, which must not land in a timed run), then `--repeats` times;
+rows give the median
 tokens/s with min–max, ms/token, for tg the fraction of the copy bandwidth measured in
 this run (weight bytes read per step × steps/s ÷ copy bytes/s), and tokens per joule
 where NVML's energy counter is readable, and the fraction of the row's floor: a tg row's byte
@@ -180,13 +182,19 @@ def batch_refusal(tier, w: Workload) -> str | None:
     return None
 
 
+def warmups(w, settings) -> int:
+    """Untimed runs before a row's timed ones: `--warmup`, and one more for a pp row (a tier may
+    capture a prompt shape's graph at its second prefill: the megakernel's fast prefill does)."""
+    return settings["warmup"] + (1 if w.kind == "pp" else 0)
+
+
 def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
     results = []
     for w in workloads:
         refusal = batch_refusal(tier, w)
         if refusal:
             results.append(Result(tier.name, w, [], 0, skipped=refusal))
-            for _ in range(settings["warmup"] + settings["repeats"]):
+            for _ in range(warmups(w, settings) + settings["repeats"]):
                 progress.step()
             continue
         repeats, steps, notes = settings["repeats"], w.n, []
@@ -202,10 +210,11 @@ def bench_tier(tier, workloads, settings, clock, progress) -> list[Result]:
         if w.kind == "pp" and getattr(tier, "prefill_delta_rule", "none") != "none":
             notes.append(f"delta rule: {tier.prefill_delta_rule}")
         seconds, joules = [], []
-        for r in range(settings["warmup"] + repeats):
+        warm = warmups(w, settings)
+        for r in range(warm + repeats):
             progress.show(f"{w.name} {tier.name}")
             s, j = run_once(tier, w, steps, settings["seed"] + r, clock)
-            if r >= settings["warmup"]:
+            if r >= warm:
                 seconds.append(s)
                 joules.append(j)
             progress.step(f"{w.name} {tier.name}")
@@ -362,7 +371,7 @@ def header_lines(doc) -> list[str]:
         f" | fla {env.get('fla') or 'n/a'} | flash-qla {env.get('flash_qla') or 'n/a'} | commit {env['commit']}",
         f"config {doc['config']} ({weights}) | bf16 | {batch}"
         f" | weights read per decode step {doc['bytes_per_step']:,} B | copy bandwidth {copy}",
-        f"{s['repeats']} timed repeats after {s['warmup']} warm-up; tokens/s median with min–max;"
+        f"{s['repeats']} timed repeats after {s['warmup']} warm-up (pp rows {s['warmup'] + 1}); tokens/s median with min–max;"
         f" tg after a {TG_PROMPT}-token prompt{' per sequence' if batched(doc) else ''}; tokens/J {doc['energy']}",
         "of floor: tg rows the byte floor (the weights once a step + each sequence's state and K/V traffic ÷ the copy"
         " bandwidth); pp rows the compute floor (the matrix FLOPs: projections, causal attention over the context,"
@@ -462,7 +471,7 @@ def run(args) -> int:
     copy_bw = copy_bandwidth(device)
     flop_rate = dense_bf16_flops(device) if any(w.kind == "pp" for w in workloads) else None
     clock = Clock(device, meter)
-    per_tier = len(workloads) * (args.warmup + repeats) + int(want_layers)
+    per_tier = sum(warmups(w, settings) + repeats for w in workloads) + int(want_layers)
     progress = Progress(per_tier * len(tiers), enabled=args.progress)
     results, layer_times_by_tier, layer_method = [], {}, {}
     try:
