@@ -24,6 +24,7 @@ import torch
 
 from reference import ModelConfig
 from reference.delta_rule import gated_delta_rule_chunked
+from reference.ops import l2norm
 
 from .common import UsageError, environment
 from .prefill import lengths
@@ -40,9 +41,8 @@ def inputs(config, T: int, state: str, gates: str, seed: int, device):
     gen = torch.Generator(device=device).manual_seed(seed)
     HK, HV, DK, DV = (config.linear_num_key_heads, config.linear_num_value_heads, config.linear_key_head_dim,
                       config.linear_value_head_dim)
-    unit = lambda x: x / x.norm(dim=-1, keepdim=True)  # noqa: E731  (the prefill's l2norm, before the bf16 rounding)
-    q = unit(torch.randn(1, T, HK, DK, device=device, generator=gen)).bfloat16()
-    k = unit(torch.randn(1, T, HK, DK, device=device, generator=gen)).bfloat16()
+    q = l2norm(x=torch.randn(1, T, HK, DK, device=device, generator=gen)).bfloat16()  # (normed before the rounding,
+    k = l2norm(x=torch.randn(1, T, HK, DK, device=device, generator=gen)).bfloat16()  # as the prefill's dn_prep does)
     v = torch.randn(1, T, HV, DV, device=device, generator=gen).bfloat16()
     if gates == "model":
         g = torch.nn.functional.logsigmoid(torch.randn(1, T, HV, device=device, generator=gen) + 3)

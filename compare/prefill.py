@@ -101,8 +101,8 @@ def render(rows, rates: dict) -> str:
              "| prompt | tok/s (median) | min–max | ms | TFLOP/s | matrix floor ms | bytes floor ms | GEMM µs | delta rule µs | attention µs | ours µs | other µs | kernels |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        b = r["breakdown"]
-        us = lambda c: f"{b.get(c, b.get(DELTA_RULE_OLD, {}) if c == 'delta rule' else {}).get('us', 0.0):,.0f}"  # noqa: E731
+        b = {"delta rule" if c == DELTA_RULE_OLD else c: v for c, v in r["breakdown"].items()}
+        us = lambda c: f"{b.get(c, {}).get('us', 0.0):,.0f}"  # noqa: E731
         n = sum(v["kernels"] for v in b.values())
         name = f"pp{r['T']}" + (f" @ d{r['depth']}" if r.get("depth") else "")
         lines.append(f"| {name} | {r['tok_s_median']:,.0f} | {r['tok_s_min']:,.0f}–{r['tok_s_max']:,.0f} | "
