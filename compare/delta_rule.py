@@ -98,12 +98,13 @@ def measure(config, rules, pps, calls: int, replays: int, seed: int, device):
                         continue
                     print(f"pp{T} {state} {gates}: {name} ...", file=sys.stderr, flush=True)
                     h = h0.clone()
-                    o, final = fn(q, k, v, g, beta, scale, h)
+                    g_in = prefill_delta_rule.chunk_cumsum(g, fn.g_chunk)  # (as the prefill's dn_prep writes it)
+                    o, final = fn(q, k, v, g_in, beta, scale, h)
                     torch.cuda.synchronize()
                     unchanged = bool(torch.equal(h, h0))  # the rule must not write its input state
-                    us, how = graph_us(lambda: fn(q, k, v, g, beta, scale, h), calls, replays)
+                    us, how = graph_us(lambda: fn(q, k, v, g_in, beta, scale, h), calls, replays)
                     base_us = us if name == rules[0] else base_us
-                    rows.append({**row, "us": us, "timing": how, "layers_ms": us * len(config.linear_layers) / 1000.0,
+                    rows.append({**row, "us": us, "timing": how, "pieces": fn.pieces, "layers_ms": us * len(config.linear_layers) / 1000.0,
                                  "vs_first": (base_us / us) if base_us else None,
                                  "err_o": relative_error(o, o_ref), "err_state": relative_error(final, s_ref),
                                  "input_state_unchanged": unchanged})
@@ -118,7 +119,8 @@ def render(rows, config, rules) -> str:
               f"vs {rules[0]}", "output error", "state error", "timing"]
     body = []
     for r in rows:
-        cells = [f"pp{r['T']}", r["state"], r["gates"], r["rule"]]
+        pieces = r.get("pieces", 1)  # (files before session 23 have none: no split)
+        cells = [f"pp{r['T']}", r["state"], r["gates"], r["rule"] + (f" ({pieces} pieces)" if pieces > 1 else "")]
         if "unavailable" in r:
             body.append(cells + ["—", "—", "—", "—", "—", f"not run: {r['unavailable']}"])
             continue

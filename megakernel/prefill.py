@@ -218,11 +218,11 @@ class PrefillPlan:
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         torch.mm(self.h, w["win"].t(), out=proj)
         op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
-                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta)
+                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.delta_rule.g_chunk)
         o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, k.DN_DK ** -0.5,
                                    self.h0[slot:slot + 1])
-        op["prefill_dn_state_out"](self.table, slot, final)
-        op["prefill_dn_out_norm"](o, proj, w["gnorm"], self.table, slot, self.mix, self.eps)  # (also the conv ring)
+        # (also the conv ring, and `final` into the state's slot)
+        op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps)
         torch.mm(self.mix[rows], w["out"].t(), out=self.x[rows])
 
     def attention(self, w, slot, rows):

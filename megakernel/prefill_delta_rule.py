@@ -9,17 +9,55 @@ Every implementation takes one layer of the prefill's buffers: q, k [1, T, key h
 [1, T, value heads, 128] in bf16, g (the log decay) and beta [1, T, value heads] in fp32, the
 initial state [1, value heads, V, K] in fp32 in the decode kernel's [V][K] layout, and returns the
 output [1, T, value heads, V] in bf16 and the final state [1, value heads, V, K] in fp32 in that
-layout. What they compute is reference/delta_rule.py's `gated_delta_rule`; `python -m compare
-delta-rule` times each against fla one layer at a time and checks it against the fp32 reference.
+layout. A rule's `g_chunk` says which g it takes: 0, g itself; n > 0, g summed within chunks of n
+rows from row 0 (`chunk_cumsum`: FlashQLA's kernels read that, and the prefill's dn_prep writes it, so
+no kernel of its own computes it). What they compute is reference/delta_rule.py's `gated_delta_rule`;
+`python -m compare delta-rule` times each against fla one layer at a time and checks it against the
+fp32 reference.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
 DELTA_RULES = ("fla", "flash-qla")
+
+
+@dataclass(frozen=True)
+class DeltaRule:
+    """One rule made for prompts of T rows: `fn(q, k, v, g, beta, scale, h0) -> (o, final)`, g as
+    `g_chunk` says (module docstring); `pieces`: the prompt's split over the SMs (FlashQLA's context
+    parallelism; 1: none)."""
+    name: str
+    fn: Callable
+    g_chunk: int = 0
+    pieces: int = 1
+
+    def __call__(self, q, k, v, g, beta, scale, h0):
+        return self.fn(q, k, v, g, beta, scale, h0)
+
+
+def chunk_cumsum(g: torch.Tensor, chunk: int) -> torch.Tensor:
+    """g [1, T, H] summed within chunks of `chunk` rows from row 0 (inclusive): what a rule with
+    g_chunk = chunk takes (0: g as it is)."""
+    if chunk == 0:
+        return g
+    T = g.shape[1]
+    padded = torch.nn.functional.pad(g, (0, 0, 0, -T % chunk))
+    return padded.view(g.shape[0], -1, chunk, g.shape[2]).cumsum(2).view(padded.shape)[:, :T]
+
+
+def flash_qla_piece_chunks(T: int, chunk: int) -> int | None:
+    """Chunks a piece of a T-row prompt when FlashQLA splits it, or None for FlashQLA's own choice.
+    Its cost model (0.1.3) splits nothing below ~32k rows; measured one layer at the 0.8B's shapes
+    (H100, docs/results/2026-11-26-h100-s23 call 2): four pieces are 1.10x the unsplit rule at 2,048
+    rows and 1.46x at 4,096, any split loses at <= 1,024 rows and gains nothing at 16,384."""
+    chunks = math.ceil(T / chunk)
+    return chunks // 4 if 32 <= chunks <= 128 else None
 
 
 def default(device) -> str:
@@ -51,11 +89,10 @@ def unavailable_reason(name: str, device) -> str | None:
     return None
 
 
-def make(name: str, T: int, value_heads: int, device) -> Callable:
-    """The delta rule `name` for prompts of T rows: fn(q, k, v, g, beta, scale, h0) -> (o, final).
-    Whatever it decides from the shapes alone (FlashQLA's split of the prompt over the SMs) is
-    decided here, once, so the call itself reads nothing back to the host and can be captured in a
-    CUDA graph."""
+def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
+    """The delta rule `name` for prompts of T rows (a DeltaRule). Whatever it decides from the shapes
+    alone (FlashQLA's split of the prompt over the SMs) is decided here, once, so the call itself
+    reads nothing back to the host and can be captured in a CUDA graph."""
     reason = unavailable_reason(name, device)
     if reason is not None:
         raise ValueError(f"delta rule {name!r} cannot run here: {reason}")
@@ -68,28 +105,39 @@ def make(name: str, T: int, value_heads: int, device) -> Callable:
             with torch.cuda.device(q.device):  # (the public entry's input_guard did this)
                 _, o, _, final, _, _ = fla_fwd(q, k, v, g, beta, scale, h0, True, state_v_first=True)
             return o, final
-        return fla
+        return DeltaRule(name, fla)
 
-    from flash_qla import chunk_gated_delta_rule_fwd
-    from flash_qla.ops.gated_delta_rule.chunk import CHUNK_SIZE
+    # FlashQLA's chunk_gated_delta_rule_fwd without its first kernel (g's chunk cumsum: dn_prep's)
+    from flash_qla.ops.gated_delta_rule.chunk import CHUNK_SIZE, cp_preprocess_fwd, fused_gdr_fwd, kkt_solve
     from flash_qla.ops.gated_delta_rule.chunk.cp import build_cp_context
+    from flash_qla.ops.gated_delta_rule.chunk.cp.context import _build_intra_cp_context
     from flash_qla.utils.index import prepare_varlen_metadata
 
     with torch.cuda.device(device):
         cu_seqlens = torch.tensor([0, T], dtype=torch.int32, device=device)
-        context = build_cp_context(cu_seqlens, enable_intra=True, num_v_heads=value_heads, chunk_size=CHUNK_SIZE,
-                                   is_train=False)
+        piece = flash_qla_piece_chunks(T, CHUNK_SIZE)
+        if piece is None:
+            context = build_cp_context(cu_seqlens, enable_intra=True, num_v_heads=value_heads, chunk_size=CHUNK_SIZE,
+                                       is_train=False)
+        else:
+            context = _build_intra_cp_context(cu_seqlens, CHUNK_SIZE, [math.ceil(T / CHUNK_SIZE)], piece)
         # the chunk offsets and indices FlashQLA's kernels take, attached to the length tensors now: without
         # them each call derives them on the host from a small process-wide cache (4 entries), and a plan
         # whose entry another user of FlashQLA evicted would fail its graph capture (a cache miss asserts)
         for cu in (context.cu_seqlens, context.intra_cp_cu_seqlens if context.is_intra else None):
             if cu is not None:
                 prepare_varlen_metadata(cu, cu.cpu())
+    rows_cu = context.intra_cp_cu_seqlens if context.is_intra else context.cu_seqlens
+    pieces = rows_cu.numel() - 1
 
     def qla(q, k, v, g, beta, scale, h0):
         with torch.cuda.device(q.device):
-            _, _, o, _, final, _ = chunk_gated_delta_rule_fwd(q, k, v, g, beta, scale=scale, initial_state=h0,
-                                                              output_final_state=True, state_v_first=True,
-                                                              cp_context=context, is_train=False)
+            A = kkt_solve(k=k, b=beta, cu_seqlens=context.cu_seqlens, chunk_size=CHUNK_SIZE)
+            h0, _ = cp_preprocess_fwd(context, k=k, v=v, a=A, g=g, beta=beta, initial_state=h0, state_v_first=True,
+                                      enable_fwd_cp_cache=False)
+            o, _, final = fused_gdr_fwd(q=q, k=k, v=v, a=A, g=g, b=beta, scale=scale, initial_state=h0,
+                                        output_final_state=True, output_h=False, output_o=True, cu_seqlens=rows_cu,
+                                        cp_seq_map=context.seq_map_c2r, raw_cu_seqlens=context.cu_seqlens,
+                                        state_v_first=True)
         return o, final
-    return qla
+    return DeltaRule(name, qla, g_chunk=CHUNK_SIZE, pieces=pieces)

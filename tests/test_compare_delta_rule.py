@@ -117,3 +117,19 @@ def test_the_tiers_rule_setter_refuses_with_the_reason():
         with pytest.raises(ValueError, match=why):
             prop.fset(fast, name)
     assert prop.fget(fast) == "fla"
+
+
+def test_chunk_cumsum_sums_within_chunks_from_row_zero():
+    g = -torch.rand(1, 130, 3, dtype=torch.float64)
+    got = prefill_delta_rule.chunk_cumsum(g, 64)
+    for t in (0, 1, 63, 64, 65, 127, 128, 129):
+        first = t - t % 64
+        assert torch.allclose(got[0, t], g[0, first:t + 1].sum(0))
+    assert prefill_delta_rule.chunk_cumsum(g, 0) is g
+
+
+def test_flash_qla_splits_in_four_pieces_only_where_measured_faster():
+    pieces = prefill_delta_rule.flash_qla_piece_chunks
+    assert [pieces(T, 64) for T in (256, 520, 1024, 1984)] == [None] * 4  # (split slower, or FlashQLA's choice)
+    assert (pieces(2048, 64), pieces(4096, 64), pieces(4097, 64), pieces(8192, 64)) == (8, 16, 16, 32)
+    assert pieces(8193, 64) is None and pieces(32768, 64) is None

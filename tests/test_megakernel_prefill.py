@@ -14,7 +14,7 @@ import types
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from helpers import assert_layers_within_bf16_bounds
 from helpers import random_ids as ids
@@ -187,11 +187,14 @@ def test_each_delta_rule_prefills_every_layer_within_bf16_bounds(mk, ref32, bf16
 @needs_gpu
 @settings(max_examples=10, deadline=None)
 @given(T=st.integers(1, 300), carried=st.booleans(), slow=st.booleans(), seed=st.integers(0, 2**16))
+@example(T=2048, carried=True, slow=False, seed=1)  # (FlashQLA: the prompt in 4 pieces of 8 chunks)
+@example(T=4097, carried=False, slow=True, seed=2)  # (4 of 16 chunks and one of a row)
+@example(T=8190, carried=True, slow=True, seed=3)  # (4 of 32 chunks)
 def test_each_delta_rule_alone_at_any_length_within_fla_s_error(T, carried, slow, seed):
     """Every delta rule this machine runs, one layer at the 0.8B's shapes (compare delta-rule's inputs), at
-    lengths off the 64-token chunk, fresh or carried state, model-like or slow decays: output and final
-    state within 1.5x (+1e-3) of fla's own error against the fp32 chunked rule; finite; the input state
-    left as it was."""
+    lengths off the 64-token chunk and where FlashQLA's prompt is split over the SMs, fresh or carried
+    state, model-like or slow decays, g as the rule takes it (chunk_cumsum): output and final state within
+    1.5x (+1e-3) of fla's own error against the fp32 chunked rule; finite; the input state left as it was."""
     from compare.delta_rule import inputs, reference, relative_error
     from megakernel import prefill_delta_rule
 
@@ -204,7 +207,8 @@ def test_each_delta_rule_alone_at_any_length_within_fla_s_error(T, carried, slow
         if prefill_delta_rule.unavailable_reason(name, dev):
             continue
         h = h0.clone()
-        o, final = prefill_delta_rule.make(name, T, config.linear_num_value_heads, dev)(q, k, v, g, beta, scale, h)
+        rule = prefill_delta_rule.make(name, T, config.linear_num_value_heads, dev)
+        o, final = rule(q, k, v, prefill_delta_rule.chunk_cumsum(g, rule.g_chunk), beta, scale, h)
         assert torch.equal(h, h0), name
         assert torch.isfinite(o).all() and torch.isfinite(final).all(), name
         errors[name] = (relative_error(o, o_ref), relative_error(final, s_ref))
@@ -212,6 +216,32 @@ def test_each_delta_rule_alone_at_any_length_within_fla_s_error(T, carried, slow
     assert errors["fla"][0] < 1e-2 and errors["fla"][1] < 1e-2, errors  # (bf16 inputs: ~4e-3 measured, call 2)
     for name, (eo, es) in errors.items():
         assert eo <= 1.5 * errors["fla"][0] + 1e-3 and es <= 1.5 * errors["fla"][1] + 1e-3, (name, errors)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("T", [1, 63, 64, 200])
+def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T):
+    """dn_prep with g_chunk = 64 (what FlashQLA's kernels read) writes g summed within chunks of 64 rows:
+    the chunk_cumsum of what it writes with g_chunk = 0, to fp32 rounding; q, k, v and beta bit for bit
+    the same either way."""
+    from megakernel.prefill_delta_rule import chunk_cumsum
+
+    plan = FastPrefill(mk).plan(T, T, True)
+    plan.bind(ids(T, 7).to("cuda"), mk.new_state(max_seq_len=T))
+    gen = torch.Generator(device="cuda").manual_seed(T)
+    proj = torch.randn(T, mk.k.DN_WIN, device="cuda", generator=gen).bfloat16()
+    w, out = mk.prefill_weights[mk.config.layer_types.index("linear_attention")], {}
+    for chunk in (0, 64):
+        for t in (plan.dn_q, plan.dn_k, plan.dn_v, plan.g, plan.beta):
+            t.fill_(float("nan"))
+        plan.op["prefill_dn_prep"](proj, plan.table, 0, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q, plan.dn_k,
+                                   plan.dn_v, plan.g, plan.beta, chunk)
+        out[chunk] = [t.clone() for t in (plan.dn_q, plan.dn_k, plan.dn_v, plan.beta, plan.g)]
+    for a, b in zip(out[0][:4], out[64][:4]):
+        assert torch.equal(a, b)
+    assert torch.isfinite(out[64][4]).all() and (out[64][4] <= 0).all()
+    torch.testing.assert_close(out[64][4], chunk_cumsum(out[0][4], 64), rtol=1e-5, atol=1e-5)
 
 
 @gpu

@@ -118,14 +118,16 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
 // channels p*2048 .. p*2048 + 2047 of [q | k | v], DN_CONV / 2048 passes), 256 threads; thread owns
 // channels p*2048 + tid*8 .. +8, a head = 16 consecutive threads; q and k are l2-normed per head. A
 // block's loads (its weights and the 4 inputs) are independent: one round trip. Pass 0's blocks also
-// write the token's gates (a thread a value head). -----------------------------------------------
+// write the token's gates: beta a thread a value head; g the same, or (g_chunk > 0, what FlashQLA's
+// kernels read) the sum of g over this token's chunk of g_chunk rows up to this token, 16 threads a
+// value head (thread j adds the chunk's rows j, j + 16, ... up to t). --------------------------------
 static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds one of q, k, v");
 __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                       int slot, const uint16_t* __restrict__ conv_w,
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
-                                                      float* __restrict__ beta) {
+                                                      float* __restrict__ beta, int g_chunk) {
   const int t = blockIdx.x, p = blockIdx.y, tid = threadIdx.x, start = table_start(table);
   const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
   const int c = p * 2048 + tid * 8;
@@ -160,21 +162,43 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
   }
   store8(dst, y);
   static_assert(DN_HV <= 256, "dn_prep: a thread a value head's gates");
-  if (p == 0 && tid < DN_HV) {
-    const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
-    const float x = bf(row[DN_A + tid]) + bf(dt_bias[tid]);
+  if (p != 0) return;
+  const int valid = table_valid(table);
+  // g of row s, value head h (a padding row: 0, no decay)
+  auto g_of = [&](int s, int h) {
+    const float x = bf(proj[static_cast<size_t>(s) * DN_WIN + DN_A + h]) + bf(dt_bias[h]);
     const float softplus = x > 20.f ? x : log1pf(expf(x));
-    const bool pad = t >= table_valid(table);  // (no decay, no update: the state passes the row unchanged)
-    g[t * DN_HV + tid] = pad ? 0.f : -expf(bf(a_log[tid])) * softplus;
-    beta[t * DN_HV + tid] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + tid])));
+    return s >= valid ? 0.f : -expf(bf(a_log[h])) * softplus;
+  };
+  if (tid < DN_HV) {
+    const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
+    beta[t * DN_HV + tid] = t >= valid ? 0.f : rnd(sigmoidf_(bf(row[DN_B + tid])));  // (padding: no update)
+    if (g_chunk == 0) g[t * DN_HV + tid] = g_of(t, tid);
+  }
+  if (g_chunk > 0) {
+    const int first = t - t % g_chunk;
+    for (int base = 0; base < DN_HV * 16; base += 256) {  // (every thread takes part in every group_sum)
+      const int h = (base + tid) / 16, j = tid % 16;
+      float sum = 0.f;
+      if (h < DN_HV)
+        for (int s = first + j; s <= t; s += 16) sum += g_of(s, h);
+      sum = group_sum<16>(sum);
+      if (h < DN_HV && j == 0) g[t * DN_HV + h] = sum;
+    }
   }
 }
 
-// ---- DeltaNet output norm: block = one token, 256 threads x 8 = 16 heads x 128 a pass (DN_VAL / 2048 passes) --
+// ---- DeltaNet output norm: block = one token, 256 threads x 8 = 16 heads x 128 a pass (DN_VAL / 2048 passes);
+// the blocks also copy the layer's final state (16 bytes a thread, block t from t x 4 KB on) ---------------------
 __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __restrict__ o, const uint16_t* __restrict__ proj,
-                                                          const uint16_t* __restrict__ w, const int64_t* __restrict__ table,
-                                                          int slot, uint16_t* __restrict__ out, float eps) {
+                                                          const uint16_t* __restrict__ w, const float4* __restrict__ final_state,
+                                                          const int64_t* __restrict__ table, int slot,
+                                                          uint16_t* __restrict__ out, float eps) {
   const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
+  {  // the layer's final delta-rule state into its slot of the decode state, 16 bytes a thread, the T blocks in turn
+    float4* dst = table_ptr<float4>(table, ST_DN) + static_cast<size_t>(slot) * DN_STATE / 4;
+    for (int e = t * 256 + tid; e < DN_STATE / 4; e += gridDim.x * 256) dst[e] = final_state[e];
+  }
   const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
   float wv[8];
   load8(w + (i & (DN_HD - 1)), wv);
@@ -200,17 +224,12 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
   }
 }
 
-// ---- fp32 state copies (16-byte vectors) ------------------------------------------------
+// ---- fp32 states of every DeltaNet layer into the prefill's buffer (16-byte vectors) --------------
 __global__ void dn_state_in_kernel(const int64_t* __restrict__ table, float4* __restrict__ dst) {
   const float4* src = table_ptr<const float4>(table, ST_DN);
   const size_t n4 = static_cast<size_t>(N_DN) * DN_STATE / 4;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += gridDim.x * static_cast<size_t>(blockDim.x))
     dst[i] = src[i];
-}
-
-__global__ void dn_state_out_kernel(const int64_t* __restrict__ table, int slot, const float4* __restrict__ src) {
-  float4* dst = table_ptr<float4>(table, ST_DN) + static_cast<size_t>(slot) * DN_STATE / 4;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < DN_STATE / 4; i += gridDim.x * blockDim.x) dst[i] = src[i];
 }
 
 // ---- SwiGLU: one thread per 8 outputs -----------------------------------------------------
@@ -400,24 +419,20 @@ cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* 
 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, int T, cudaStream_t s) {
-  dn_prep_kernel<<<dim3(T, DN_CONV / 2048), 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta);
+                    float* g, float* beta, int g_chunk, int T, cudaStream_t s) {
+  dn_prep_kernel<<<dim3(T, DN_CONV / 2048), 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta,
+                                                         g_chunk);
   return cudaGetLastError();
 }
 
-cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
-                        uint16_t* out, int T, float eps, cudaStream_t s) {
-  dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, table, slot, out, eps);
+cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const float* final_state,
+                        const int64_t* table, int slot, uint16_t* out, int T, float eps, cudaStream_t s) {
+  dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, reinterpret_cast<const float4*>(final_state), table, slot, out, eps);
   return cudaGetLastError();
 }
 
 cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s) {
   dn_state_in_kernel<<<blocks_for(static_cast<size_t>(N_DN) * DN_STATE / 4, 256), 256, 0, s>>>(table, reinterpret_cast<float4*>(dst));
-  return cudaGetLastError();
-}
-
-cudaError_t dn_state_out(const int64_t* table, int slot, const float* src, cudaStream_t s) {
-  dn_state_out_kernel<<<blocks_for(DN_STATE / 4, 256), 256, 0, s>>>(table, slot, reinterpret_cast<const float4*>(src));
   return cudaGetLastError();
 }
 

@@ -26,21 +26,22 @@ cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* 
 
 // DeltaNet inputs: causal conv (3 earlier inputs from the ring) + SiLU of the in-projection's
 // [q|k|v] columns, l2norm of q and k per head, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b);
-// a padding row's g and beta 0 (the delta rule leaves the state as it is there).
+// a padding row's g and beta 0 (the delta rule leaves the state as it is there); g_chunk > 0: g as
+// its inclusive sum within chunks of g_chunk rows from row 0 (what FlashQLA's kernels read), 0: g itself.
 // proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [T][16][128]; g, beta fp32 [T][16].
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, int T, cudaStream_t s);
+                    float* g, float* beta, int g_chunk, int T, cudaStream_t s);
 
 // out [T][2048] = rms_norm(o per head) * w * silu(z); also stores the last 3 valid pre-conv inputs
-// of proj into the conv ring (after dn_prep has read the old ones).
-cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const int64_t* table, int slot,
-                        uint16_t* out, int T, float eps, cudaStream_t s);
+// of proj into the conv ring (after dn_prep has read the old ones) and the layer's final delta-rule
+// state `final_state` [16][128][128] fp32 into its slot of the table's dn_state.
+cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const float* final_state,
+                        const int64_t* table, int slot, uint16_t* out, int T, float eps, cudaStream_t s);
 
-// fp32 delta-rule states between the table's dn_state and contiguous buffers: all 18 layers
-// into `dst` [18][16][128][128] (before the layers), one layer's `src` into its slot (after it).
+// fp32 delta-rule states of all 18 layers from the table's dn_state into `dst` [18][16][128][128]
+// (before the layers; each layer's final state goes back through dn_out_norm).
 cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s);
-cudaError_t dn_state_out(const int64_t* table, int slot, const float* src, cudaStream_t s);
 
 // out [T][3584] = silu(gu[:, :3584]) * gu[:, 3584:]
 cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s);
