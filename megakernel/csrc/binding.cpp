@@ -247,8 +247,8 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
   check_tensor(g, op, "g", F32, {1, T, mk::DN_HV});
   check_tensor(beta, op, "beta", F32, {1, T, mk::DN_HV});
   TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
-  TORCH_CHECK(g_chunk >= 0 && g_chunk <= 4096, op, ": g_chunk ", g_chunk,
-              " outside [0, 4096] (0: g itself; n: g summed within chunks of n rows)");
+  TORCH_CHECK(g_chunk == 0 || g_chunk == mkp::DN_GATE_ROWS, op, ": g_chunk ", g_chunk, " is neither 0 (g itself) nor ",
+              mkp::DN_GATE_ROWS, " (g summed within chunks of that many rows)");
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, ptr<const uint16_t>(conv_w),
                   ptr<const uint16_t>(a_log), ptr<const uint16_t>(dt_bias), ptr<uint16_t>(q), ptr<uint16_t>(k), ptr<uint16_t>(v),

@@ -114,21 +114,63 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
   store8(out + static_cast<size_t>(t) * D + i, y);
 }
 
-// ---- DeltaNet inputs: block = one token x one pass of 2048 conv channels (blockIdx.y = p covers
-// channels p*2048 .. p*2048 + 2047 of [q | k | v], DN_CONV / 2048 passes), 256 threads; thread owns
-// channels p*2048 + tid*8 .. +8, a head = 16 consecutive threads; q and k are l2-normed per head. A
-// block's loads (its weights and the 4 inputs) are independent: one round trip. Pass 0's blocks also
-// write the token's gates: beta a thread a value head; g the same, or (g_chunk > 0, what FlashQLA's
-// kernels read) the sum of g over this token's chunk of g_chunk rows up to this token, 16 threads a
-// value head (thread j adds the chunk's rows j, j + 16, ... up to t). --------------------------------
+// ---- DeltaNet inputs: 1-D grid. The first ceil(T / 64) blocks are gate blocks: block x owns rows
+// x*64 .. x*64 + 63 and writes their beta and g (a padding row: 0), g itself (g_chunk = 0) or summed
+// over the rows of its 64-row chunk up to each row (g_chunk = 64: what FlashQLA's kernels read),
+// warp w scanning value heads w, w + 8, ... (a lane two rows). Each later block is one token x one
+// pass of 2048 conv channels (pass p covers channels p*2048 .. p*2048 + 2047 of [q | k | v],
+// DN_CONV / 2048 passes), 256 threads; thread owns channels p*2048 + tid*8 .. +8, a head = 16
+// consecutive threads; q and k are l2-normed per head; its loads (its weights and the 4 inputs) are
+// independent: one round trip. -------------------------------------------------------------------
 static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds one of q, k, v");
+__device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
+                                         const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
+                                         float* __restrict__ g, float* __restrict__ beta, int g_chunk, int first, int T) {
+  __shared__ float gs[DN_GATE_ROWS][DN_HV];
+  const int tid = threadIdx.x, valid = table_valid(table);
+  for (int e = tid; e < DN_GATE_ROWS * DN_HV; e += 256) {
+    const int i = e / DN_HV, h = e % DN_HV, t = first + i;
+    float gv = 0.f;
+    if (t < T) {
+      const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
+      const float x = bf(row[DN_A + h]) + bf(dt_bias[h]);
+      const float softplus = x > 20.f ? x : log1pf(expf(x));
+      const bool pad = t >= valid;  // (no decay, no update: the state passes the row unchanged)
+      gv = pad ? 0.f : -expf(bf(a_log[h])) * softplus;
+      beta[t * DN_HV + h] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + h])));
+      if (g_chunk == 0) g[t * DN_HV + h] = gv;
+    }
+    gs[i][h] = gv;
+  }
+  if (g_chunk == 0) return;
+  __syncthreads();
+  const int warp = tid / 32, lane = tid % 32;
+  for (int h = warp; h < DN_HV; h += 8) {  // inclusive scan of 64 rows: a lane's pair, then the warp's
+    const float a = gs[2 * lane][h], pair = a + gs[2 * lane + 1][h];
+    float run = pair;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const float up = __shfl_up_sync(0xffffffffu, run, o);
+      if (lane >= o) run += up;
+    }
+    const int t = first + 2 * lane;
+    if (t < T) g[t * DN_HV + h] = run - pair + a;
+    if (t + 1 < T) g[(t + 1) * DN_HV + h] = run;
+  }
+}
+
 __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                       int slot, const uint16_t* __restrict__ conv_w,
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
-                                                      float* __restrict__ beta, int g_chunk) {
-  const int t = blockIdx.x, p = blockIdx.y, tid = threadIdx.x, start = table_start(table);
+                                                      float* __restrict__ beta, int g_chunk, int T) {
+  const int gate_blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS;
+  if (static_cast<int>(blockIdx.x) < gate_blocks) {
+    dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, blockIdx.x * DN_GATE_ROWS, T);
+    return;
+  }
+  const int b = blockIdx.x - gate_blocks, t = b % T, p = b / T, tid = threadIdx.x, start = table_start(table);
   const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
   const int c = p * 2048 + tid * 8;
   float cw[4][8];  // conv_w [6144][4]: channels c..c+7 are 32 consecutive values, cw[m][n] = w[c + 2m + n/4][n%4]
@@ -161,31 +203,6 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
     for (int e = 0; e < 8; ++e) y[e] *= inv;
   }
   store8(dst, y);
-  static_assert(DN_HV <= 256, "dn_prep: a thread a value head's gates");
-  if (p != 0) return;
-  const int valid = table_valid(table);
-  // g of row s, value head h (a padding row: 0, no decay)
-  auto g_of = [&](int s, int h) {
-    const float x = bf(proj[static_cast<size_t>(s) * DN_WIN + DN_A + h]) + bf(dt_bias[h]);
-    const float softplus = x > 20.f ? x : log1pf(expf(x));
-    return s >= valid ? 0.f : -expf(bf(a_log[h])) * softplus;
-  };
-  if (tid < DN_HV) {
-    const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
-    beta[t * DN_HV + tid] = t >= valid ? 0.f : rnd(sigmoidf_(bf(row[DN_B + tid])));  // (padding: no update)
-    if (g_chunk == 0) g[t * DN_HV + tid] = g_of(t, tid);
-  }
-  if (g_chunk > 0) {
-    const int first = t - t % g_chunk;
-    for (int base = 0; base < DN_HV * 16; base += 256) {  // (every thread takes part in every group_sum)
-      const int h = (base + tid) / 16, j = tid % 16;
-      float sum = 0.f;
-      if (h < DN_HV)
-        for (int s = first + j; s <= t; s += 16) sum += g_of(s, h);
-      sum = group_sum<16>(sum);
-      if (h < DN_HV && j == 0) g[t * DN_HV + h] = sum;
-    }
-  }
 }
 
 // ---- DeltaNet output norm: block = one token, 256 threads x 8 = 16 heads x 128 a pass (DN_VAL / 2048 passes);
@@ -420,8 +437,8 @@ cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int g_chunk, int T, cudaStream_t s) {
-  dn_prep_kernel<<<dim3(T, DN_CONV / 2048), 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta,
-                                                         g_chunk);
+  const int blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS + T * (DN_CONV / 2048);
+  dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T);
   return cudaGetLastError();
 }
 

@@ -26,9 +26,10 @@ cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* 
 
 // DeltaNet inputs: causal conv (3 earlier inputs from the ring) + SiLU of the in-projection's
 // [q|k|v] columns, l2norm of q and k per head, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b);
-// a padding row's g and beta 0 (the delta rule leaves the state as it is there); g_chunk > 0: g as
-// its inclusive sum within chunks of g_chunk rows from row 0 (what FlashQLA's kernels read), 0: g itself.
+// a padding row's g and beta 0 (the delta rule leaves the state as it is there); g_chunk = DN_GATE_ROWS:
+// g as its inclusive sum within chunks of 64 rows from row 0 (what FlashQLA's kernels read), 0: g itself.
 // proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [T][16][128]; g, beta fp32 [T][16].
+constexpr int DN_GATE_ROWS = 64;  // rows of one gate block of dn_prep: the chunk g may be summed over
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int g_chunk, int T, cudaStream_t s);
