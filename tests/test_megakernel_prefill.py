@@ -227,8 +227,8 @@ def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T):
     the same either way."""
     from megakernel.prefill_delta_rule import chunk_cumsum
 
-    plan = FastPrefill(mk).plan(T, T, True)
-    plan.bind(ids(T, 7).to("cuda"), mk.new_state(max_seq_len=T))
+    plan, state = FastPrefill(mk).plan(T, T, True), mk.new_state(max_seq_len=T)  # (the table points into state:
+    plan.bind(ids(T, 7).to("cuda"), state)                                       # it must outlive the calls)
     gen = torch.Generator(device="cuda").manual_seed(T)
     proj = torch.randn(T, mk.k.DN_WIN, device="cuda", generator=gen).bfloat16()
     w, out = mk.prefill_weights[mk.config.layer_types.index("linear_attention")], {}

@@ -116,8 +116,8 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
 
 // ---- DeltaNet inputs: 1-D grid. The first ceil(T / 64) blocks are gate blocks: block x owns rows
 // x*64 .. x*64 + 63 and writes their beta and g (a padding row: 0), g itself (g_chunk = 0) or summed
-// over the rows of its 64-row chunk up to each row (g_chunk = 64: what FlashQLA's kernels read),
-// warp w scanning value heads w, w + 8, ... (a lane two rows). Each later block is one token x one
+// over the rows of its 64-row chunk up to each row (g_chunk = 64: what FlashQLA's kernels read):
+// warp w owns value heads w, w + 8, ..., a lane rows 2 lane and 2 lane + 1 of each (a warp scan). Each later block is one token x one
 // pass of 2048 conv channels (pass p covers channels p*2048 .. p*2048 + 2047 of [q | k | v],
 // DN_CONV / 2048 passes), 256 threads; thread owns channels p*2048 + tid*8 .. +8, a head = 16
 // consecutive threads; q and k are l2-normed per head; its loads (its weights and the 4 inputs) are
@@ -126,27 +126,27 @@ static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds o
 __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                          const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                          float* __restrict__ g, float* __restrict__ beta, int g_chunk, int first, int T) {
-  __shared__ float gs[DN_GATE_ROWS][DN_HV];
-  const int tid = threadIdx.x, valid = table_valid(table);
-  for (int e = tid; e < DN_GATE_ROWS * DN_HV; e += 256) {
-    const int i = e / DN_HV, h = e % DN_HV, t = first + i;
-    float gv = 0.f;
-    if (t < T) {
-      const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
-      const float x = bf(row[DN_A + h]) + bf(dt_bias[h]);
-      const float softplus = x > 20.f ? x : log1pf(expf(x));
-      const bool pad = t >= valid;  // (no decay, no update: the state passes the row unchanged)
-      gv = pad ? 0.f : -expf(bf(a_log[h])) * softplus;
-      beta[t * DN_HV + h] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + h])));
-      if (g_chunk == 0) g[t * DN_HV + h] = gv;
+  static_assert(DN_GATE_ROWS == 64, "dn_prep: a gate block's rows are a warp's 32 lanes x 2");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, valid = table_valid(table);
+  for (int h = warp; h < DN_HV; h += 8) {  // (no shared memory: it would shrink the conv blocks' L1)
+    const float decay = -expf(bf(a_log[h])), bias = bf(dt_bias[h]);
+    float gv[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int t = first + 2 * lane + r;
+      gv[r] = 0.f;
+      if (t < T) {
+        const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
+        const float x = bf(row[DN_A + h]) + bias;
+        const float softplus = x > 20.f ? x : log1pf(expf(x));
+        const bool pad = t >= valid;  // (no decay, no update: the state passes the row unchanged)
+        gv[r] = pad ? 0.f : decay * softplus;
+        beta[t * DN_HV + h] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + h])));
+        if (g_chunk == 0) g[t * DN_HV + h] = gv[r];
+      }
     }
-    gs[i][h] = gv;
-  }
-  if (g_chunk == 0) return;
-  __syncthreads();
-  const int warp = tid / 32, lane = tid % 32;
-  for (int h = warp; h < DN_HV; h += 8) {  // inclusive scan of 64 rows: a lane's pair, then the warp's
-    const float a = gs[2 * lane][h], pair = a + gs[2 * lane + 1][h];
+    if (g_chunk == 0) continue;
+    const float pair = gv[0] + gv[1];  // inclusive scan of the 64 rows: a lane's pair, then the warp's
     float run = pair;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
@@ -154,7 +154,7 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
       if (lane >= o) run += up;
     }
     const int t = first + 2 * lane;
-    if (t < T) g[t * DN_HV + h] = run - pair + a;
+    if (t < T) g[t * DN_HV + h] = run - pair + gv[0];
     if (t + 1 < T) g[(t + 1) * DN_HV + h] = run;
   }
 }
