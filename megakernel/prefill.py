@@ -40,6 +40,10 @@ from . import ops, prefill_delta_rule
 MAX_PLANS = 4  # prefill shapes kept, with their buffers and graphs (least recently used dropped first)
 PAD_ROWS = 64  # a prompt after earlier tokens runs in a plan of rows rounded up to this (fla's chunk)
 FLASH_BLOCK_M = 64  # query rows per block of flash attention's head-dim-256 forward kernel (FA2)
+# the out-projections and downs (N = hidden) of a plan of at most SPLIT_K_ROWS rows run as one batched GEMM over
+# SPLIT_K slices of K into fp32 partials: at 256 rows cuBLAS's own tiles leave most of the 132 SMs idle (out 7.25 ->
+# 5.55 µs, down 9.91 -> 6.97); at 520 rows no gain (docs/results/2026-11-26-h100-s23 call 1)
+SPLIT_K, SPLIT_K_ROWS = 2, 256
 
 
 def context_pieces(T: int, max_seq: int, heads: int, sms: int) -> int:
@@ -138,7 +142,15 @@ class PrefillPlan:
         self.table = torch.zeros(k.PREFILL_STATE_SLOTS, dtype=torch.int64, device=dev)
         self.res = torch.empty(T, k.D, dtype=bf, device=dev)       # residual stream
         self.h = torch.empty(T, k.D, dtype=bf, device=dev)         # normed input of the next GEMM
-        self.x = torch.empty(T, k.D, dtype=bf, device=dev)         # output of the last GEMM
+        # the output of the last GEMM (an out-projection or down, N = hidden): bf16 [T, D]; or, at most
+        # SPLIT_K_ROWS rows, the fp32 partials [SPLIT_K, T, D] of those GEMMs split over K (one batched
+        # GEMM; add_rms_norm sums them), and [SPLIT_K, 1, D] for a fresh prompt's last row alone
+        self.split_k = SPLIT_K if T <= SPLIT_K_ROWS else 1
+        if self.split_k > 1:
+            self.xs = torch.empty(self.split_k, T, k.D, dtype=f32, device=dev)
+            self.xs_last = torch.empty(self.split_k, 1, k.D, dtype=f32, device=dev)
+        else:
+            self.x = torch.empty(T, k.D, dtype=bf, device=dev)
         self.proj_buf = torch.empty(T * max(k.DN_WIN, k.FA_QKV), dtype=bf, device=dev)
         self.mix = torch.empty(T, k.DN_VAL, dtype=bf, device=dev)  # mixer output, the out-proj's input
         self.gu = torch.empty(T, 2 * k.INTER, dtype=bf, device=dev)
@@ -195,19 +207,20 @@ class PrefillPlan:
             w, slot = W[i], t.config.layer_slot(i)
             r = slice(T - 1, T) if last_only and i == len(W) - 1 else slice(0, T)
             if i > 0:
-                op["prefill_add_rms_norm"](self.x, None, embed, self.res, w["in_norm"], self.h, eps)
+                op["prefill_add_rms_norm"](self.out_rows(slice(0, T)), None, embed, self.res, w["in_norm"], self.h, eps)
             if kind == LINEAR:
                 self.deltanet(w, slot, r)
             else:
                 self.attention(w, slot, r)
-            op["prefill_add_rms_norm"](self.x[r], None, embed, self.res[r], w["post_norm"], self.h[r], eps)
+            op["prefill_add_rms_norm"](self.out_rows(r), None, embed, self.res[r], w["post_norm"], self.h[r], eps)
             torch.mm(self.h[r], w["gate_up"].t(), out=self.gu[r])
             op["prefill_silu_mul"](self.gu[r], self.act[r])
-            torch.mm(self.act[r], w["down"].t(), out=self.x[r])
-            if trace is not None:
-                record(trace, f"layers.{i}", (self.res + self.x).view(1, T, D)[:, :self.valid])
+            self.project(self.act[r], w["down"], r)
+            if trace is not None:  # (the layer's output as add_rms_norm forms it: residual + x, one rounding)
+                x = self.x.float() if self.split_k == 1 else self.xs.sum(0)
+                record(trace, f"layers.{i}", (self.res.float() + x).bfloat16().view(1, T, D)[:, :self.valid])
         rows = slice(T - 1, T) if last_only else slice(0, T)
-        op["prefill_add_rms_norm"](self.x[rows], None, embed, self.res[rows], t.weights["model.norm.weight"],
+        op["prefill_add_rms_norm"](self.out_rows(rows), None, embed, self.res[rows], t.weights["model.norm.weight"],
                                    self.h[rows], eps)
         record(trace, "norm", self.h.view(1, T, D)[:, :self.valid])
         op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
@@ -223,7 +236,7 @@ class PrefillPlan:
                                    self.h0[slot:slot + 1])
         # (also the conv ring, and `final` into the state's slot)
         op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps)
-        torch.mm(self.mix[rows], w["out"].t(), out=self.x[rows])
+        self.project(self.mix[rows], w["out"], rows)
 
     def attention(self, w, slot, rows):
         """Attention's projections and cache writes for every row, its core, gate and out-projection
@@ -247,7 +260,23 @@ class PrefillPlan:
             else:
                 o = flash(self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0][rows]
             op["prefill_attn_gate"](o, proj[rows], self.table, self.mix[rows])
-        torch.mm(self.mix[rows], w["out"].t(), out=self.x[rows])
+        self.project(self.mix[rows], w["out"], rows)
+
+    def out_rows(self, rows):
+        """The last GEMM's output for `rows` (every row, or a fresh prompt's last one), as add_rms_norm takes it."""
+        if self.split_k == 1:
+            return self.x[rows]
+        return self.xs if rows.stop - rows.start == self.T else self.xs_last
+
+    def project(self, x, weight, rows):
+        """out_rows(rows) <- x @ weight^T for an out-projection or down (N = hidden): one GEMM, or one
+        batched GEMM over split_k slices of K into fp32 partials."""
+        if self.split_k == 1:
+            torch.mm(x, weight.t(), out=self.x[rows])
+            return
+        S, (n, K) = self.split_k, x.shape
+        torch.ops.aten.bmm.dtype_out(x.view(n, S, K // S).transpose(0, 1), weight.view(-1, S, K // S).permute(1, 2, 0),
+                                     torch.float32, out=self.out_rows(rows))
 
     def attend_in_pieces(self, proj):
         """Attention after earlier tokens with the earlier keys in pieces (see __init__), merged and
@@ -262,7 +291,8 @@ class PrefillPlan:
 
     def poison(self):
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
-        for t in (self.res, self.h, self.x, self.proj_buf, self.mix, self.gu, self.act, self.dn_q, self.dn_k, self.dn_v,
+        outs = (self.x,) if self.split_k == 1 else (self.xs, self.xs_last)
+        for t in outs + (self.res, self.h, self.proj_buf, self.mix, self.gu, self.act, self.dn_q, self.dn_k, self.dn_v,
                   self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits) + ((self.q_pieces,) if self.pieces > 1 else ()):
             t.fill_(float("nan"))
 

@@ -224,12 +224,21 @@ void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Te
   check_tensor(out, op, "out", BF, {T, mk::D});
   check_tensor(embed, op, "embed", BF, {mk::VOCAB, mk::D});
   check_tensor(w, op, "w", BF, {mk::D});
-  if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
+  // x: the GEMM's output, bf16 [T, D], or a split-K GEMM's fp32 partials [splits, T, D] (1 <= splits <= 4)
+  const bool split = x && x->scalar_type() == F32;
+  const int splits = split && x->dim() == 3 ? static_cast<int>(x->size(0)) : 0;
+  if (split) {
+    TORCH_CHECK(x->dim() == 3 && splits >= 1 && splits <= 4, op, ": fp32 x must be a split-K GEMM's partials [splits, ", T,
+                ", ", mk::D, "] with 1 <= splits <= 4, got ", x->sizes());
+    check_tensor(*x, op, "x", F32, {splits, T, mk::D});
+  } else if (x) {
+    check_tensor(*x, op, "x", BF, {T, mk::D});
+  }
   if (ids) check_tensor(*ids, op, "ids", I64, {T});
   c10::cuda::CUDAGuard g(out.device());
-  ok(mkp::add_rms_norm(x ? ptr<const uint16_t>(*x) : nullptr, ids ? ptr<const int64_t>(*ids) : nullptr,
-                       ptr<const uint16_t>(embed), ptr<uint16_t>(residual), ptr<const uint16_t>(w), ptr<uint16_t>(out), T,
-                       static_cast<float>(eps), stream_of(out)), op);
+  ok(mkp::add_rms_norm(x && !split ? ptr<const uint16_t>(*x) : nullptr, split ? ptr<const float>(*x) : nullptr, splits,
+                       ids ? ptr<const int64_t>(*ids) : nullptr, ptr<const uint16_t>(embed), ptr<uint16_t>(residual),
+                       ptr<const uint16_t>(w), ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(out)), op);
 }
 
 void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, const Tensor& conv_w,

@@ -78,7 +78,8 @@ __device__ __forceinline__ int table_valid(const int64_t* table) { return static
 // ---- add + RMSNorm: block = one token, D / 8 threads x 8 values ---------------------------
 constexpr int NORM_THREADS = D / 8;
 static_assert(D % 256 == 0 && NORM_THREADS <= 1024, "add_rms_norm: whole warps of 8 values a thread");
-__global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16_t* __restrict__ x, const int64_t* __restrict__ ids,
+__global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16_t* __restrict__ x, const float* __restrict__ x32,
+                                                           int splits, int T, const int64_t* __restrict__ ids,
                                                            const uint16_t* __restrict__ embed, uint16_t* residual,
                                                            const uint16_t* __restrict__ w, uint16_t* __restrict__ out,
                                                            float eps) {
@@ -94,9 +95,18 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
       load8(x + static_cast<size_t>(t) * D + i, xv);
 #pragma unroll
       for (int j = 0; j < 8; ++j) r[j] = rnd(r[j] + xv[j]);
+    } else if (x32 != nullptr) {  // a split-K GEMM's fp32 partials [splits][T][D]: their sum, one rounding
+      float xs[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      for (int k = 0; k < splits; ++k) {
+        const float4* src = reinterpret_cast<const float4*>(x32 + (static_cast<size_t>(k) * T + t) * D + i);
+        const float4 a = src[0], b = src[1];
+        xs[0] += a.x; xs[1] += a.y; xs[2] += a.z; xs[3] += a.w; xs[4] += b.x; xs[5] += b.y; xs[6] += b.z; xs[7] += b.w;
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) r[j] = rnd(r[j] + xs[j]);
     }
   }
-  if (ids != nullptr || x != nullptr) store8(residual + static_cast<size_t>(t) * D + i, r);
+  if (ids != nullptr || x != nullptr || x32 != nullptr) store8(residual + static_cast<size_t>(t) * D + i, r);
   float ss = 0.f;
 #pragma unroll
   for (int j = 0; j < 8; ++j) ss += r[j] * r[j];
@@ -428,9 +438,9 @@ inline int blocks_for(size_t n, int threads, int cap = 132 * 8) {
 
 }  // namespace
 
-cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* embed, uint16_t* residual,
-                         const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s) {
-  add_rms_norm_kernel<<<T, NORM_THREADS, 0, s>>>(x, ids, embed, residual, w, out, eps);
+cudaError_t add_rms_norm(const uint16_t* x, const float* x32, int splits, const int64_t* ids, const uint16_t* embed,
+                         uint16_t* residual, const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s) {
+  add_rms_norm_kernel<<<T, NORM_THREADS, 0, s>>>(x, x32, splits, T, ids, embed, residual, w, out, eps);
   return cudaGetLastError();
 }
 

@@ -19,10 +19,11 @@ enum StateSlot : int { ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, 
 
 // All activation pointers are bf16 bits (uint16_t) unless named fp32. T = tokens of this prefill.
 
-// residual <- residual + x (x may be null: residual as is; ids non-null: residual <- embed[ids]),
+// residual <- residual + x (x bf16 [T][1024], or x32: the fp32 partials [splits][T][1024] of a split-K
+// GEMM, summed, one rounding; both null: residual as is; ids non-null: residual <- embed[ids]),
 // out <- rms_norm(residual) * (1 + w). rows [T][1024].
-cudaError_t add_rms_norm(const uint16_t* x, const int64_t* ids, const uint16_t* embed, uint16_t* residual,
-                         const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s);
+cudaError_t add_rms_norm(const uint16_t* x, const float* x32, int splits, const int64_t* ids, const uint16_t* embed,
+                         uint16_t* residual, const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s);
 
 // DeltaNet inputs: causal conv (3 earlier inputs from the ring) + SiLU of the in-projection's
 // [q|k|v] columns, l2norm of q and k per head, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b);
