@@ -129,7 +129,9 @@ def render(rows, config, rules) -> str:
                              f"{r['err_state']:.2e}", r["timing"] + ("" if r["input_state_unchanged"] else
                                                                      "; WROTE ITS INPUT STATE")])
     notes = ["decays: " + "; ".join(f"{k}: {v}" for k, v in GATES.items()),
-             "errors: relative (Frobenius) against reference/delta_rule.py's chunked rule in fp32 on the same bf16 inputs"]
+             "errors: relative (Frobenius) against reference/delta_rule.py's chunked rule in fp32 on the same bf16 inputs",
+             "flash-qla takes g already summed within its 64-row chunks (the prefill's dn_prep writes it so; before "
+             "2026-11-26's session 23 its time included that sum, ~2 µs); fla sums g itself"]
     return markdown(header, body, right={4, 5, 6, 7, 8}) + "\n" + "\n".join(notes) + "\n"
 
 

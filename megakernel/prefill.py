@@ -5,7 +5,7 @@ Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu
     add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v], cuBLAS) →
     DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → the chunked delta rule (FlashQLA's where
               installed, else fla's: prefill_delta_rule.py; state read and written in the decode
-              kernel's [V][K] layout) → state copy → gated norm + conv ring
+              kernel's [V][K] layout) → gated norm + conv ring + the final state into the decode state
     attention: q/k norm + RoPE + cache write (1 kernel) → causal attention → output gate; a fresh
               prompt: SDPA over its own keys (cuDNN's Hopper kernel where torch picks it); after
               earlier tokens: the cache's earlier positions copied next to the new ones, then flash
@@ -42,8 +42,9 @@ PAD_ROWS = 64  # a prompt after earlier tokens runs in a plan of rows rounded up
 FLASH_BLOCK_M = 64  # query rows per block of flash attention's head-dim-256 forward kernel (FA2)
 # the out-projections and downs (N = hidden) of a plan of at most SPLIT_K_ROWS rows run as one batched GEMM over
 # SPLIT_K slices of K into fp32 partials: at 256 rows cuBLAS's own tiles leave most of the 132 SMs idle (out 7.25 ->
-# 5.55 µs, down 9.91 -> 6.97); at 520 rows no gain (docs/results/2026-11-26-h100-s23 call 1)
-SPLIT_K, SPLIT_K_ROWS = 2, 256
+# 5.55 µs, down 9.91 -> 6.97); at 520 rows no gain (docs/results/2026-11-26-h100-s23 call 1). Measured at the
+# 0.8B's hidden size (1,024) only: other sizes keep one GEMM
+SPLIT_K, SPLIT_K_ROWS, SPLIT_K_HIDDEN = 2, 256, 1024
 
 
 def context_pieces(T: int, max_seq: int, heads: int, sms: int) -> int:
@@ -53,6 +54,14 @@ def context_pieces(T: int, max_seq: int, heads: int, sms: int) -> int:
     1 (no split) when the prompt alone gives the blocks; at most one piece per 512 positions."""
     blocks = heads * -(-T // FLASH_BLOCK_M)
     return max(1, min(-(-2 * sms // blocks), -(-max_seq // 512)))
+
+
+def split_k(T: int, hidden: int) -> int:
+    """Slices of K the out-projections and downs of a T-row plan run in (1: one plain GEMM); the batched
+    fp32-output GEMM needs torch >= 2.8 (aten.bmm.dtype_out), older torch keeps one GEMM."""
+    if T > SPLIT_K_ROWS or hidden != SPLIT_K_HIDDEN or not hasattr(torch.ops.aten.bmm, "dtype_out"):
+        return 1
+    return SPLIT_K
 
 
 def unavailable_reason() -> str | None:
@@ -145,7 +154,7 @@ class PrefillPlan:
         # the output of the last GEMM (an out-projection or down, N = hidden): bf16 [T, D]; or, at most
         # SPLIT_K_ROWS rows, the fp32 partials [SPLIT_K, T, D] of those GEMMs split over K (one batched
         # GEMM; add_rms_norm sums them), and [SPLIT_K, 1, D] for a fresh prompt's last row alone
-        self.split_k = SPLIT_K if T <= SPLIT_K_ROWS else 1
+        self.split_k = split_k(T, k.D)
         if self.split_k > 1:
             self.xs = torch.empty(self.split_k, T, k.D, dtype=f32, device=dev)
             self.xs_last = torch.empty(self.split_k, 1, k.D, dtype=f32, device=dev)
@@ -226,7 +235,7 @@ class PrefillPlan:
         op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
 
     def deltanet(self, w, slot, rows):
-        """The DeltaNet mixer on every row, its out-projection into self.x for `rows`."""
+        """The DeltaNet mixer on every row, its out-projection into out_rows(rows)."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         torch.mm(self.h, w["win"].t(), out=proj)
@@ -240,7 +249,7 @@ class PrefillPlan:
 
     def attention(self, w, slot, rows):
         """Attention's projections and cache writes for every row, its core, gate and out-projection
-        (into self.x) for `rows`: every row, or (a fresh prompt's last layer) the last one alone."""
+        (into out_rows(rows)) for `rows`: every row, or (a fresh prompt's last layer) the last one alone."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.FA_QKV].view(T, k.FA_QKV)
         torch.mm(self.h, w["win"].t(), out=proj)

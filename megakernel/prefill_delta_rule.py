@@ -54,10 +54,11 @@ def chunk_cumsum(g: torch.Tensor, chunk: int) -> torch.Tensor:
 def flash_qla_piece_chunks(T: int, chunk: int) -> int | None:
     """Chunks a piece of a T-row prompt when FlashQLA splits it, or None for FlashQLA's own choice.
     Its cost model (0.1.3) splits nothing below ~32k rows; measured one layer at the 0.8B's shapes
-    (H100, docs/results/2026-11-26-h100-s23 call 2): four pieces are 1.10x the unsplit rule at 2,048
-    rows and 1.46x at 4,096, any split loses at <= 1,024 rows and gains nothing at 16,384."""
+    (H100, docs/results/2026-11-26-h100-s23 calls 2-3): four pieces are 1.10x the unsplit rule at 2,048
+    rows, 1.46x at 4,096 and 1.68x at 6,144, equal at 8,192; any split loses at <= 1,024 rows and gains
+    nothing at 12,288-16,384. Four pieces at most (the last the shortest)."""
     chunks = math.ceil(T / chunk)
-    return chunks // 4 if 32 <= chunks <= 128 else None
+    return math.ceil(chunks / 4) if 32 <= chunks <= 128 else None
 
 
 def default(device) -> str:

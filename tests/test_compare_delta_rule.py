@@ -131,5 +131,16 @@ def test_chunk_cumsum_sums_within_chunks_from_row_zero():
 def test_flash_qla_splits_in_four_pieces_only_where_measured_faster():
     pieces = prefill_delta_rule.flash_qla_piece_chunks
     assert [pieces(T, 64) for T in (256, 520, 1024, 1984)] == [None] * 4  # (split slower, or FlashQLA's choice)
-    assert (pieces(2048, 64), pieces(4096, 64), pieces(4097, 64), pieces(8192, 64)) == (8, 16, 16, 32)
+    assert (pieces(2048, 64), pieces(4096, 64), pieces(4097, 64), pieces(8192, 64)) == (8, 16, 17, 32)
+    for T in range(1985, 8193, 61):  # (never a fifth piece)
+        chunks = math.ceil(T / 64)
+        assert math.ceil(chunks / pieces(T, 64)) == 4
     assert pieces(8193, 64) is None and pieces(32768, 64) is None
+
+
+def test_the_prefill_splits_k_only_where_measured():
+    from megakernel.prefill import split_k
+
+    assert [split_k(T, 1024) for T in (2, 64, 256)] == [2, 2, 2]  # (torch >= 2.8: aten.bmm.dtype_out)
+    assert split_k(257, 1024) == 1 and split_k(520, 1024) == 1
+    assert split_k(64, 2560) == 1 and split_k(64, 4096) == 1  # (measured at the 0.8B's hidden size only)

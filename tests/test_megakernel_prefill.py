@@ -188,7 +188,7 @@ def test_each_delta_rule_prefills_every_layer_within_bf16_bounds(mk, ref32, bf16
 @settings(max_examples=10, deadline=None)
 @given(T=st.integers(1, 300), carried=st.booleans(), slow=st.booleans(), seed=st.integers(0, 2**16))
 @example(T=2048, carried=True, slow=False, seed=1)  # (FlashQLA: the prompt in 4 pieces of 8 chunks)
-@example(T=4097, carried=False, slow=True, seed=2)  # (4 of 16 chunks and one of a row)
+@example(T=4097, carried=False, slow=True, seed=2)  # (3 of 17 chunks, the last 14 and a row)
 @example(T=8190, carried=True, slow=True, seed=3)  # (4 of 32 chunks)
 def test_each_delta_rule_alone_at_any_length_within_fla_s_error(T, carried, slow, seed):
     """Every delta rule this machine runs, one layer at the 0.8B's shapes (compare delta-rule's inputs), at
@@ -220,15 +220,16 @@ def test_each_delta_rule_alone_at_any_length_within_fla_s_error(T, carried, slow
 
 @gpu
 @needs_gpu
-@pytest.mark.parametrize("T", [1, 63, 64, 200])
-def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T):
+@pytest.mark.parametrize("T,valid", [(1, 1), (63, 63), (64, 64), (200, 200), (64, 9), (200, 130)])
+def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T, valid):
     """dn_prep with g_chunk = 64 (what FlashQLA's kernels read) writes g summed within chunks of 64 rows:
     the chunk_cumsum of what it writes with g_chunk = 0, to fp32 rounding; q, k, v and beta bit for bit
-    the same either way."""
+    the same either way; padding rows (>= valid) have g = beta = 0 either way."""
     from megakernel.prefill_delta_rule import chunk_cumsum
 
     plan, state = FastPrefill(mk).plan(T, T, True), mk.new_state(max_seq_len=T)  # (the table points into state:
     plan.bind(ids(T, 7).to("cuda"), state)                                       # it must outlive the calls)
+    plan.table[6] = valid  # (csrc/prefill.cuh ST_VALID: the rows past it are padding)
     gen = torch.Generator(device="cuda").manual_seed(T)
     proj = torch.randn(T, mk.k.DN_WIN, device="cuda", generator=gen).bfloat16()
     w, out = mk.prefill_weights[mk.config.layer_types.index("linear_attention")], {}
@@ -240,8 +241,37 @@ def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T):
         out[chunk] = [t.clone() for t in (plan.dn_q, plan.dn_k, plan.dn_v, plan.beta, plan.g)]
     for a, b in zip(out[0][:4], out[64][:4]):
         assert torch.equal(a, b)
-    assert torch.isfinite(out[64][4]).all() and (out[64][4] <= 0).all()
-    torch.testing.assert_close(out[64][4], chunk_cumsum(out[0][4], 64), rtol=1e-5, atol=1e-5)
+    g0, g64, beta = out[0][4], out[64][4], out[0][3]
+    assert torch.isfinite(g64).all() and (g64 <= 0).all()
+    assert (g0[:, valid:] == 0).all() and (beta[:, valid:] == 0).all() and (g0[:, :valid] < 0).all()
+    torch.testing.assert_close(g64, chunk_cumsum(g0, 64), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="neither 0"):
+        plan.op["prefill_dn_prep"](proj, plan.table, 0, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q, plan.dn_k,
+                                   plan.dn_v, plan.g, plan.beta, 32)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("T,splits", [(1, 2), (37, 2), (256, 4)])
+def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
+    """add_rms_norm with a split-K GEMM's fp32 partials [splits, T, D]: residual <- bf16(residual + the
+    partials' sum), out <- its RMSNorm x (1 + w); partials of another shape or count are refused."""
+    plan = FastPrefill(mk).plan(max(T, 2), max(T, 2), True)
+    op, D, eps = plan.op["prefill_add_rms_norm"], mk.k.D, mk.config.rms_norm_eps
+    gen = torch.Generator(device="cuda").manual_seed(T)
+    res = torch.randn(T, D, device="cuda", generator=gen).bfloat16()
+    parts = torch.randn(splits, T, D, device="cuda", generator=gen)
+    embed, w = mk.weights["model.embed_tokens.weight"], mk.prefill_weights[0]["in_norm"]
+    r, out = res.clone(), torch.full((T, D), float("nan"), dtype=torch.bfloat16, device="cuda")
+    op(parts, None, embed, r, w, out, eps)
+    want_r = (res.double() + parts.double().sum(0)).float()
+    torch.testing.assert_close(r.float(), want_r, rtol=2 ** -7, atol=1e-6)  # (one bf16 rounding of the sum)
+    rf = r.double()
+    want = rf * torch.rsqrt(rf.pow(2).mean(-1, keepdim=True) + eps) * (1 + w.double())
+    assert rel(out.float(), want.float()) < 1e-2
+    for bad in (torch.randn(5, T, D, device="cuda"), torch.randn(T, D, device="cuda")):
+        with pytest.raises(RuntimeError, match="split-K GEMM's partials"):
+            op(bad, None, embed, res.clone(), w, out, eps)
 
 
 @gpu

@@ -215,17 +215,18 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
   store8(dst, y);
 }
 
-// ---- DeltaNet output norm: block = one token, 256 threads x 8 = 16 heads x 128 a pass (DN_VAL / 2048 passes);
-// the blocks also copy the layer's final state (16 bytes a thread, block t from t x 4 KB on) ---------------------
+// ---- DeltaNet output norm: block t < T = token t, 256 threads x 8 = 16 heads x 128 a pass (DN_VAL / 2048
+// passes); every block (at least DN_COPY_BLOCKS) also copies 16 bytes a thread of the layer's final state -------
 __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __restrict__ o, const uint16_t* __restrict__ proj,
                                                           const uint16_t* __restrict__ w, const float4* __restrict__ final_state,
                                                           const int64_t* __restrict__ table, int slot,
-                                                          uint16_t* __restrict__ out, float eps) {
+                                                          uint16_t* __restrict__ out, float eps, int T) {
   const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
-  {  // the layer's final delta-rule state into its slot of the decode state, 16 bytes a thread, the T blocks in turn
+  {  // the layer's final delta-rule state into its slot of the decode state, 16 bytes a thread, every block in turn
     float4* dst = table_ptr<float4>(table, ST_DN) + static_cast<size_t>(slot) * DN_STATE / 4;
     for (int e = t * 256 + tid; e < DN_STATE / 4; e += gridDim.x * 256) dst[e] = final_state[e];
   }
+  if (t >= T) return;  // (a copying block only: a short prompt's grid is DN_COPY_BLOCKS wide; no block barrier below)
   const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
   float wv[8];
   load8(w + (i & (DN_HD - 1)), wv);
@@ -454,7 +455,9 @@ cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const 
 
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const float* final_state,
                         const int64_t* table, int slot, uint16_t* out, int T, float eps, cudaStream_t s) {
-  dn_out_norm_kernel<<<T, 256, 0, s>>>(o, proj, w, reinterpret_cast<const float4*>(final_state), table, slot, out, eps);
+  constexpr int DN_COPY_BLOCKS = 128;  // at least this many blocks copy the state (a 2-row prompt's 2 alone: 128 loads in a row each)
+  dn_out_norm_kernel<<<T > DN_COPY_BLOCKS ? T : DN_COPY_BLOCKS, 256, 0, s>>>(
+      o, proj, w, reinterpret_cast<const float4*>(final_state), table, slot, out, eps, T);
   return cudaGetLastError();
 }
 
