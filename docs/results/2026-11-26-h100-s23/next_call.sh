@@ -28,6 +28,9 @@ in_tree new 240 python3 -m pytest -q -m gpu tests/test_megakernel_prefill.py -p 
 echo "prefill tests: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_prefill.txt" | cut -c1-300; pack
 in_tree new 120 python3 -m pytest -q -m gpu tests/test_megakernel.py -k "prefill or opcheck" -p no:cacheprovider > "$OUT/r/tests_mk.txt" 2>&1
 echo "megakernel tests: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_mk.txt" | cut -c1-300; pack
+in_tree new 200 python3 -m pytest -q -m gpu tests/test_megakernel_family.py -k "4b and (prefill or every_layer)" -p no:cacheprovider \
+    > "$OUT/r/tests_family.txt" 2>&1
+echo "family tests: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_family.txt" | cut -c1-300; pack
 for round in 1 2; do
   for side in prev new; do
     in_tree $side 60 python3 -m compare prefill --pp 2,16,64,520 --reference-pp 0 --out "$OUT/r/prefill_${side}_$round" \
