@@ -226,7 +226,8 @@ class PrefillPlan:
             op["prefill_silu_mul"](self.gu[r], self.act[r])
             self.project(self.act[r], w["down"], r)
             if trace is not None:  # (the layer's output as add_rms_norm forms it: residual + x, one rounding)
-                x = self.x.float() if self.split_k == 1 else self.xs.sum(0)
+                x = self.out_rows(slice(0, T))
+                x = x.float() if self.split_k == 1 else x.sum(0)
                 record(trace, f"layers.{i}", (self.res.float() + x).bfloat16().view(1, T, D)[:, :self.valid])
         rows = slice(T - 1, T) if last_only else slice(0, T)
         op["prefill_add_rms_norm"](self.out_rows(rows), None, embed, self.res[rows], t.weights["model.norm.weight"],
@@ -280,12 +281,12 @@ class PrefillPlan:
     def project(self, x, weight, rows):
         """out_rows(rows) <- x @ weight^T for an out-projection or down (N = hidden): one GEMM, or one
         batched GEMM over split_k slices of K into fp32 partials."""
-        if self.split_k == 1:
-            torch.mm(x, weight.t(), out=self.x[rows])
-            return
-        S, (n, K) = self.split_k, x.shape
-        torch.ops.aten.bmm.dtype_out(x.view(n, S, K // S).transpose(0, 1), weight.view(-1, S, K // S).permute(1, 2, 0),
-                                     torch.float32, out=self.out_rows(rows))
+        out, S, (n, K) = self.out_rows(rows), self.split_k, x.shape
+        if S == 1:
+            torch.mm(x, weight.t(), out=out)
+        else:
+            torch.ops.aten.bmm.dtype_out(x.view(n, S, K // S).transpose(0, 1), weight.view(-1, S, K // S).permute(1, 2, 0),
+                                         torch.float32, out=out)
 
     def attend_in_pieces(self, proj):
         """Attention after earlier tokens with the earlier keys in pieces (see __init__), merged and
