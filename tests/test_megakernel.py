@@ -219,6 +219,15 @@ def test_binding_compiles_against_the_installed_torch(tmp_path):
     assert proc.returncode == 0 and not errors, "\n".join(errors[:20]) or proc.stderr[-3000:]
 
 
+def test_binding_formats_its_refusals_without_iostreams():
+    """binding.cpp refuses through MK_CHECK, which formats into a std::string: a TORCH_CHECK with
+    arguments formats through an ostringstream that another library's static libstdc++ can
+    interpose (FlashQLA's tvm_ffi: a refusal crashed the process, docs/results/2026-11-26-h100-s24)."""
+    code = "\n".join(line.split("//")[0] for line in open(os.path.join(CSRC, "binding.cpp")))
+    assert code.count("TORCH_CHECK") == 0 and "ostringstream" not in code and "c10::str(" not in code
+    assert code.count("MK_CHECK(") > 30  # (every argument check of the ops)
+
+
 # ---- GPU ---------------------------------------------------------------------------
 
 

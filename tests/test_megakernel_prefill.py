@@ -276,6 +276,34 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
 
 @gpu
 @needs_gpu
+def test_refusals_name_what_was_wrong_after_flash_qla_is_loaded(mk):
+    """An op's refusal is a RuntimeError naming the argument, what it got and what was expected, also
+    once FlashQLA is imported: its tvm_ffi (loaded RTLD_GLOBAL) exports a static libstdc++'s
+    ostringstream constructor, and a refusal our library formatted through an iostream crashed the
+    process (SIGSEGV, docs/results/2026-11-26-h100-s24 call 2; binding.cpp MK_CHECK formats without)."""
+    pytest.importorskip("flash_qla")
+    from megakernel import ops
+
+    silu, prep = (ops.op(name, mk.ops_namespace) for name in ("prefill_silu_mul", "prefill_dn_prep"))
+    inter, dev = mk.k.INTER, "cuda"
+    out = torch.empty(3, inter, dtype=torch.bfloat16, device=dev)
+    cases = [((torch.zeros(3, 2 * inter, device=dev), out), r"gate_up must be BFloat16 \(got Float\)"),
+             ((torch.zeros(3, 2 * inter, dtype=torch.bfloat16, device=dev), out[:2]),
+              rf"out has shape \[2, {inter}\]; expected \[3, {inter}\]"),
+             ((torch.zeros(3, 2 * inter, dtype=torch.bfloat16, device=dev), out.cpu()),
+              r"out must be a CUDA tensor \(got one on cpu\)")]
+    for args, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            silu(*args)
+    plan = FastPrefill(mk).plan(2, 2, True)
+    w = mk.prefill_weights[mk.config.layer_types.index("linear_attention")]
+    proj = torch.zeros(2, mk.k.DN_WIN, dtype=torch.bfloat16, device=dev)
+    with pytest.raises(RuntimeError, match=rf"DeltaNet layer 99 outside \[0, {mk.k.NDN}\)"):
+        prep(proj, plan.table, 99, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q, plan.dn_k, plan.dn_v, plan.g, plan.beta, 0)
+
+
+@gpu
+@needs_gpu
 @pytest.mark.parametrize("prompt_len", [2, 63, 65, 520])
 def test_the_untraced_prefill_computes_the_traced_ones_logits(mk, prompt_len):
     """Without a trace a fresh prompt's last layer runs for its last row alone (one query over every key,

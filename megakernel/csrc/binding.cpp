@@ -12,6 +12,9 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <type_traits>
 #include <mutex>
 
 #include "megakernel.cuh"
@@ -31,22 +34,62 @@ namespace {
 
 using torch::Tensor;
 
+// ---- error messages, formatted without iostreams ---------------------------------------------
+// TORCH_CHECK(cond, a, b, ...) formats through a std::ostringstream made in this library, whose
+// constructor the dynamic linker may bind to another library's static copy of libstdc++: FlashQLA's
+// tvm_ffi (loaded RTLD_GLOBAL) exports one, and a refusal formatted by that half-foreign stream
+// crashed the process (SIGSEGV in ostream::_M_insert<long>; docs/results/2026-11-26-h100-s24 call 2).
+// MK_CHECK formats its message here, into a std::string, and hands it to c10's own failure path
+// (torchCheckFail, in libc10): the same c10::Error, a RuntimeError in Python.
+void append(std::string& s, const char* v) { s += v; }
+void append(std::string& s, const std::string& v) { s += v; }
+void append(std::string& s, c10::ScalarType v) { s += c10::toString(v); }
+void append(std::string& s, const c10::Device& v) { s += v.str(); }
+void append(std::string& s, c10::IntArrayRef v) {
+  s += '[';
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  s += ']';
+}
+template <class T, std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T>, int> = 0>
+void append(std::string& s, T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
+    s += buf;
+  } else if constexpr (std::is_enum_v<T>) {
+    s += std::to_string(static_cast<long long>(v));
+  } else {
+    s += std::to_string(v);
+  }
+}
+template <class... A>
+std::string say(const A&... parts) {
+  std::string s;
+  (append(s, parts), ...);
+  return s;
+}
+#define MK_CHECK(cond, ...)                                                                           \
+  do {                                                                                                \
+    if (C10_UNLIKELY(!(cond)))                                                                        \
+      ::c10::detail::torchCheckFail(__func__, __FILE__, static_cast<uint32_t>(__LINE__), say(__VA_ARGS__)); \
+  } while (0)
+
 // ---- argument checks ------------------------------------------------------------------------
 void check_tensor(const Tensor& t, const char* op, const char* what, c10::ScalarType dtype, c10::IntArrayRef shape) {
-  TORCH_CHECK(t.is_cuda(), op, ": ", what, " must be a CUDA tensor (got one on ", t.device(), ")");
-  TORCH_CHECK(t.scalar_type() == dtype, op, ": ", what, " must be ", dtype, " (got ", t.scalar_type(), ")");
-  TORCH_CHECK(t.is_contiguous(), op, ": ", what, " must be contiguous");
-  TORCH_CHECK(shape.empty() || t.sizes() == shape, op, ": ", what, " has shape ", t.sizes(), "; expected ", shape);
+  MK_CHECK(t.is_cuda(), op, ": ", what, " must be a CUDA tensor (got one on ", t.device(), ")");
+  MK_CHECK(t.scalar_type() == dtype, op, ": ", what, " must be ", dtype, " (got ", t.scalar_type(), ")");
+  MK_CHECK(t.is_contiguous(), op, ": ", what, " must be contiguous");
+  MK_CHECK(shape.empty() || t.sizes() == shape, op, ": ", what, " has shape ", t.sizes(), "; expected ", shape);
 }
 // a [..., width] buffer of T rows
 int rows_of(const Tensor& t, int64_t width, const char* op, const char* what) {
-  TORCH_CHECK(t.dim() >= 1 && t.numel() % width == 0, op, ": ", what, " is not a [T, ", width, "] buffer (", t.sizes(), ")");
+  MK_CHECK(t.dim() >= 1 && t.numel() % width == 0, op, ": ", what, " is not a [T, ", width, "] buffer (", t.sizes(), ")");
   return static_cast<int>(t.numel() / width);
 }
 template <class T>
 T* ptr(const Tensor& t) { return t.numel() ? reinterpret_cast<T*>(t.data_ptr()) : nullptr; }
 cudaStream_t stream_of(const Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
-void ok(cudaError_t e, const char* op) { TORCH_CHECK(e == cudaSuccess, op, ": ", cudaGetErrorString(e)); }
+void ok(cudaError_t e, const char* op) { MK_CHECK(e == cudaSuccess, op, ": ", cudaGetErrorString(e)); }
 
 // ---- configure: once per device -------------------------------------------------------------
 mk::Config configured(int device) {
@@ -89,16 +132,16 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
   using namespace mk;
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".decode";
   const auto bf = torch::kBFloat16, f32 = torch::kFloat32;
-  TORCH_CHECK(dn_state.dim() == 5, op, ": dn_state must be [B, ", NDN, ", ", DN_HV, ", ", DN_DV, ", ", DN_DK, "]");
+  MK_CHECK(dn_state.dim() == 5, op, ": dn_state must be [B, ", NDN, ", ", DN_HV, ", ", DN_DV, ", ", DN_DK, "]");
   const int64_t B = dn_state.size(0);
-  TORCH_CHECK(B >= 1 && B <= MAX_BATCH, op, ": batch ", B, " outside [1, ", MAX_BATCH, "] (the rows one launch decodes)");
+  MK_CHECK(B >= 1 && B <= MAX_BATCH, op, ": batch ", B, " outside [1, ", MAX_BATCH, "] (the rows one launch decodes)");
   check_tensor(layer_table, op, "layer_table", torch::kInt64, {NLAYER, NSLOT});
   check_tensor(embed, op, "embed", bf, {VOCAB, D});
   check_tensor(lm_head, op, "lm_head", bf, {VOCAB, D});
   check_tensor(final_norm, op, "final_norm", bf, {D});
   check_tensor(dn_state, op, "dn_state", f32, {B, NDN, DN_HV, DN_DV, DN_DK});
   check_tensor(conv_ring, op, "conv_ring", bf, {B, NDN, CONV_K, DN_CONV});
-  TORCH_CHECK(k_cache.dim() == 5, op, ": k_cache must be [B, ", NFA, ", ", FA_HKV, ", max_seq, ", FA_HD, "]");
+  MK_CHECK(k_cache.dim() == 5, op, ": k_cache must be [B, ", NFA, ", ", FA_HKV, ", max_seq, ", FA_HD, "]");
   const int64_t max_seq = k_cache.size(3);
   check_tensor(k_cache, op, "k_cache", bf, {B, NFA, FA_HKV, max_seq, FA_HD});
   check_tensor(v_cache, op, "v_cache", bf, {B, NFA, FA_HKV, max_seq, FA_HD});
@@ -106,29 +149,29 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
   check_tensor(workspace, op, "workspace", torch::kUInt8, {WS_BYTES});
   check_tensor(sync, op, "sync", torch::kInt32, {SYNC_WORDS});
   check_tensor(token, op, "token", torch::kInt64, {B});
-  TORCH_CHECK(steps >= 1 && steps <= max_seq, op, ": steps ", steps, " outside [1, max_seq=", max_seq, "]");
-  TORCH_CHECK((steps == 1 && temperature == 0.0) ||
+  MK_CHECK(steps >= 1 && steps <= max_seq, op, ": steps ", steps, " outside [1, max_seq=", max_seq, "]");
+  MK_CHECK((steps == 1 && temperature == 0.0) ||
                   (!logits.numel() && !trace.numel() && !times.numel() && stop_after == -1 && schedule == SCHEDULE_RING),
               op, ": a launch of ", steps, " steps or at temperature ", temperature, " (the many-token kernel) writes no "
               "logits, trace or stamps, runs to the end (stop_after -1) and needs the ring schedule");
   check_tensor(next_token, op, "next_token", torch::kInt64, {});
-  TORCH_CHECK(next_token.numel() == steps * B, op, ": next_token has ", next_token.numel(), " elements; expected steps x B = ",
+  MK_CHECK(next_token.numel() == steps * B, op, ": next_token has ", next_token.numel(), " elements; expected steps x B = ",
               steps * B);
-  TORCH_CHECK(temperature == 0.0 || (temperature > 0.0 && std::isfinite(temperature)), op, ": temperature ", temperature,
+  MK_CHECK(temperature == 0.0 || (temperature > 0.0 && std::isfinite(temperature)), op, ": temperature ", temperature,
               " must be 0 (the argmax) or finite and > 0");
-  TORCH_CHECK(seed >= 0 && seed <= 0xFFFFFFFFll, op, ": seed ", seed, " outside [0, 2^32)");
-  TORCH_CHECK((int64_t)stop_ids.size() <= MAX_STOP_IDS, op, ": ", stop_ids.size(), " stop ids; at most ", MAX_STOP_IDS);
-  for (int64_t id : stop_ids) TORCH_CHECK(id >= 0 && id < VOCAB, op, ": stop id ", id, " outside [0, ", VOCAB, ")");
+  MK_CHECK(seed >= 0 && seed <= 0xFFFFFFFFll, op, ": seed ", seed, " outside [0, 2^32)");
+  MK_CHECK((int64_t)stop_ids.size() <= MAX_STOP_IDS, op, ": ", stop_ids.size(), " stop ids; at most ", MAX_STOP_IDS);
+  for (int64_t id : stop_ids) MK_CHECK(id >= 0 && id < VOCAB, op, ": stop id ", id, " outside [0, ", VOCAB, ")");
   int64_t* stream_ptr = nullptr;
   if (stream.numel()) {  // host memory the kernel writes as each step ends: pinned, mapped into the device's address space
-    TORCH_CHECK(stream.device().is_cpu() && stream.is_pinned(), op, ": stream must be pinned host memory (pin_memory=True)");
-    TORCH_CHECK(stream.scalar_type() == torch::kInt64 && stream.is_contiguous() && stream.numel() == steps * B, op,
+    MK_CHECK(stream.device().is_cpu() && stream.is_pinned(), op, ": stream must be pinned host memory (pin_memory=True)");
+    MK_CHECK(stream.scalar_type() == torch::kInt64 && stream.is_contiguous() && stream.numel() == steps * B, op,
                 ": stream must be a contiguous int64 buffer of steps x B = ", steps * B, " words (got ", stream.scalar_type(),
                 ", ", stream.numel(), ")");
     cudaPointerAttributes at{};
     const cudaError_t e = cudaPointerGetAttributes(&at, stream.data_ptr());
     if (e != cudaSuccess) cudaGetLastError();  // (clear it: reported below)
-    TORCH_CHECK(e == cudaSuccess && at.type == cudaMemoryTypeHost && at.devicePointer != nullptr, op,
+    MK_CHECK(e == cudaSuccess && at.type == cudaMemoryTypeHost && at.devicePointer != nullptr, op,
                 ": stream's pinned memory is not mapped into the device's address space (",
                 e == cudaSuccess ? "no device pointer" : cudaGetErrorString(e), ")");
     stream_ptr = static_cast<int64_t*>(at.devicePointer);
@@ -136,30 +179,30 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
   check_tensor(fault, op, "fault", torch::kInt64, {FAULT_WORDS});
   if (logits.numel()) check_tensor(logits, op, "logits", f32, {B, VOCAB});
   if (trace.numel()) check_tensor(trace, op, "trace", f32, {B, NLAYER + 2, D});
-  TORCH_CHECK((int64_t)pos.size() == B, op, ": pos needs one entry per row (", B, "); got ", pos.size());
-  TORCH_CHECK(positions_per_split >= 1 && positions_per_split <= (1 << 20), op, ": positions_per_split ", positions_per_split,
+  MK_CHECK((int64_t)pos.size() == B, op, ": pos needs one entry per row (", B, "); got ", pos.size());
+  MK_CHECK(positions_per_split >= 1 && positions_per_split <= (1 << 20), op, ": positions_per_split ", positions_per_split,
               " outside [1, 2^20]");
   if (times.numel()) check_tensor(times, op, "times", torch::kInt64, {times_words(static_cast<int>(grid))});
   for (const Tensor* t : {&embed, &lm_head, &final_norm, &dn_state, &conv_ring, &k_cache, &v_cache, &rope, &workspace, &sync, &token,
                           &next_token, &fault})
-    TORCH_CHECK(t->device() == layer_table.device(), op, ": every tensor must be on ", layer_table.device());
+    MK_CHECK(t->device() == layer_table.device(), op, ": every tensor must be on ", layer_table.device());
   const int device = layer_table.device().index();
   const Config c = configured(device);
   const int max_grid = std::min(c.num_sms * std::min(c.blocks_per_sm, 1), MAX_GRID);
-  TORCH_CHECK(grid >= 1 && grid <= max_grid, op, ": grid ", grid, " outside [1, ", max_grid, "] (blocks resident at once)");
-  TORCH_CHECK(schedule == SCHEDULE_RING || schedule == SCHEDULE_REGISTER || schedule == SCHEDULE_STREAM_ONLY, op,
+  MK_CHECK(grid >= 1 && grid <= max_grid, op, ": grid ", grid, " outside [1, ", max_grid, "] (blocks resident at once)");
+  MK_CHECK(schedule == SCHEDULE_RING || schedule == SCHEDULE_REGISTER || schedule == SCHEDULE_STREAM_ONLY, op,
               ": schedule ", schedule, " is not one of ring (0), register (1), stream-only (2)");
-  TORCH_CHECK(schedule != SCHEDULE_REGISTER || B == 1, op, ": the register schedule decodes batch 1 only; got batch ", B,
+  MK_CHECK(schedule != SCHEDULE_REGISTER || B == 1, op, ": the register schedule decodes batch 1 only; got batch ", B,
               " (the ring schedule takes 1..", MAX_BATCH, ")");
   const int fit = c.ring_slots[B - 1];
-  TORCH_CHECK(schedule == SCHEDULE_REGISTER || (ring_slots >= RING_MIN_SLOTS && ring_slots <= fit), op,
+  MK_CHECK(schedule == SCHEDULE_REGISTER || (ring_slots >= RING_MIN_SLOTS && ring_slots <= fit), op,
               ": the ring schedule at batch ", B, " needs ", RING_MIN_SLOTS, "..", fit, " slots (configure() found room for ",
               fit, " on this GPU); got ring_slots ", ring_slots);
   for (int64_t b = 0; b < B; ++b) {
-    TORCH_CHECK(pos[b] >= 0 && pos[b] + steps <= max_seq, op, ": pos[", b, "] = ", pos[b], " and ", steps,
+    MK_CHECK(pos[b] >= 0 && pos[b] + steps <= max_seq, op, ": pos[", b, "] = ", pos[b], " and ", steps,
                 " step(s) outside [0, max_seq=", max_seq, ")");
   }
-  TORCH_CHECK(stop_after >= -1 && stop_after < NPHASES, op, ": stop_after ", stop_after, " outside [-1, ", NPHASES, ")");
+  MK_CHECK(stop_after >= -1 && stop_after < NPHASES, op, ": stop_after ", stop_after, " outside [-1, ", NPHASES, ")");
   Args a{};
   a.layers = ptr<const uint64_t>(layer_table);
   a.embed = ptr<const uint16_t>(embed);
@@ -228,7 +271,7 @@ void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Te
   const bool split = x && x->scalar_type() == F32;
   const int splits = split && x->dim() == 3 ? static_cast<int>(x->size(0)) : 0;
   if (split) {
-    TORCH_CHECK(x->dim() == 3 && splits >= 1 && splits <= 4, op, ": fp32 x must be a split-K GEMM's partials [splits, ", T,
+    MK_CHECK(x->dim() == 3 && splits >= 1 && splits <= 4, op, ": fp32 x must be a split-K GEMM's partials [splits, ", T,
                 ", ", mk::D, "] with 1 <= splits <= 4, got ", x->sizes());
     check_tensor(*x, op, "x", F32, {splits, T, mk::D});
   } else if (x) {
@@ -255,8 +298,8 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
   check_tensor(v, op, "v", BF, {1, T, mk::DN_HV, mk::DN_DV});
   check_tensor(g, op, "g", F32, {1, T, mk::DN_HV});
   check_tensor(beta, op, "beta", F32, {1, T, mk::DN_HV});
-  TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
-  TORCH_CHECK(g_chunk == 0 || g_chunk == mkp::DN_GATE_ROWS, op, ": g_chunk ", g_chunk, " is neither 0 (g itself) nor ",
+  MK_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
+  MK_CHECK(g_chunk == 0 || g_chunk == mkp::DN_GATE_ROWS, op, ": g_chunk ", g_chunk, " is neither 0 (g itself) nor ",
               mkp::DN_GATE_ROWS, " (g summed within chunks of that many rows)");
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, ptr<const uint16_t>(conv_w),
@@ -274,7 +317,7 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
   check_tensor(final_state, op, "final_state", F32, {1, mk::DN_HV, mk::DN_DV, mk::DN_DK});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(out, op, "out", BF, {T, mk::DN_VAL});
-  TORCH_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
+  MK_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_out_norm(ptr<const uint16_t>(o), ptr<const uint16_t>(proj), ptr<const uint16_t>(w), ptr<const float>(final_state),
                       ptr<const int64_t>(table), layer, ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(proj)), op);
@@ -307,8 +350,8 @@ void prefill_attn_prep(const Tensor& proj, const Tensor& q_w, const Tensor& k_w,
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(qbuf, op, "qbuf", BF, {T, mk::FA_HQ, mk::FA_HD});
   check_tensor(kv, op, "kv", BF, {2, max_seq, mk::FA_HKV, mk::FA_HD});
-  TORCH_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
-  TORCH_CHECK(T <= max_seq, op, ": ", T, " tokens do not fit max_seq ", max_seq);  // (start + T: the host's bind())
+  MK_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
+  MK_CHECK(T <= max_seq, op, ": ", T, " tokens do not fit max_seq ", max_seq);  // (start + T: the host's bind())
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::attn_prep(ptr<const uint16_t>(proj), ptr<const uint16_t>(q_w), ptr<const uint16_t>(k_w), ptr<const int64_t>(table),
                     layer, max_seq, ptr<uint16_t>(qbuf), ptr<uint16_t>(kv), T, static_cast<float>(eps), stream_of(proj)),
@@ -319,7 +362,7 @@ void prefill_kv_prefix(const Tensor& table, int64_t layer, int64_t max_seq, cons
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_kv_prefix";
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(kv, op, "kv", BF, {2, max_seq, mk::FA_HKV, mk::FA_HD});
-  TORCH_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
+  MK_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
   c10::cuda::CUDAGuard guard(kv.device());
   ok(mkp::kv_prefix(ptr<const int64_t>(table), layer, max_seq, ptr<uint16_t>(kv), stream_of(kv)), op);
 }
@@ -327,7 +370,7 @@ void prefill_kv_prefix(const Tensor& table, int64_t layer, int64_t max_seq, cons
 void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& table, const Tensor& out) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_attn_gate";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
-  TORCH_CHECK(o.is_cuda() && o.scalar_type() == BF && o.dim() == 3 && o.size(0) == T && o.size(1) == mk::FA_HQ &&
+  MK_CHECK(o.is_cuda() && o.scalar_type() == BF && o.dim() == 3 && o.size(0) == T && o.size(1) == mk::FA_HQ &&
                   o.size(2) == mk::FA_HD && o.stride(2) == 1,
               op, ": o must be a CUDA bfloat16 [T, ", mk::FA_HQ, ", ", mk::FA_HD, "] tensor with unit last stride (got ",
               o.sizes(), ")");
@@ -343,13 +386,13 @@ void prefill_attn_merge_gate(const Tensor& o_ctx, const Tensor& lse_ctx, const T
                              const Tensor& proj, const Tensor& table, const Tensor& out) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_attn_merge_gate";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
-  TORCH_CHECK(lse_ctx.is_cuda() && lse_ctx.scalar_type() == F32 && lse_ctx.dim() == 3 && lse_ctx.size(1) == mk::FA_HQ &&
+  MK_CHECK(lse_ctx.is_cuda() && lse_ctx.scalar_type() == F32 && lse_ctx.dim() == 3 && lse_ctx.size(1) == mk::FA_HQ &&
                   lse_ctx.size(2) == T,
               op, ": lse_ctx must be a CUDA float32 [S, ", mk::FA_HQ, ", T] tensor (got ", lse_ctx.sizes(), ")");
   const int S = static_cast<int>(lse_ctx.size(0));
   check_tensor(o_ctx, op, "o_ctx", BF, {S * T, mk::FA_HQ, mk::FA_HD});
   check_tensor(o_new, op, "o_new", BF, {T, mk::FA_HQ, mk::FA_HD});
-  TORCH_CHECK(lse_new.is_cuda() && lse_new.scalar_type() == F32 && lse_new.dim() == 2 && lse_new.size(0) == mk::FA_HQ &&
+  MK_CHECK(lse_new.is_cuda() && lse_new.scalar_type() == F32 && lse_new.dim() == 2 && lse_new.size(0) == mk::FA_HQ &&
                   lse_new.size(1) == T,
               op, ": lse_new must be a CUDA float32 [", mk::FA_HQ, ", T] tensor (got ", lse_new.sizes(), ")");
   check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
