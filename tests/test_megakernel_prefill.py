@@ -276,6 +276,25 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
 
 @gpu
 @needs_gpu
+def test_prompts_queued_back_to_back_on_one_plan_keep_their_own_ids(mk):
+    """bind() stages each prompt's ids and state table in pinned host memory and copies them without a
+    sync: two prompts queued behind a busy GPU on one plan (graph replays, no sync between) each give
+    their own logits, bit for bit those of the prompt alone; ids on the device the same as on the CPU."""
+    T, seq = 40, 64
+    a, b = ids(T, 11), ids(T, 12)
+    alone = {}
+    for name, x in (("a", a), ("b", b)):
+        for _ in range(2):  # (the second replays the shape's graph)
+            alone[name] = mk.prefill(x, mk.new_state(max_seq_len=seq))
+        torch.cuda.synchronize()
+    sa, sb, sc = (mk.new_state(max_seq_len=seq) for _ in range(3))
+    torch.cuda._sleep(100_000_000)  # (~50 ms: both transfers wait behind it; the second bind must not overwrite the first's)
+    la, lb, lc = mk.prefill(a, sa), mk.prefill(b, sb), mk.prefill(a.cuda(), sc)
+    assert torch.equal(la, alone["a"]) and torch.equal(lb, alone["b"]) and torch.equal(lc, alone["a"])
+
+
+@gpu
+@needs_gpu
 def test_refusals_name_what_was_wrong_after_flash_qla_is_loaded(mk):
     """An op's refusal is a RuntimeError naming the argument, what it got and what was expected, also
     once FlashQLA is imported: its tvm_ffi (loaded RTLD_GLOBAL) exports a static libstdc++'s
