@@ -98,11 +98,11 @@ def layer_weights(tier) -> list[dict]:
     return out
 
 
-def state_table(state, valid: int) -> list[int]:
+def state_table(state, valid: int) -> torch.Tensor:
     """The state's pointers, its next position (the prefill's start) and the prompt's `valid` tokens
-    in csrc/prefill.cuh StateSlot order."""
-    return [state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(), state.v_cache.data_ptr(),
-            state.rope.data_ptr(), state.seq_len, valid]
+    in csrc/prefill.cuh StateSlot order, as a CPU int64 tensor."""
+    return torch.tensor([state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(),
+                         state.v_cache.data_ptr(), state.rope.data_ptr(), state.seq_len, valid], dtype=torch.int64)
 
 
 def check_fits(n: int, start: int, max_seq: int) -> None:
@@ -147,20 +147,8 @@ class PrefillPlan:
         self.k = k = tier.k
         self.eps = tier.config.rms_norm_eps
         dev, bf, f32, i32 = tier.device, torch.bfloat16, torch.float32, torch.int32
-        sms = torch.cuda.get_device_properties(dev).multi_processor_count
-        self.pieces = 1 if fresh else context_pieces(T, max_seq, k.FA_HQ, sms)
-        self.piece = -(-max_seq // self.pieces)
-        # what bind() writes for each prompt, staged in pinned host memory and copied in one transfer
-        # (a pageable copy syncs the host; each small write would be a launch): int64 words [ids (T) |
-        # state table | int32 pairs: used, -, cu_q (2), cu_new (2), used_pieces (pieces)]
-        S, n32 = k.PREFILL_STATE_SLOTS, 6 + (self.pieces if self.pieces > 1 else 0)
-        words = T + S + -(-n32 // 2)
-        self.staging = torch.zeros(words, dtype=torch.int64, pin_memory=True)
-        self.staged = torch.cuda.Event()  # the last bind's transfer (the staging is rewritten after it)
-        self.words = torch.zeros(words, dtype=torch.int64, device=dev)
-        self.ids, self.table = self.words[:T], self.words[T:T + S]
-        w32 = self.words[T + S:].view(torch.int32)
-        self.used, self.cu_q, self.cu_new, self.used_pieces = w32[0:1], w32[2:4], w32[4:6], w32[6:n32]
+        self.ids = torch.zeros(T, dtype=torch.int64, device=dev)
+        self.table = torch.zeros(k.PREFILL_STATE_SLOTS, dtype=torch.int64, device=dev)
         self.res = torch.empty(T, k.D, dtype=bf, device=dev)       # residual stream
         self.h = torch.empty(T, k.D, dtype=bf, device=dev)         # normed input of the next GEMM
         # the output of the last GEMM (an out-projection or down, N = hidden): bf16 [T, D]; or, at most
@@ -188,15 +176,22 @@ class PrefillPlan:
         # [n, used] score matrix)
         # (FastPrefill shares one between the plans of a max_seq: they run one at a time)
         self.kv = kv if kv is not None else torch.empty(2, max_seq, k.FA_HKV, k.FA_HD, dtype=bf, device=dev)
+        self.cu_q = torch.tensor([0, T], dtype=i32, device=dev)
         self.cu_k = torch.tensor([0, max_seq], dtype=i32, device=dev)
+        self.used = torch.zeros(1, dtype=i32, device=dev)
         # after earlier tokens, in `pieces` > 1: the earlier keys as `pieces` sequences of `piece`
         # positions (the last one shorter; `used_pieces` of each before the start), each seen by a
         # copy of the T query rows without a mask; the n new keys (at `cu_new`: start, start + n) with
         # the causal mask; the parts merged by their log-sum-exps
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count
+        self.pieces = 1 if fresh else context_pieces(T, max_seq, k.FA_HQ, sms)
+        self.piece = -(-max_seq // self.pieces)
         if self.pieces > 1:
             bounds = [min(i * self.piece, max_seq) for i in range(self.pieces + 1)]
             self.cu_pieces_k = torch.tensor(bounds, dtype=i32, device=dev)
             self.cu_pieces_q = torch.arange(self.pieces + 1, dtype=i32, device=dev) * T
+            self.used_pieces = torch.zeros(self.pieces, dtype=i32, device=dev)
+            self.cu_new = torch.zeros(2, dtype=i32, device=dev)
             self.q_pieces = torch.empty(self.pieces * T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
         self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
         self.graph = None
@@ -321,24 +316,16 @@ class PrefillPlan:
             where = "start 0" if self.fresh else "a start > 0"
             raise ValueError(f"a plan of {self.T} rows at {where} for max_seq_len {self.max_seq} cannot take {n} tokens "
                              f"into a state at position {start} with max_seq_len {state.max_seq_len}")
-        self.valid, T, S = n, self.T, self.table.numel()
-        self.staged.synchronize()  # (the previous bind's transfer has read the staging: a no-op unless it is queued)
-        w64 = self.staging.numpy()
-        w32 = w64[T + S:].view("int32")
-        on_host = ids.device.type == "cpu"
-        w64[:n] = ids[0].numpy() if on_host else 0
-        w64[n:T] = 0
-        w64[T:T + S] = state_table(state, n)
-        w32[0], w32[2:4] = start + n, (0, n)
+        self.valid = n
+        self.ids[:n].copy_(ids[0])
+        self.ids[n:].zero_()
+        self.table.copy_(state_table(state, n))
+        self.used.fill_(start + n)
+        self.cu_q[1:].fill_(n)
         if self.pieces > 1:
             ends = [min(start, (i + 1) * self.piece, self.max_seq) for i in range(self.pieces)]
-            w32[4:6] = (start, start + n)
-            w32[6:6 + self.pieces] = [max(0, e - i * self.piece) for i, e in enumerate(ends)]
-        with torch.cuda.device(self.words.device):
-            self.words.copy_(self.staging, non_blocking=True)
-            self.staged.record()
-            if not on_host:  # (ids on this device: copied after the transfer)
-                self.ids[:n].copy_(ids[0])
+            self.used_pieces.copy_(torch.tensor([max(0, e - i * self.piece) for i, e in enumerate(ends)], dtype=torch.int32))
+            self.cu_new.copy_(torch.tensor([start, start + n], dtype=torch.int32))
 
     def capture(self):
         """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""

@@ -151,7 +151,6 @@ class MegakernelTier(Tier):
     part_timing = "kernel timer"
     device_checks = True  # the kernel refuses an id outside the vocabulary (csrc/step_check.cuh)
     per_row_positions = True  # each row's position, split-K and caches are its own (Args::pos, nsplit)
-    prompt_ids_where_given = True  # the fast prefill stages CPU ids itself (prefill.py bind()); other paths move them
     # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
     # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split
     variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split", "prefill_delta_rule")
@@ -372,8 +371,6 @@ class MegakernelTier(Tier):
     # row by row (each row's prompt is its own graph replay on row_state views) ----
     @torch.inference_mode()
     def _prefill(self, input_ids, state, trace):
-        if self.fast_prefill is None or input_ids.shape[1] == 1:
-            input_ids = input_ids.to(self.device)
         if input_ids.shape[1] == 1:  # one token is one decode step: the single launch reads the weights once
             return self._decode(input_ids[:, 0], state, trace)
         if state.batch_size == 1:

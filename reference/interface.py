@@ -151,9 +151,6 @@ class Tier(abc.ABC):
     device_checks: bool = False
     """`decode_argmax` checks the ids' range in the tier's kernels (no host sync): a refused step
     writes nothing but `state.fault`, and `check(state)` raises it. False: checked on the host."""
-    prompt_ids_where_given: bool = False
-    """`_prefill` takes the prompt ids where the caller has them (the CPU or this tier's device) and
-    moves them itself (megakernel: into a pinned staging buffer, no sync). False: on the device."""
     many_tokens_per_launch: bool = False
     """`decode_greedy` runs its steps in one device launch, each step's ids handed to the host as
     the step ends (no launch or sync per token). False: one `decode_argmax` per step, each read back."""
@@ -212,8 +209,7 @@ class Tier(abc.ABC):
     def prefill(self, input_ids, state, trace=None, row=None):
         """Every row's prompt (input_ids [B, T], all rows at one position), or with `row=r` row r's
         alone (input_ids [1, T], from that row's position; the other rows are not touched)."""
-        ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[B, T]" if row is None else "[1, T]",
-                              to_device=not self.prompt_ids_where_given)
+        ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[B, T]" if row is None else "[1, T]")
         if ids.shape[1] == 0:
             raise TierInputError("input_ids is an empty prompt (T = 0); expected at least one token")
         self.check(state)
@@ -429,7 +425,7 @@ class Tier(abc.ABC):
                               for k, v in fields.items()})
 
     # ---- checks -------------------------------------------------------------------
-    def _check_ids(self, ids, dims, what, shape_hint, check_range=True, to_device=True):
+    def _check_ids(self, ids, dims, what, shape_hint, check_range=True):
         if not isinstance(ids, torch.Tensor):
             raise TierInputError(f"{what} must be a torch.Tensor {shape_hint} of int64, got {type(ids).__name__}")
         if ids.dtype != torch.int64:
@@ -439,12 +435,12 @@ class Tier(abc.ABC):
         if ids.device.type != "cpu" and not same_device(ids.device, self.device):
             raise TierInputError(f"{what} is on {ids.device}; expected the CPU or this tier's device ({self.device})")
         if check_range and ids.numel():
-            lo, hi = (int(x) for x in torch.aminmax(ids))
+            lo, hi = int(ids.min()), int(ids.max())
             V = self.config.vocab_size
             if lo < 0 or hi >= V:
                 bad = lo if lo < 0 else hi
                 raise TierInputError(f"{what} holds token id {bad}, outside the vocabulary [0, {V})")
-        return ids.to(self.device) if to_device else ids
+        return ids.to(self.device)
 
     def _check_state(self, state, batch_size, n_new, step=False):
         """The state takes `n_new` more tokens in each of its `batch_size` rows; `step` (a decode

@@ -277,8 +277,8 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
 @gpu
 @needs_gpu
 def test_prompts_queued_back_to_back_on_one_plan_keep_their_own_ids(mk):
-    """bind() stages each prompt's ids and state table in pinned host memory and copies them without a
-    sync: two prompts queued behind a busy GPU on one plan (graph replays, no sync between) each give
+    """bind() writes each prompt's ids and state table into the plan's device buffers, ordered with the
+    replays: two prompts queued behind a busy GPU on one plan (graph replays, no sync between) each give
     their own logits, bit for bit those of the prompt alone; ids on the device the same as on the CPU."""
     T, seq = 40, 64
     a, b = ids(T, 11), ids(T, 12)
@@ -288,7 +288,7 @@ def test_prompts_queued_back_to_back_on_one_plan_keep_their_own_ids(mk):
             alone[name] = mk.prefill(x, mk.new_state(max_seq_len=seq))
         torch.cuda.synchronize()
     sa, sb, sc = (mk.new_state(max_seq_len=seq) for _ in range(3))
-    torch.cuda._sleep(100_000_000)  # (~50 ms: both transfers wait behind it; the second bind must not overwrite the first's)
+    torch.cuda._sleep(100_000_000)  # (~50 ms: both prompts' copies wait behind it; the second must not overwrite the first's)
     la, lb, lc = mk.prefill(a, sa), mk.prefill(b, sb), mk.prefill(a.cuda(), sc)
     assert torch.equal(la, alone["a"]) and torch.equal(lb, alone["b"]) and torch.equal(lc, alone["a"])
 
