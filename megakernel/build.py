@@ -134,9 +134,11 @@ def archs_for_device(device=None) -> list[str]:
 
 
 def source_hash(extra: str = "") -> str:
-    """16 hex digits of the sources, the headers, the nvcc flags and `extra` (a shape's defines): a new
-    cache folder when any changes."""
-    h = hashlib.sha256()
+    """16 hex digits of the sources, the headers, the nvcc flags, `extra` (a shape's defines) and the
+    folder they are in: a new cache folder when any changes. (torch's build file names the sources by
+    path, so two checkouts with the same sources sharing one folder rebuilt each other in turn: an A/B
+    of two trees alternating, docs/results/2026-11-26-h100-s24 call 4.)"""
+    h = hashlib.sha256(os.path.realpath(CSRC).encode() + b"\0")
     for name in sorted(CU_SOURCES + CPP_SOURCES + HEADERS):
         with open(os.path.join(CSRC, name), "rb") as f:
             h.update(name.encode() + b"\0" + f.read())

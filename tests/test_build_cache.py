@@ -307,6 +307,19 @@ def test_a_source_change_builds_into_a_new_folder(tmp_path, monkeypatch, capsys)
     assert os.path.isdir(before_dir) and marker(cache_dir(["sm_90a"]))["source_hash"] == source_hash()
 
 
+def test_two_checkouts_of_the_same_sources_build_in_their_own_folders(tmp_path, monkeypatch):
+    """The same sources in another folder (a second checkout, an A/B's base tree) hash to another build
+    folder: torch's build file names the sources by path, and one shared folder rebuilt for each in turn."""
+    monkeypatch.setenv("QWEN35_MEGAKERNEL_CACHE", str(tmp_path / "cache"))
+    here = (source_hash(), cache_dir(["sm_90a"]))
+    copy = tmp_path / "other" / "csrc"
+    shutil.copytree(build.CSRC, copy)
+    monkeypatch.setattr(build, "CSRC", str(copy))
+    there = (source_hash(), cache_dir(["sm_90a"]))
+    assert there[0] != here[0] and there[1] != here[1] and os.path.dirname(there[1]) == os.path.dirname(here[1])
+    assert (source_hash(), cache_dir(["sm_90a"])) == there  # (stable for one folder)
+
+
 def test_a_build_made_with_other_tools_is_rebuilt(tmp_path, capsys):
     folder = str(tmp_path / "h-sm_90a")
     key = {"source_hash": "h", "archs": ["sm_90a"], "torch": "2.13.0", "nvcc": "V13.0.88"}
