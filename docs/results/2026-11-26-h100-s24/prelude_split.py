@@ -1,10 +1,11 @@
 """Where the ~250 µs between a prefill's region and its graph replay go (session 24 call 6; call 5: the staged bind
-did not shorten them). For T in the list, 20 prefills of a fresh T-token prompt (CPU ids, a new state each, as
+did not shorten them). For T in the list, REPS prefills of a fresh T-token prompt (CPU ids, a new state each, as
 `compare prefill` times them), each split by host clocks and GPU events:
   gpu_prelude: event at the call's start -> event recorded just before graph.replay (the GPU idles: host time);
   gpu_graph:   that event -> the event after the call (launch latency + the graph);
   host: perf_counter of the whole call, of FastPrefill.__call__, of bind(), of graph.replay() (the launch call).
     PYTHONPATH=<tree> python prelude_split.py OUT.json 64,520
+(Call 6 ran it at 3197619: 20 repetitions, medians only.)
 """
 import json
 import statistics
@@ -18,6 +19,7 @@ from megakernel import prefill as mp
 from reference import ModelConfig, perturb_norms, random_weights
 
 HOST = {}
+REPS = 40  # (the host's times swing ±50% call to call: each figure is given as median / min)
 
 
 def timed(name, fn):
@@ -54,7 +56,7 @@ def main(path, lengths):
             tier.prefill(ids, tier.new_state(max_seq_len=T))
         HOST.clear()
         pre, graph, calls = [], [], []
-        for _ in range(20):
+        for _ in range(REPS):
             state = tier.new_state(max_seq_len=T)
             torch.cuda.synchronize()
             marks.clear()
@@ -67,10 +69,11 @@ def main(path, lengths):
             b.synchronize()
             pre.append(a.elapsed_time(marks[0]) * 1e3)
             graph.append(marks[0].elapsed_time(b) * 1e3)
-        row = {"T": T, "gpu_prelude_us": statistics.median(pre), "gpu_graph_us": statistics.median(graph),
-               "host_call_us": statistics.median(calls), **{f"host {k} us": statistics.median(v) for k, v in HOST.items()}}
+        both = lambda v: [statistics.median(v), min(v)]  # noqa: E731
+        row = {"T": T, "gpu_prelude_us": both(pre), "gpu_graph_us": both(graph), "host_call_us": both(calls),
+               **{f"host {k} us": both(v) for k, v in HOST.items()}}
         rows.append(row)
-        print(f"pp{T}: " + ", ".join(f"{k} {v:.0f}" for k, v in row.items() if k != "T"))
+        print(f"pp{T} (median / min of {REPS}): " + ", ".join(f"{k} {v[0]:.0f} / {v[1]:.0f}" for k, v in row.items() if k != "T"))
     json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, open(path, "w"), indent=1)
 
 
