@@ -62,7 +62,7 @@ def timeline(intervals) -> dict:
             busy, lo = busy + hi - lo, s
         hi = max(hi, e)
     busy += hi - lo
-    span = max(e for _, e in spans) - spans[0][0]
+    span = hi - spans[0][0]  # (hi: the last end)
     return {"span_us": span, "busy_us": busy, "idle_us": span - busy}
 
 
@@ -134,12 +134,16 @@ def render(rows, rates: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def outside_us(row: dict) -> float:
+    """The row's median time outside its profiled kernels' span (µs; the row has a timeline)."""
+    return 1000.0 * row["ms_median"] - row["timeline"]["span_us"]
+
+
 def outside(row: dict) -> str:
     """The two timeline columns of a row ("–" for rows written before they were measured)."""
-    tl = row.get("timeline")
-    if not tl:
+    if not row.get("timeline"):
         return "– | –"
-    return f"{tl['idle_us']:,.0f} | {1000.0 * row['ms_median'] - tl['span_us']:,.0f}"
+    return f"{row['timeline']['idle_us']:,.0f} | {outside_us(row):,.0f}"
 
 
 def rerender(path: str) -> None:
@@ -213,11 +217,10 @@ def run(args) -> int:
         r["breakdown"], r["timeline"] = breakdown(tier, T, depth=depth)
         r["delta_rule"] = tier.prefill_delta_rule
         rows.append(derive(r, config, rates))
-        tl = r["timeline"]
         print(f"pp{T}" + (f" @ d{depth}" if depth else "") + f": {r['tok_s_median']:,.0f} tok/s ({r['ms_median']:.3f} ms; {r['tflops']:.0f} TFLOP/s; "
               f"floor {r['flop_floor_ms']:.3f} ms) " + ", ".join(f"{c} {v['us']:.0f} µs/{v['kernels']}"
                                                             for c, v in r["breakdown"].items())
-              + f"; idle between kernels {tl['idle_us']:.0f} µs, outside them {1000.0 * r['ms_median'] - tl['span_us']:.0f} µs",
+              + f"; idle between kernels {r['timeline']['idle_us']:.0f} µs, outside them {outside_us(r):.0f} µs",
               flush=True)
     ref_rows = []
     if reference_pp:
