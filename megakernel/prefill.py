@@ -21,8 +21,9 @@ not) serves every state of that max_seq_len at every start > 0 and one every fre
 length. A prompt after earlier tokens is padded to a multiple of PAD_ROWS rows (padding rows leave
 the state as it is and write nothing to the cache), so a conversation's turns of any length up to
 a multiple of 64 replay one graph, as do a long prompt's chunks. The graph reads and writes the state in place (no copies in or out,
-nothing through the host but the table). A shape's first prefill runs eagerly and the graph is
-captured at its second (NOTES "Prefill", v3, v5).
+nothing through the host but the table). Before each replay one launch (prefill_bind) writes the
+prompt's ids, the table and flash's lengths from kernel arguments. A shape's first prefill runs
+eagerly and the graph is captured at its second (NOTES "Prefill", v3, v5).
 """
 
 from __future__ import annotations
@@ -98,11 +99,11 @@ def layer_weights(tier) -> list[dict]:
     return out
 
 
-def state_table(state, valid: int) -> torch.Tensor:
+def state_table(state, valid: int) -> list[int]:
     """The state's pointers, its next position (the prefill's start) and the prompt's `valid` tokens
-    in csrc/prefill.cuh StateSlot order, as a CPU int64 tensor."""
-    return torch.tensor([state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(),
-                         state.v_cache.data_ptr(), state.rope.data_ptr(), state.seq_len, valid], dtype=torch.int64)
+    in csrc/prefill.cuh StateSlot order."""
+    return [state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(), state.v_cache.data_ptr(),
+            state.rope.data_ptr(), state.seq_len, valid]
 
 
 def check_fits(n: int, start: int, max_seq: int) -> None:
@@ -147,8 +148,18 @@ class PrefillPlan:
         self.k = k = tier.k
         self.eps = tier.config.rms_norm_eps
         dev, bf, f32, i32 = tier.device, torch.bfloat16, torch.float32, torch.int32
-        self.ids = torch.zeros(T, dtype=torch.int64, device=dev)
-        self.table = torch.zeros(k.PREFILL_STATE_SLOTS, dtype=torch.int64, device=dev)
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count
+        self.pieces = 1 if fresh else context_pieces(T, max_seq, k.FA_HQ, sms)
+        self.piece = -(-max_seq // self.pieces)
+        # what bind() writes for each prompt in one launch (prefill_bind; csrc/prefill.cuh BindWord):
+        # int64 words [ids (T) | state table | int32s: used, cu_q (2), cu_new (2), used_pieces (pieces)]
+        S, n32 = k.PREFILL_STATE_SLOTS, k.PREFILL_BIND_USED_PIECES + self.pieces
+        self.words = torch.zeros(T + S + -(-n32 // 2), dtype=torch.int64, device=dev)
+        self.ids, self.table = self.words[:T], self.words[T:T + S]
+        w32 = self.words[T + S:].view(torch.int32)
+        at = lambda i, n: w32[i:i + n]  # noqa: E731
+        self.used, self.cu_q = at(k.PREFILL_BIND_USED, 1), at(k.PREFILL_BIND_CU_Q, 2)
+        self.cu_new, self.used_pieces = at(k.PREFILL_BIND_CU_NEW, 2), at(k.PREFILL_BIND_USED_PIECES, self.pieces)
         self.res = torch.empty(T, k.D, dtype=bf, device=dev)       # residual stream
         self.h = torch.empty(T, k.D, dtype=bf, device=dev)         # normed input of the next GEMM
         # the output of the last GEMM (an out-projection or down, N = hidden): bf16 [T, D]; or, at most
@@ -176,22 +187,15 @@ class PrefillPlan:
         # [n, used] score matrix)
         # (FastPrefill shares one between the plans of a max_seq: they run one at a time)
         self.kv = kv if kv is not None else torch.empty(2, max_seq, k.FA_HKV, k.FA_HD, dtype=bf, device=dev)
-        self.cu_q = torch.tensor([0, T], dtype=i32, device=dev)
         self.cu_k = torch.tensor([0, max_seq], dtype=i32, device=dev)
-        self.used = torch.zeros(1, dtype=i32, device=dev)
         # after earlier tokens, in `pieces` > 1: the earlier keys as `pieces` sequences of `piece`
         # positions (the last one shorter; `used_pieces` of each before the start), each seen by a
         # copy of the T query rows without a mask; the n new keys (at `cu_new`: start, start + n) with
         # the causal mask; the parts merged by their log-sum-exps
-        sms = torch.cuda.get_device_properties(dev).multi_processor_count
-        self.pieces = 1 if fresh else context_pieces(T, max_seq, k.FA_HQ, sms)
-        self.piece = -(-max_seq // self.pieces)
         if self.pieces > 1:
             bounds = [min(i * self.piece, max_seq) for i in range(self.pieces + 1)]
             self.cu_pieces_k = torch.tensor(bounds, dtype=i32, device=dev)
             self.cu_pieces_q = torch.arange(self.pieces + 1, dtype=i32, device=dev) * T
-            self.used_pieces = torch.zeros(self.pieces, dtype=i32, device=dev)
-            self.cu_new = torch.zeros(2, dtype=i32, device=dev)
             self.q_pieces = torch.empty(self.pieces * T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
         self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
         self.graph = None
@@ -317,15 +321,9 @@ class PrefillPlan:
             raise ValueError(f"a plan of {self.T} rows at {where} for max_seq_len {self.max_seq} cannot take {n} tokens "
                              f"into a state at position {start} with max_seq_len {state.max_seq_len}")
         self.valid = n
-        self.ids[:n].copy_(ids[0])
-        self.ids[n:].zero_()
-        self.table.copy_(state_table(state, n))
-        self.used.fill_(start + n)
-        self.cu_q[1:].fill_(n)
-        if self.pieces > 1:
-            ends = [min(start, (i + 1) * self.piece, self.max_seq) for i in range(self.pieces)]
-            self.used_pieces.copy_(torch.tensor([max(0, e - i * self.piece) for i, e in enumerate(ends)], dtype=torch.int32))
-            self.cu_new.copy_(torch.tensor([start, start + n], dtype=torch.int32))
+        if ids.device != self.words.device:
+            ids = ids.to(self.words.device)
+        self.op["prefill_bind"](ids, self.words, state_table(state, n), self.T, self.pieces, self.piece, self.max_seq)
 
     def capture(self):
         """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""

@@ -276,6 +276,31 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
 
 @gpu
 @needs_gpu
+@pytest.mark.parametrize("T,max_seq,start,n", [(9, 64, 0, 9), (64, 64, 20, 37), (64, 1100, 700, 37), (64, 1100, 1036, 64)])
+def test_bind_writes_the_prompts_words_in_one_launch(mk, T, max_seq, start, n):
+    """prefill_bind (one launch) writes a plan's per-prompt words over poison: the ids then 0 to T rows,
+    the state table, flash's used keys and cu_q, and after earlier tokens cu_new and each piece's earlier
+    keys; a table whose valid count is not the ids' is refused."""
+    from megakernel.prefill import PrefillPlan, state_table
+
+    plan, state = PrefillPlan(mk, T, max_seq, fresh=start == 0), mk.new_state(max_seq_len=max_seq)
+    state.seq_len = start
+    plan.words.fill_(-7)
+    x = ids(n, 5).to("cuda")
+    plan.bind(x, state)
+    assert torch.equal(plan.ids[:n], x[0]) and (plan.ids[n:] == 0).all()
+    assert plan.table.tolist() == state_table(state, n)
+    assert plan.used.tolist() == [start + n] and plan.cu_q.tolist() == [0, n]
+    if plan.pieces > 1:
+        ends = [min(start, (i + 1) * plan.piece, max_seq) for i in range(plan.pieces)]
+        assert plan.cu_new.tolist() == [start, start + n]
+        assert plan.used_pieces.tolist() == [max(0, e - i * plan.piece) for i, e in enumerate(ends)]
+    with pytest.raises(RuntimeError, match="a prompt of"):
+        plan.op["prefill_bind"](x, plan.words, state_table(state, n + 1), T, plan.pieces, plan.piece, max_seq)
+
+
+@gpu
+@needs_gpu
 def test_prompts_queued_back_to_back_on_one_plan_keep_their_own_ids(mk):
     """bind() writes each prompt's ids and state table into the plan's device buffers, ordered with the
     replays: two prompts queued behind a busy GPU on one plan (graph replays, no sync between) each give

@@ -259,6 +259,32 @@ const auto BF = torch::kBFloat16;
 const auto F32 = torch::kFloat32;
 const auto I64 = torch::kInt64;
 
+void prefill_bind(const Tensor& ids, const Tensor& words, c10::IntArrayRef table, int64_t T, int64_t pieces, int64_t piece,
+                  int64_t max_seq) {
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_bind";
+  MK_CHECK(ids.dim() == 2 && ids.size(0) == 1, op, ": ids must be the prompt [1, n], got ", ids.sizes());
+  check_tensor(ids, op, "ids", I64, {});
+  const int64_t n = ids.size(1);
+  MK_CHECK((int64_t)table.size() == mkp::ST_N, op, ": table needs ", static_cast<int>(mkp::ST_N), " values, got ",
+           table.size());
+  MK_CHECK(T >= 1 && n >= 1 && n <= T && table[mkp::ST_VALID] == n, op, ": a prompt of ", n, " ids (table's valid ",
+           table[mkp::ST_VALID], ") into a plan of ", T, " rows");
+  MK_CHECK(table[mkp::ST_START] >= 0 && table[mkp::ST_START] + n <= max_seq, op, ": ", n, " ids at position ",
+           table[mkp::ST_START], " do not fit max_seq ", max_seq);
+  MK_CHECK(pieces >= 1 && piece >= 1 && pieces * piece >= max_seq && pieces <= 1024, op, ": ", pieces, " pieces of ", piece,
+           " positions do not cover max_seq ", max_seq);
+  const int64_t n32 = mkp::BIND_USED_PIECES + pieces;
+  check_tensor(words, op, "words", I64, {T + mkp::ST_N + (n32 + 1) / 2});
+  mkp::BindArgs a{};
+  for (int i = 0; i < mkp::ST_N; ++i) a.table[i] = table[i];
+  a.T = static_cast<int>(T);
+  a.pieces = static_cast<int>(pieces);
+  a.piece = static_cast<int>(piece);
+  a.max_seq = static_cast<int>(max_seq);
+  c10::cuda::CUDAGuard guard(words.device());
+  ok(mkp::bind(ptr<const int64_t>(ids), ptr<int64_t>(words), a, stream_of(words)), op);
+}
+
 void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Tensor>& ids, const Tensor& embed,
                           const Tensor& residual, const Tensor& w, const Tensor& out, double eps) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_add_rms_norm";
@@ -454,6 +480,10 @@ py::dict constants() {
   d["PREFILL_STATE_SLOTS"] = static_cast<int>(mkp::ST_N);
   d["PREFILL_STATE_START"] = static_cast<int>(mkp::ST_START);
   d["PREFILL_STATE_VALID"] = static_cast<int>(mkp::ST_VALID);
+  d["PREFILL_BIND_USED"] = static_cast<int>(mkp::BIND_USED);
+  d["PREFILL_BIND_CU_Q"] = static_cast<int>(mkp::BIND_CU_Q);
+  d["PREFILL_BIND_CU_NEW"] = static_cast<int>(mkp::BIND_CU_NEW);
+  d["PREFILL_BIND_USED_PIECES"] = static_cast<int>(mkp::BIND_USED_PIECES);
   return d;
 }
 
@@ -466,6 +496,7 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
       "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, Tensor(l!) stream, "
       "int[] pos, int positions_per_split, int steps, int[] stop_ids, float temperature, int seed, int grid, int schedule, "
       "int ring_slots, int stop_after) -> ()");
+  m.def("prefill_bind(Tensor ids, Tensor(a!) words, int[] table, int T, int pieces, int piece, int max_seq) -> ()");
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");
   m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, Tensor conv_w, Tensor a_log, "
@@ -485,6 +516,7 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
 
 MK_TORCH_LIBRARY_IMPL(MK_OPS_NAMESPACE, CUDA, m) {
   m.impl("decode", &decode);
+  m.impl("prefill_bind", &prefill_bind);
   m.impl("prefill_add_rms_norm", &prefill_add_rms_norm);
   m.impl("prefill_dn_prep", &prefill_dn_prep);
   m.impl("prefill_dn_out_norm", &prefill_dn_out_norm);

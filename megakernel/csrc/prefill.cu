@@ -75,6 +75,28 @@ __device__ __forceinline__ int table_start(const int64_t* table) { return static
 // the prompt's valid tokens: rows t >= valid of this prefill are padding
 __device__ __forceinline__ int table_valid(const int64_t* table) { return static_cast<int>(table[ST_VALID]); }
 
+// ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's,
+// or 0 past n); block 0's first threads the table and flash's lengths ---------------------------------
+__global__ void bind_kernel(const int64_t* __restrict__ ids, int64_t* __restrict__ words, const BindArgs a) {
+  const int n = static_cast<int>(a.table[ST_VALID]), start = static_cast<int>(a.table[ST_START]);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) words[i] = i < n ? ids[i] : 0;
+  if (blockIdx.x != 0) return;
+  const int t = threadIdx.x;
+  if (t < ST_N) words[a.T + t] = a.table[t];
+  int* w32 = reinterpret_cast<int*>(words + a.T + ST_N);
+  if (t == 0) {
+    w32[BIND_USED] = start + n;
+    w32[BIND_CU_Q] = 0;
+    w32[BIND_CU_Q + 1] = n;
+    w32[BIND_CU_NEW] = start;
+    w32[BIND_CU_NEW + 1] = start + n;
+  }
+  if (a.pieces > 1 && t < a.pieces) {  // piece t holds positions [t piece, (t + 1) piece): those before the start
+    const int end = min(start, min((t + 1) * a.piece, a.max_seq));
+    w32[BIND_USED_PIECES + t] = max(0, end - t * a.piece);
+  }
+}
+
 // ---- add + RMSNorm: block = one token, D / 8 threads x 8 values ---------------------------
 constexpr int NORM_THREADS = D / 8;
 static_assert(D % 256 == 0 && NORM_THREADS <= 1024, "add_rms_norm: whole warps of 8 values a thread");
@@ -438,6 +460,11 @@ inline int blocks_for(size_t n, int threads, int cap = 132 * 8) {
 }
 
 }  // namespace
+
+cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStream_t s) {
+  bind_kernel<<<blocks_for(static_cast<size_t>(a.T), 256), 256, 0, s>>>(ids, words, a);
+  return cudaGetLastError();
+}
 
 cudaError_t add_rms_norm(const uint16_t* x, const float* x32, int splits, const int64_t* ids, const uint16_t* embed,
                          uint16_t* residual, const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s) {
