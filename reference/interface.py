@@ -435,7 +435,7 @@ class Tier(abc.ABC):
         if ids.device.type != "cpu" and not same_device(ids.device, self.device):
             raise TierInputError(f"{what} is on {ids.device}; expected the CPU or this tier's device ({self.device})")
         if check_range and ids.numel():
-            lo, hi = int(ids.min()), int(ids.max())
+            lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # (ids on a GPU: one sync, not two)
             V = self.config.vocab_size
             if lo < 0 or hi >= V:
                 bad = lo if lo < 0 else hi
