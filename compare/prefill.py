@@ -3,8 +3,8 @@ official pp figures come from `compare bench`): ppN on a fresh state per repetit
 replay, CUDA events, median / min / max; then one replay under torch.profiler with the kernels
 grouped into GEMM (cuBLAS), delta rule (fla's or FlashQLA's: the tier's `prefill_delta_rule`,
 named in the table), attention (SDPA), ours (csrc/prefill.cu) and other; and the rest of the
-time: the GPU idle between kernels, and outside them (the host's work before the first kernel,
-the graph's launch, the logits' copy after the last). Against the floors, both measured in the
+time, not in kernels: the gaps between them and the host's work before the first (the checks,
+bind, the graph's launch) and after the last (the logits' copy). Against the floors, both measured in the
 same run (compare/timing.py): matrix FLOPs / the dense bf16 rate, weight bytes / the copy bandwidth.
 
     python -m compare prefill [--pp 520,4096,32768] [--depth 16384] [--reference-pp 520] [--out DIR]
@@ -50,25 +50,9 @@ def pp_row(tier, T: int, reps: int, seed: int = 0, depth: int = 0):
             "ms_median": 1000.0 * statistics.median(times), "reps": reps}
 
 
-def timeline(intervals) -> dict:
-    """The GPU's activity [(start, end) µs] of one prefill → its span (first start to last end), the time
-    some kernel ran (overlaps merged) and the idle time between them (span - busy)."""
-    spans = sorted(intervals)
-    if not spans:
-        return {"span_us": 0.0, "busy_us": 0.0, "idle_us": 0.0}
-    busy, (lo, hi) = 0.0, spans[0]
-    for s, e in spans[1:]:
-        if s > hi:
-            busy, lo = busy + hi - lo, s
-        hi = max(hi, e)
-    busy += hi - lo
-    span = hi - spans[0][0]  # (hi: the last end)
-    return {"span_us": span, "busy_us": busy, "idle_us": span - busy}
-
-
 def breakdown(tier, T: int, seed: int = 0, depth: int = 0):
     """GPU time per kernel category in one prefill of T tokens (on top of a `depth`-token context,
-    prefilled first) as the bench runs it (µs), and the number of kernels; and its timeline()."""
+    prefilled first) as the bench runs it (µs), and the number of kernels."""
     from torch.profiler import ProfilerActivity, profile
 
     ids = random_ids(tier.config, T, seed, tier.device)
@@ -87,11 +71,10 @@ def breakdown(tier, T: int, seed: int = 0, depth: int = 0):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         tier.prefill(ids, state)
         torch.cuda.synchronize()
-    sums, counts, names, spans = {}, {}, {}, []
+    sums, counts, names = {}, {}, {}
     for evt in prof.events():
         if evt.device_type != torch.autograd.DeviceType.CUDA or "memcpy" in evt.name.lower() or "memset" in evt.name.lower():
             continue
-        spans.append((evt.time_range.start, evt.time_range.end))
         name = evt.name.lower()
         cat = next((c for c, keys in CATEGORIES if any(k in name for k in keys)), "other")
         us = evt.time_range.elapsed_us()
@@ -100,7 +83,7 @@ def breakdown(tier, T: int, seed: int = 0, depth: int = 0):
         names.setdefault(cat, {})
         names[cat][evt.name[:90]] = names[cat].get(evt.name[:90], 0.0) + us
     top = {c: sorted(n.items(), key=lambda kv: -kv[1])[:4] for c, n in names.items()}
-    return {c: {"us": sums[c], "kernels": counts[c], "top": top[c]} for c in sums}, timeline(spans)
+    return {c: {"us": sums[c], "kernels": counts[c], "top": top[c]} for c in sums}
 
 
 def derive(row: dict, config, rates: dict) -> dict:
@@ -117,8 +100,8 @@ def render(rows, rates: dict) -> str:
     rule = rows[0].get("delta_rule", "fla") if rows else "fla"
     lines = [f"floors from this run's rates: dense bf16 {rates['dense_bf16_flops'] / 1e12:.0f} TFLOP/s, copy "
              f"{rates['copy_bandwidth_Bps'] / 1e12:.2f} TB/s; the delta rule: {rule}", "",
-             "| prompt | tok/s (median) | min–max | ms | TFLOP/s | matrix floor ms | bytes floor ms | GEMM µs | delta rule µs | attention µs | ours µs | other µs | kernels | idle between kernels µs | outside the kernels µs |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| prompt | tok/s (median) | min–max | ms | TFLOP/s | matrix floor ms | bytes floor ms | GEMM µs | delta rule µs | attention µs | ours µs | other µs | kernels | not in kernels µs |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         b = {"delta rule" if c == DELTA_RULE_OLD else c: v for c, v in r["breakdown"].items()}
         us = lambda c: f"{b.get(c, {}).get('us', 0.0):,.0f}"  # noqa: E731
@@ -127,23 +110,15 @@ def render(rows, rates: dict) -> str:
         lines.append(f"| {name} | {r['tok_s_median']:,.0f} | {r['tok_s_min']:,.0f}–{r['tok_s_max']:,.0f} | "
                      f"{r['ms_median']:.3f} | {r['tflops']:.0f} | {r['flop_floor_ms']:.3f} | {r['bytes_floor_ms']:.3f} | {us('GEMM (cuBLAS)')} | "
                      f"{us('delta rule')} | {us('attention (SDPA)')} | {us('ours (prefill.cu)')} | {us('other')} | {n} | "
-                     f"{outside(r)} |")
-    lines += ["", "idle between kernels: the GPU idle from the profiled prefill's first kernel to its last (launch gaps; "
-                  "the profiler widens them); outside the kernels: the median time less that span (the host's work before "
-                  "the first kernel, and after the last)"]
+                     f"{outside_us(r):,.0f} |")
+    lines += ["", "not in kernels: the median time less the profiled kernels' own times: the gaps between kernels and the "
+                  "host's work before the first and after the last (the profiler widens the gaps, so its span is not used)"]
     return "\n".join(lines) + "\n"
 
 
 def outside_us(row: dict) -> float:
-    """The row's median time outside its profiled kernels' span (µs; the row has a timeline)."""
-    return 1000.0 * row["ms_median"] - row["timeline"]["span_us"]
-
-
-def outside(row: dict) -> str:
-    """The two timeline columns of a row ("–" for rows written before they were measured)."""
-    if not row.get("timeline"):
-        return "– | –"
-    return f"{row['timeline']['idle_us']:,.0f} | {outside_us(row):,.0f}"
+    """The row's median time less the sum of its profiled kernels' times (µs): launch gaps and host work."""
+    return 1000.0 * row["ms_median"] - sum(v["us"] for v in row["breakdown"].values())
 
 
 def rerender(path: str) -> None:
@@ -214,13 +189,13 @@ def run(args) -> int:
     rows = []
     for depth, T in [(0, T) for T in pp] + [(d, T) for d in depths for T in pp]:
         r = pp_row(tier, T, args.reps if T <= 4096 else 3, depth=depth)
-        r["breakdown"], r["timeline"] = breakdown(tier, T, depth=depth)
+        r["breakdown"] = breakdown(tier, T, depth=depth)
         r["delta_rule"] = tier.prefill_delta_rule
         rows.append(derive(r, config, rates))
         print(f"pp{T}" + (f" @ d{depth}" if depth else "") + f": {r['tok_s_median']:,.0f} tok/s ({r['ms_median']:.3f} ms; {r['tflops']:.0f} TFLOP/s; "
               f"floor {r['flop_floor_ms']:.3f} ms) " + ", ".join(f"{c} {v['us']:.0f} µs/{v['kernels']}"
                                                             for c, v in r["breakdown"].items())
-              + f"; idle between kernels {r['timeline']['idle_us']:.0f} µs, outside them {outside_us(r):.0f} µs",
+              + f"; not in kernels {outside_us(r):.0f} µs",
               flush=True)
     ref_rows = []
     if reference_pp:

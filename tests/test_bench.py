@@ -431,27 +431,14 @@ def test_stream_rows_at_every_batch(tmp_path, capsys):
     assert recs["tg4 stream b2"]["tokens"] == recs["tg4 b2"]["tokens"] == 8 and recs["tg4 stream b2"]["batch"] == 2
 
 
-def test_prefill_timeline_merges_overlaps_and_counts_the_gaps():
-    """compare prefill's timeline of a profiled prefill: the span from the first kernel's start to the last
-    one's end, the time some kernel ran (overlapping kernels counted once) and the idle rest."""
-    from compare.prefill import timeline
-
-    assert timeline([]) == {"span_us": 0.0, "busy_us": 0.0, "idle_us": 0.0}
-    tl = timeline([(10.0, 20.0), (0.0, 5.0), (12.0, 25.0), (30.0, 31.0), (25.0, 26.0)])
-    assert tl == {"span_us": 31.0, "busy_us": 5.0 + 16.0 + 1.0, "idle_us": 31.0 - 22.0}
-    assert timeline([(0.0, 10.0), (2.0, 3.0)]) == {"span_us": 10.0, "busy_us": 10.0, "idle_us": 0.0}
-
-
-def test_prefill_table_shows_the_time_outside_the_kernels(tmp_path):
-    """A row with a timeline shows the GPU's idle time between its kernels and the time outside them
-    (the median less the span); a row written before the timeline existed shows dashes."""
+def test_prefill_table_shows_the_time_not_in_kernels(tmp_path):
+    """Each row shows its median time less its kernels' summed times (the gaps and the host's work), from
+    the breakdown alone: rows written before the column existed show it too."""
     from compare import prefill
 
     rates = {"dense_bf16_flops": 700e12, "copy_bandwidth_Bps": 3e12}
-    base = {"T": 520, "tok_s_median": 185_000.0, "tok_s_min": 180_000.0, "tok_s_max": 190_000.0,
-            "ms_median": 2.8, "reps": 5, "breakdown": {"GEMM (cuBLAS)": {"us": 1100.0, "kernels": 96, "top": []}}}
-    config = ModelConfig.qwen3_5_0_8b()
-    new = prefill.derive(dict(base, timeline={"span_us": 2560.0, "busy_us": 2494.0, "idle_us": 66.0}), config, rates)
-    old = prefill.derive(dict(base, T=64), config, rates)
-    md = prefill.render([new, old], rates)
-    assert "| 96 | 66 | 240 |" in md and "| 96 | – | – |" in md
+    row = {"T": 520, "tok_s_median": 185_000.0, "tok_s_min": 180_000.0, "tok_s_max": 190_000.0, "ms_median": 2.8,
+           "reps": 5, "breakdown": {"GEMM (cuBLAS)": {"us": 1100.0, "kernels": 96, "top": []},
+                                    "ours (prefill.cu)": {"us": 1450.0, "kernels": 124, "top": []}}}
+    md = prefill.render([prefill.derive(row, ModelConfig.qwen3_5_0_8b(), rates)], rates)
+    assert "| 220 | 250 |" in md, md
