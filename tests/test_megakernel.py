@@ -665,7 +665,8 @@ def test_an_op_given_a_wrong_shape_raises_naming_it():
     """The binding's checks raise a RuntimeError that names the tensor and its shape (in a child
     process: an exception lost on its way out of the extension ends the process). Skipped where a
     minimal extension built the same way loses its exception too: that is the machine's torch and
-    compiler, not our binding (the lent H100s, 2026-11-26: SIGSEGV, docs/results/2026-11-26-h100-s18)."""
+    compiler, not our binding (the lent H100s until MK_CHECK stopped streaming: SIGSEGV in
+    docs/results/2026-11-26-h100-s18; passed there since, docs/results/2026-11-26-h100-s25 call 3)."""
     ours = ("import torch, megakernel.ops as o\n"
             "o.load(torch.device('cuda'))\n"
             "bf = dict(dtype=torch.bfloat16, device='cuda')\n"
