@@ -8,7 +8,9 @@
 //   K:     steps of 64 (one 128-byte swizzle row of bf16) through STAGES buffers, `full` mbarriers (TMA bytes
 //          landed) and `empty` ones (every consumer thread done reading); each consumer keeps one wgmma group in
 //          flight (wait_group 1) and releases a stage when the group after it has been issued
-//   epilogues: EPI_BF16 C [M, N]; EPI_SPLIT fp32 partials [split][M][N] (K in gridDim.z slices: the prefill's
+//   epilogue: the tile staged in shared memory (the stage buffers, once every consumer is done), then stored in
+//          16-byte pieces along its rows;
+//   kinds: EPI_BF16 C [M, N]; EPI_SPLIT fp32 partials [split][M][N] (K in gridDim.z slices: the prefill's
 //          split-K layout, summed by add_rms_norm); EPI_SWIGLU: B's rows [0, F) are gate, [F, 2F) up, two
 //          accumulators, act [M, F] = bf16(bf16(silu(bf16 g)) · bf16 u) (prefill.cu silu_mul's rounding points)
 // grid: (ceil(N_out / BN), ceil(M / BM), split); rows past M are TMA's zero fill and are not stored.
@@ -143,19 +145,21 @@ __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
   wgmma_wait<0>();
   fence_acc(acc);
   if constexpr (EPI == EPI_SWIGLU) fence_acc(acc2);
-  // accumulator j (of R): column 8 (j / 4) + 2 (lane % 4) + j % 2, row 16 warp + lane / 4 + 8 ((j / 2) % 2)
+  // the output tile through shared memory (every consumer's wgmmas done first: the stage buffers are free), then
+  // 16-byte stores along its rows. Accumulator j (of R): column 8 (j / 4) + 2 (lane % 4) + j % 2, row 16 warp +
+  // lane / 4 + 8 ((j / 2) % 2); a staged row is padded by 16 bytes (a warp's 8 rows of one store in distinct banks)
+  asm volatile("bar.sync 1, %0;" ::"r"(128 * C) : "memory");
+  constexpr int OUT = EPI == EPI_SPLIT ? 4 : 2, ROW = BN * OUT + 16, CH = BN * OUT / 16;
+  static_assert(C * 64 * ROW <= STAGES * Tl::STAGE, "the staged output tile fits the stage buffers");
+  uint8_t* staged = smem + c * 64 * ROW;
   const int warp = t / 32, lane = t % 32;
 #pragma unroll
   for (int j = 0; j < R; j += 2) {
-    const int row = m0 + c * 64 + warp * 16 + lane / 4 + 8 * ((j / 2) % 2);
-    const int col = n0 + 8 * (j / 4) + 2 * (lane % 4);
-    if (row >= M || col >= N_out) continue;
+    uint8_t* at = staged + (warp * 16 + lane / 4 + 8 * ((j / 2) % 2)) * ROW + (8 * (j / 4) + 2 * (lane % 4)) * OUT;
     if constexpr (EPI == EPI_BF16) {
-      *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(out) + (size_t)row * N_out + col) =
-          __floats2bfloat162_rn(acc[j], acc[j + 1]);
+      *reinterpret_cast<__nv_bfloat162*>(at) = __floats2bfloat162_rn(acc[j], acc[j + 1]);
     } else if constexpr (EPI == EPI_SPLIT) {
-      *reinterpret_cast<float2*>(static_cast<float*>(out) + ((size_t)blockIdx.z * M + row) * N_out + col) =
-          make_float2(acc[j], acc[j + 1]);
+      *reinterpret_cast<float2*>(at) = make_float2(acc[j], acc[j + 1]);
     } else {
       float y[2];
 #pragma unroll
@@ -163,9 +167,15 @@ __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
         const float g = rnd(acc[j + e]), u = rnd(acc2[j + e]);
         y[e] = rnd(g / (1.f + expf(-g))) * u;
       }
-      *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(out) + (size_t)row * N_out + col) =
-          __floats2bfloat162_rn(y[0], y[1]);
+      *reinterpret_cast<__nv_bfloat162*>(at) = __floats2bfloat162_rn(y[0], y[1]);
     }
+  }
+  asm volatile("bar.sync %0, 128;" ::"r"(2 + c) : "memory");
+  uint8_t* dst = static_cast<uint8_t*>(out) + (size_t)blockIdx.z * M * N_out * OUT;
+  for (int i = t; i < 64 * CH; i += 128) {
+    const int r = i / CH, ch = i % CH, row = m0 + c * 64 + r, col = n0 + ch * (16 / OUT);
+    if (row < M && col < N_out)
+      *reinterpret_cast<uint4*>(dst + ((size_t)row * N_out + col) * OUT) = *reinterpret_cast<const uint4*>(staged + r * ROW + ch * 16);
   }
 }
 
