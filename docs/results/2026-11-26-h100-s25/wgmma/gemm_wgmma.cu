@@ -54,6 +54,30 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint
       "l"(map), "r"(smem_u32(bar)), "r"(x), "r"(y)
       : "memory");
 }
+// the same into every block of the cluster in `mask` (same shared offsets, each block's own barrier)
+__device__ __forceinline__ void tma_load_mc(void* dst, const CUtensorMap* map, uint64_t* bar, int x, int y, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], "
+      "[%2], %5;" ::"r"(smem_u32(dst)),
+      "l"(map), "r"(smem_u32(bar)), "r"(x), "r"(y), "h"(mask)
+      : "memory");
+}
+// an arrival on the barrier at the same shared offset in block `rank` of the cluster (this block: rank of its own)
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\nmbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(
+          smem_u32(bar)),
+      "r"(rank)
+      : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
 // a shared-memory matrix descriptor: K-major rows of 128 bytes, 128-byte swizzle, 8-row groups 1,024 bytes apart
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (static_cast<uint64_t>(1024 >> 4) << 32) |
@@ -82,11 +106,17 @@ struct Tile {
   static_assert(BN % 8 == 0 && BN <= 256 && STAGE % 1024 == 0, "wgmma's N; swizzled tiles 1,024-byte aligned");
 };
 
-template <int C, int BN, int STAGES, int EPI>
+// CL > 1: a cluster of CL blocks shares one operand, each block loading 1/CL of its rows for all of them (TMA
+// multicast): SHARE_B, blocks along y (the M tiles of one N tile) share B's tile; SHARE_A, blocks along x share A's.
+// A stage is then released when every consumer warp group of the cluster is done with it (an arrival each, by its
+// thread r on block r's `empty`), and no block leaves before the cluster is done (its barriers take arrivals).
+constexpr int SHARE_B = 0, SHARE_A = 1;
+template <int C, int BN, int STAGES, int EPI, int CL, int SHARE>
 __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
     gemm_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, void* __restrict__ out,
                 int M, int N_out, int k_steps, int F) {
   using Tl = Tile<C, BN, STAGES, EPI>;
+  static_assert(CL == 1 || (SHARE == SHARE_B ? BN : 64 * C) % (8 * CL) == 0, "a multicast slice: whole 8-row swizzle groups");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * Tl::STAGE);
@@ -96,11 +126,13 @@ __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 128 * C);
+      mbar_init(&empty[s], C * CL);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  if constexpr (CL > 1) cluster_sync();  // (every block's barriers ready before any multicast)
+  const uint32_t rank = CL > 1 ? cluster_rank() : 0;
   if (wg == 0) {  // the producer
     if constexpr (C > 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (t == 0) {
@@ -108,12 +140,29 @@ __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
         const int s = kt % STAGES;
         if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);
         uint8_t* st = smem + s * Tl::STAGE;
+        const int k = k0 + kt * BK;
         mbar_expect_tx(&full[s], Tl::STAGE);
-        tma_load(st, &ta, &full[s], k0 + kt * BK, m0);
-        tma_load(st + Tl::A_BYTES, &tb, &full[s], k0 + kt * BK, n0);
-        if constexpr (EPI == EPI_SWIGLU) tma_load(st + Tl::A_BYTES + Tl::B_BYTES, &tb, &full[s], k0 + kt * BK, F + n0);
+        if constexpr (CL == 1) {
+          tma_load(st, &ta, &full[s], k, m0);
+          tma_load(st + Tl::A_BYTES, &tb, &full[s], k, n0);
+          if constexpr (EPI == EPI_SWIGLU) tma_load(st + Tl::A_BYTES + Tl::B_BYTES, &tb, &full[s], k, F + n0);
+        } else if constexpr (SHARE == SHARE_B) {  // (tb's boxes are BN / CL rows)
+          constexpr int SL = BN / CL;
+          const uint16_t all = (1u << CL) - 1;
+          tma_load(st, &ta, &full[s], k, m0);
+          tma_load_mc(st + Tl::A_BYTES + rank * SL * BK * 2, &tb, &full[s], k, n0 + rank * SL, all);
+          if constexpr (EPI == EPI_SWIGLU)
+            tma_load_mc(st + Tl::A_BYTES + Tl::B_BYTES + rank * SL * BK * 2, &tb, &full[s], k, F + n0 + rank * SL, all);
+        } else {  // (ta's boxes are 64 C / CL rows)
+          constexpr int SL = 64 * C / CL;
+          const uint16_t all = (1u << CL) - 1;
+          tma_load_mc(st + rank * SL * BK * 2, &ta, &full[s], k, m0 + rank * SL, all);
+          tma_load(st + Tl::A_BYTES, &tb, &full[s], k, n0);
+          if constexpr (EPI == EPI_SWIGLU) tma_load(st + Tl::A_BYTES + Tl::B_BYTES, &tb, &full[s], k, F + n0);
+        }
       }
     }
+    if constexpr (CL > 1) cluster_sync();
     return;
   }
   if constexpr (C == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -140,7 +189,7 @@ __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
     fence_acc(acc);
     if constexpr (EPI == EPI_SWIGLU) fence_acc(acc2);
     wgmma_wait<1>();
-    if (kt > 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
+    if (kt > 0 && t < CL) mbar_arrive_cluster(&empty[(kt - 1) % STAGES], t);
   }
   wgmma_wait<0>();
   fence_acc(acc);
@@ -177,6 +226,7 @@ __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
     if (row < M && col < N_out)
       *reinterpret_cast<uint4*>(dst + ((size_t)row * N_out + col) * OUT) = *reinterpret_cast<const uint4*>(staged + r * ROW + ch * 16);
   }
+  if constexpr (CL > 1) cluster_sync();
 }
 
 using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
@@ -203,14 +253,15 @@ CUtensorMap tensor_map(const torch::Tensor& x, int box_rows) {  // x [rows, K] b
   return m;
 }
 
-template <int C, int BN, int STAGES, int EPI>
+template <int C, int BN, int STAGES, int EPI, int CL, int SHARE>
 void launch(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& out, int split, int F) {
   using Tl = Tile<C, BN, STAGES, EPI>;
   const int M = a.size(0), K = a.size(1);
   const int n_out = EPI == EPI_SWIGLU ? F : b.size(0);
   TORCH_CHECK(K % (split * BK) == 0, "K ", K, " is not a multiple of split x 64");
-  const CUtensorMap ta = tensor_map(a, 64 * C), tb = tensor_map(b, BN);
-  auto kernel = gemm_kernel<C, BN, STAGES, EPI>;
+  const int a_rows = CL > 1 && SHARE == SHARE_A ? 64 * C / CL : 64 * C, b_rows = CL > 1 && SHARE == SHARE_B ? BN / CL : BN;
+  const CUtensorMap ta = tensor_map(a, a_rows), tb = tensor_map(b, b_rows);
+  auto kernel = gemm_kernel<C, BN, STAGES, EPI, CL, SHARE>;
   static bool attr = false;
   if (!attr) {
     TORCH_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tl::SMEM) == cudaSuccess,
@@ -218,27 +269,43 @@ void launch(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& out, 
     attr = true;
   }
   const dim3 grid((n_out + BN - 1) / BN, (M + 64 * C - 1) / (64 * C), split);
-  kernel<<<grid, Tl::THREADS, Tl::SMEM, c10::cuda::getCurrentCUDAStream()>>>(ta, tb, out.data_ptr(), M, n_out,
-                                                                               K / split / BK, F);
-  TORCH_CHECK(cudaGetLastError() == cudaSuccess, "launch failed");
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(Tl::THREADS);
+  cfg.dynamicSmemBytes = Tl::SMEM;
+  cfg.stream = c10::cuda::getCurrentCUDAStream();
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = CL > 1 && SHARE == SHARE_A ? CL : 1;
+  at[0].val.clusterDim.y = CL > 1 && SHARE == SHARE_B ? CL : 1;
+  at[0].val.clusterDim.z = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  TORCH_CHECK(grid.x % at[0].val.clusterDim.x == 0 && grid.y % at[0].val.clusterDim.y == 0, "grid ", grid.x, " x ",
+              grid.y, " does not split into clusters of ", CL);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, ta, tb, out.data_ptr(), M, n_out, K / split / BK, F);
+  TORCH_CHECK(e == cudaSuccess, "launch failed: ", cudaGetErrorString(e));
 }
 
-// way: "C-BN-STAGES-EPI" as instantiated below
+// way: "C-BN-STAGES-EPI[-CL-SHARE]" as instantiated below (SHARE: B or A)
 void gemm(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor out, const std::string& way, int64_t split,
           int64_t F) {
 #define WAY(C, BN, S, E)                                                 \
-  if (way == #C "-" #BN "-" #S "-" #E) return launch<C, BN, S, E>(a, b, out, split, F);
+  if (way == #C "-" #BN "-" #S "-" #E) return launch<C, BN, S, E, 1, SHARE_B>(a, b, out, split, F);
+#define WAY_CL(C, BN, S, E, CL, SH)                                      \
+  if (way == #C "-" #BN "-" #S "-" #E "-" #CL "-" #SH) return launch<C, BN, S, E, CL, SHARE_##SH>(a, b, out, split, F);
   WAY(3, 176, 4, 0)
-  WAY(2, 128, 4, 0)
-  WAY(3, 128, 4, 1)
-  WAY(3, 64, 4, 1)
-  WAY(2, 128, 4, 1)
-  WAY(1, 128, 4, 1)
-  WAY(1, 96, 4, 0)
+  WAY(3, 168, 4, 0)
   WAY(3, 96, 4, 2)
-  WAY(3, 112, 3, 2)
-  WAY(2, 144, 3, 2)
+  WAY(3, 64, 4, 1)
+  WAY_CL(3, 168, 4, 0, 3, B)
+  WAY_CL(3, 192, 4, 0, 3, B)
+  WAY_CL(3, 96, 4, 2, 3, B)
+  WAY_CL(3, 64, 4, 1, 2, A)
+  WAY_CL(3, 64, 4, 1, 4, A)
+  WAY_CL(3, 128, 4, 1, 2, A)
 #undef WAY
+#undef WAY_CL
   TORCH_CHECK(false, "no way ", way);
 }
 

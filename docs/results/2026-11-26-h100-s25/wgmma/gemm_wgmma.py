@@ -3,9 +3,9 @@ groups, one wgmma group in flight) against cuBLAS on the prefill's shapes at 520
 epilogue against mm + prefill_silu_mul. Each way first checked on NaN-poisoned outputs (every output written; rel.
 Frobenius error against an fp32 product < 1e-2; SwiGLU: the share of act values that differ from mm + silu_mul's
 bits), then timed as gemm_tl.py times (24 calls in a graph on 24 weight copies, median of 7 replays, µs a call).
-    PYTHONPATH=<tree>:<site> python gemm_wgmma.py OUT_PREFIX      (or --compile)
-ways: "C-BN-STAGES-EPI/split": C consumer warp groups (BM = 64 C rows), BN columns, EPI 0 bf16, 1 fp32 partials
-[split, M, N], 2 SwiGLU.
+    PYTHONPATH=<tree>:<site> python gemm_wgmma.py OUT_PREFIX [SHAPE]      (or --compile)
+ways: "C-BN-STAGES-EPI[-CL-SHARE]/split": C consumer warp groups (BM = 64 C rows), BN columns, EPI 0 bf16, 1 fp32
+partials [split, M, N], 2 SwiGLU; CL blocks a cluster sharing B (SHARE B: the M tiles of one N tile) or A (SHARE A).
 """
 import json
 import os
@@ -19,10 +19,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 M, LAYERS, dev = 520, 24, "cuda"
 SHAPES = {"gate_up": (7168, 1024), "out": (1024, 2048), "down": (1024, 3584)}
-WAYS = {
-    "gate_up": ["3-176-4-0/1", "2-128-4-0/1", "1-96-4-0/1", "3-96-4-2/1", "3-112-3-2/1", "2-144-3-2/1"],
-    "out": ["3-128-4-1/4", "3-64-4-1/2", "2-128-4-1/2", "1-128-4-1/2", "1-96-4-0/1"],
-    "down": ["3-128-4-1/4", "3-64-4-1/2", "2-128-4-1/2", "1-128-4-1/2", "1-96-4-0/1"],
+WAYS = {  # (call 6's best ways, then clusters sharing one operand by TMA multicast)
+    "gate_up": ["3-176-4-0/1", "3-168-4-0/1", "3-168-4-0-3-B/1", "3-192-4-0-3-B/1", "3-96-4-2/1", "3-96-4-2-3-B/1"],
+    "out": ["3-64-4-1/2", "3-64-4-1-2-A/2", "3-64-4-1-4-A/2", "3-128-4-1-2-A/2"],
+    "down": ["3-64-4-1/2", "3-64-4-1-2-A/2", "3-64-4-1-4-A/2", "3-128-4-1-2-A/2"],
 }
 
 
@@ -35,7 +35,7 @@ def build():
     return ext
 
 
-def main(prefix):
+def main(prefix, only=None):
     ext = build()
     if prefix == "--compile":
         return
@@ -46,6 +46,8 @@ def main(prefix):
     rows = []
     torch.manual_seed(0)
     for shape, (N, K) in SHAPES.items():
+        if only and shape != only:
+            continue
         Ws = torch.randn(LAYERS, N, K, device=dev, dtype=torch.bfloat16) * 0.02
         x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
         y = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
@@ -59,7 +61,7 @@ def main(prefix):
             act_ref = act.clone()
         for way in WAYS[shape]:
             spec, split = way.split("/")
-            split, epi = int(split), int(spec.split("-")[3])
+            split, epi = int(split), int(spec.split("-")[3])  # (spec: C-BN-STAGES-EPI[-CL-SHARE])
             F = N // 2 if epi == 2 else 0
             shape_out = (M, F) if epi == 2 else ((M, N) if epi == 0 else (split, M, N))
             o = torch.full(shape_out, float("nan"), device=dev, dtype=torch.float32 if epi == 1 else torch.bfloat16)
@@ -95,4 +97,4 @@ def main(prefix):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
