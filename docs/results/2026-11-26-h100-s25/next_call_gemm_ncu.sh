@@ -6,11 +6,8 @@
 # operands: tensor-pipe activity, warp stall reasons, L2 / DRAM throughput; and the SASS of the built kernels
 # (cuobjdump) to read the SwiGLU epilogue. Expected: the answer to "mainloop or epilogue", one number each.
 set -u
-OUT=${OUT:-gpu-results}; mkdir -p "$OUT/r"; ROOT=$PWD; HERE=docs/results/2026-11-26-h100-s25
-pack() { tar -C "$OUT" -czf "$OUT/results.tgz" r; }
-SECONDS=0
-export PYTHONUNBUFFERED=1 PYTHONPATH=$ROOT WORKBENCH_COMMIT=$(cat COMMIT)
-nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/r/device.txt"
+source docs/results/device_call.sh
+HERE=docs/results/2026-11-26-h100-s25
 timeout 200 python3 -c "import sys; sys.path.insert(0, '$HERE/wgmma'); import gemm_wgmma; gemm_wgmma.build()" > "$OUT/r/wgmma_build.log" 2>&1
 echo "build: ${SECONDS}s"; tail -2 "$OUT/r/wgmma_build.log"
 so=$(find ~/.cache/torch_extensions -name 'gemm_wgmma*.so' | head -1)
