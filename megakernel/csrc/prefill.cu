@@ -58,20 +58,6 @@ __device__ __forceinline__ void store8(uint16_t* p, const float (&f)[8]) {
   *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// ---- programmatic dependent launch (Hopper and newer; elsewhere the launch attribute and these
-// instructions do nothing). Every kernel here is launched so that it may start while the kernel before
-// it in the stream is still running (`launch` below), and begins with `wait_for_previous_kernel`:
-// nothing the previous kernels write is read, and nothing they read is overwritten, before they have
-// completed and their writes are visible; then it lets the next kernel launch (its blocks take the SMs
-// this kernel's blocks leave, instead of waiting for the whole grid to end and the launch after it).
-// The lm_head loads its weights (which nothing writes) before the wait.
-__device__ __forceinline__ void wait_for_previous_kernel() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
 // sum over groups of `width` consecutive lanes (width a power of two <= 32)
 template <int WIDTH>
 __device__ __forceinline__ float group_sum(float v) {
@@ -92,7 +78,6 @@ __device__ __forceinline__ int table_valid(const int64_t* table) { return static
 // ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's,
 // or 0 past n); block 0's first threads the table and flash's lengths ---------------------------------
 __global__ void bind_kernel(const int64_t* __restrict__ ids, int64_t* __restrict__ words, const BindArgs a) {
-  wait_for_previous_kernel();
   const int n = static_cast<int>(a.table[ST_VALID]), start = static_cast<int>(a.table[ST_START]);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) words[i] = i < n ? ids[i] : 0;
   if (blockIdx.x != 0) return;
@@ -120,7 +105,6 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
                                                            const uint16_t* __restrict__ embed, uint16_t* residual,
                                                            const uint16_t* __restrict__ w, uint16_t* __restrict__ out,
                                                            float eps) {
-  wait_for_previous_kernel();
   __shared__ float part[NORM_THREADS / 32];
   const int t = blockIdx.x, i = threadIdx.x * 8;
   float r[8];
@@ -213,7 +197,6 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
                                                       float* __restrict__ beta, int g_chunk, int T) {
-  wait_for_previous_kernel();
   const int gate_blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS;
   if (static_cast<int>(blockIdx.x) < gate_blocks) {
     dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, blockIdx.x * DN_GATE_ROWS, T);
@@ -260,7 +243,6 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
                                                           const uint16_t* __restrict__ w, const float4* __restrict__ final_state,
                                                           const int64_t* __restrict__ table, int slot,
                                                           uint16_t* __restrict__ out, float eps, int T) {
-  wait_for_previous_kernel();
   const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
   {  // the layer's final delta-rule state into its slot of the decode state, 16 bytes a thread, every block in turn
     float4* dst = table_ptr<float4>(table, ST_DN) + static_cast<size_t>(slot) * DN_STATE / 4;
@@ -294,7 +276,6 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
 
 // ---- fp32 states of every DeltaNet layer into the prefill's buffer (16-byte vectors) --------------
 __global__ void dn_state_in_kernel(const int64_t* __restrict__ table, float4* __restrict__ dst) {
-  wait_for_previous_kernel();
   const float4* src = table_ptr<const float4>(table, ST_DN);
   const size_t n4 = static_cast<size_t>(N_DN) * DN_STATE / 4;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += gridDim.x * static_cast<size_t>(blockDim.x))
@@ -303,7 +284,6 @@ __global__ void dn_state_in_kernel(const int64_t* __restrict__ table, float4* __
 
 // ---- SwiGLU: one thread per 8 outputs -----------------------------------------------------
 __global__ void silu_mul_kernel(const uint16_t* __restrict__ gu, uint16_t* __restrict__ out, int T) {
-  wait_for_previous_kernel();
   const int n8 = T * (INTER / 8);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += gridDim.x * blockDim.x) {
     const int t = i / (INTER / 8), c = (i % (INTER / 8)) * 8;
@@ -346,7 +326,6 @@ __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(const uint
                                                         const uint16_t* __restrict__ k_w, const int64_t* __restrict__ table,
                                                         int slot, int max_seq, uint16_t* __restrict__ qbuf,
                                                         uint16_t* __restrict__ kv, float eps) {
-  wait_for_previous_kernel();
   const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, pos = table_start(table) + t;
   if (t >= table_valid(table)) {  // padding (its position may lie past max_seq): q 0, no rope, no cache
     if (warp < FA_HQ)
@@ -374,7 +353,6 @@ __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(const uint
 // the cache's [slot][h][p][:] → kv [k|v][p][h][:] for p < start: thread i copies 16-byte vector
 // i % (FA_HD / 8) of (k|v, h, p) = i / (FA_HD / 8), grid-stride over what start asks for
 __global__ void kv_prefix_kernel(const int64_t* __restrict__ table, int slot, int max_seq, uint16_t* __restrict__ kv) {
-  wait_for_previous_kernel();
   constexpr int VEC = FA_HD / 8;  // 16-byte vectors per row
   const unsigned rows = static_cast<unsigned>(table_start(table)) * FA_HKV;  // (p, h) pairs per k|v (< 2^31 / 64)
   const unsigned n = 2 * rows * VEC;
@@ -392,7 +370,6 @@ constexpr int GATE_THREADS = 32 * FA_HQ;
 __global__ void __launch_bounds__(GATE_THREADS) attn_gate_kernel(const uint16_t* __restrict__ o, long long sh, long long st,
                                                         const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                         uint16_t* __restrict__ out) {
-  wait_for_previous_kernel();
   const int t = blockIdx.x, h = threadIdx.x >> 5, d = (threadIdx.x & 31) * 8;
   if (t >= table_valid(table)) {  // padding: flash did not write its o
     *reinterpret_cast<uint4*>(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d) = make_uint4(0u, 0u, 0u, 0u);
@@ -414,7 +391,6 @@ __global__ void __launch_bounds__(GATE_THREADS) attn_merge_gate_kernel(const uin
                                                               const uint16_t* __restrict__ o_new, const float* __restrict__ lse_new,
                                                               long long ln_h, long long ln_t, const uint16_t* __restrict__ proj,
                                                               const int64_t* __restrict__ table, uint16_t* __restrict__ out, int T) {
-  wait_for_previous_kernel();
   const int t = blockIdx.x, h = threadIdx.x >> 5, d = (threadIdx.x & 31) * 8;
   if (t >= table_valid(table)) {  // padding: the new keys' flash call did not write its o or lse
     *reinterpret_cast<uint4*>(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d) = make_uint4(0u, 0u, 0u, 0u);
@@ -451,19 +427,18 @@ static_assert(LM_CH * LM_ROWS_PER_WARP <= 16, "lm_head: 16 registers of weights 
 __global__ void __launch_bounds__(256) lm_head_kernel(const uint16_t* __restrict__ rows, const int64_t* __restrict__ table,
                                                       const uint16_t* __restrict__ w, float* __restrict__ logits, int vocab) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const uint16_t* x = rows + static_cast<size_t>(table_valid(table) - 1) * D;  // the last valid row
   const int row0 = (blockIdx.x * LM_WARPS + warp) * LM_ROWS_PER_WARP;
-  uint4 wv[LM_ROWS_PER_WARP][LM_CH];  // (the weights first: nothing writes them, so they load during the previous kernel)
+  float xv[LM_CH][8];
+#pragma unroll
+  for (int c = 0; c < LM_CH; ++c) load8(x + lane * 8 + 256 * c, xv[c]);
+  uint4 wv[LM_ROWS_PER_WARP][LM_CH];
 #pragma unroll
   for (int r = 0; r < LM_ROWS_PER_WARP; ++r)
 #pragma unroll
     for (int c = 0; c < LM_CH; ++c)
       wv[r][c] = row0 + r < vocab ? __ldcs(reinterpret_cast<const uint4*>(w + static_cast<size_t>(row0 + r) * D + lane * 8 + 256 * c))
                                   : make_uint4(0, 0, 0, 0);
-  wait_for_previous_kernel();
-  const uint16_t* x = rows + static_cast<size_t>(table_valid(table) - 1) * D;  // the last valid row
-  float xv[LM_CH][8];
-#pragma unroll
-  for (int c = 0; c < LM_CH; ++c) load8(x + lane * 8 + 256 * c, xv[c]);
 #pragma unroll
   for (int r = 0; r < LM_ROWS_PER_WARP; ++r) {
     float acc = 0.f;
@@ -484,79 +459,75 @@ inline int blocks_for(size_t n, int threads, int cap = 132 * 8) {
   return static_cast<int>(b < static_cast<size_t>(cap) ? (b > 0 ? b : 1) : cap);
 }
 
-// every launch with programmatic stream serialization allowed (see wait_for_previous_kernel)
-template <class... Params, class... Args>
-cudaError_t launch(void (*kernel)(Params...), int grid, int block, cudaStream_t s, Args... args) {
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(block);
-  cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, args...);
-}
-
 }  // namespace
 
 cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStream_t s) {
-  return launch(bind_kernel, blocks_for(static_cast<size_t>(a.T), 256), 256, s, ids, words, a);
+  bind_kernel<<<blocks_for(static_cast<size_t>(a.T), 256), 256, 0, s>>>(ids, words, a);
+  return cudaGetLastError();
 }
 
 cudaError_t add_rms_norm(const uint16_t* x, const float* x32, int splits, const int64_t* ids, const uint16_t* embed,
                          uint16_t* residual, const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s) {
-  return launch(add_rms_norm_kernel, T, NORM_THREADS, s, x, x32, splits, T, ids, embed, residual, w, out, eps);
+  add_rms_norm_kernel<<<T, NORM_THREADS, 0, s>>>(x, x32, splits, T, ids, embed, residual, w, out, eps);
+  return cudaGetLastError();
 }
 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int g_chunk, int T, cudaStream_t s) {
   const int blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS + T * (DN_CONV / 2048);
-  return launch(dn_prep_kernel, blocks, 256, s, proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T);
+  dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T);
+  return cudaGetLastError();
 }
 
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const float* final_state,
                         const int64_t* table, int slot, uint16_t* out, int T, float eps, cudaStream_t s) {
   constexpr int DN_COPY_BLOCKS = 128;  // at least this many blocks copy the state (a 2-row prompt's 2 alone: 128 loads in a row each)
-  return launch(dn_out_norm_kernel, T > DN_COPY_BLOCKS ? T : DN_COPY_BLOCKS, 256, s, o, proj, w,
-                reinterpret_cast<const float4*>(final_state), table, slot, out, eps, T);
+  dn_out_norm_kernel<<<T > DN_COPY_BLOCKS ? T : DN_COPY_BLOCKS, 256, 0, s>>>(
+      o, proj, w, reinterpret_cast<const float4*>(final_state), table, slot, out, eps, T);
+  return cudaGetLastError();
 }
 
 cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s) {
-  return launch(dn_state_in_kernel, blocks_for(static_cast<size_t>(N_DN) * DN_STATE / 4, 256), 256, s, table, reinterpret_cast<float4*>(dst));
+  dn_state_in_kernel<<<blocks_for(static_cast<size_t>(N_DN) * DN_STATE / 4, 256), 256, 0, s>>>(table, reinterpret_cast<float4*>(dst));
+  return cudaGetLastError();
 }
 
 cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s) {
-  return launch(silu_mul_kernel, blocks_for(static_cast<size_t>(T) * INTER / 8, 256), 256, s, gu, out, T);
+  silu_mul_kernel<<<blocks_for(static_cast<size_t>(T) * INTER / 8, 256), 256, 0, s>>>(gu, out, T);
+  return cudaGetLastError();
 }
 
 cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table, int slot,
                       int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s) {
-  return launch(attn_prep_kernel, T, ATTN_PREP_THREADS, s, proj, q_w, k_w, table, slot, max_seq, qbuf, kv, eps);
+  attn_prep_kernel<<<T, ATTN_PREP_THREADS, 0, s>>>(proj, q_w, k_w, table, slot, max_seq, qbuf, kv, eps);
+  return cudaGetLastError();
 }
 
 cudaError_t kv_prefix(const int64_t* table, int slot, int max_seq, uint16_t* kv, cudaStream_t s) {
-  return launch(kv_prefix_kernel, blocks_for(static_cast<size_t>(max_seq) * 2 * FA_HKV * FA_HD / 8, 256), 256, s, table, slot, max_seq, kv);
+  kv_prefix_kernel<<<blocks_for(static_cast<size_t>(max_seq) * 2 * FA_HKV * FA_HD / 8, 256), 256, 0, s>>>(
+      table, slot, max_seq, kv);
+  return cudaGetLastError();
 }
 
 cudaError_t attn_gate(const uint16_t* o, long long o_stride_h, long long o_stride_t, const uint16_t* proj,
                       const int64_t* table, uint16_t* out, int T, cudaStream_t s) {
-  return launch(attn_gate_kernel, T, GATE_THREADS, s, o, o_stride_h, o_stride_t, proj, table, out);
+  attn_gate_kernel<<<T, GATE_THREADS, 0, s>>>(o, o_stride_h, o_stride_t, proj, table, out);
+  return cudaGetLastError();
 }
 
 cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long long ls_s, long long ls_h, long long ls_t,
                             int S, const uint16_t* o_new, const float* lse_new, long long ln_h, long long ln_t,
                             const uint16_t* proj, const int64_t* table, uint16_t* out, int T, cudaStream_t s) {
-  return launch(attn_merge_gate_kernel, T, GATE_THREADS, s, o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t,
-                proj, table, out, T);
+  attn_merge_gate_kernel<<<T, GATE_THREADS, 0, s>>>(o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t, proj, table, out, T);
+  return cudaGetLastError();
 }
 
 cudaError_t lm_head(const uint16_t* rows, const int64_t* table, const uint16_t* w, float* logits, int vocab,
                     cudaStream_t s) {
   const int per_block = LM_WARPS * LM_ROWS_PER_WARP;
-  return launch(lm_head_kernel, (vocab + per_block - 1) / per_block, 256, s, rows, table, w, logits, vocab);
+  lm_head_kernel<<<(vocab + per_block - 1) / per_block, 256, 0, s>>>(rows, table, w, logits, vocab);
+  return cudaGetLastError();
 }
 
 }  // namespace mkp
