@@ -52,9 +52,6 @@ __device__ __forceinline__ void prepare_phase(const Args& a, int q, int step, ui
   } else if (dn_core) {  // a batch: the block's first (row, head) unit (delta_rule.cuh dn_core_heads)
     head_inputs(a, l, step, blockIdx.x, wv[0]);
   }
-  if constexpr (NB > 1) {
-    if (!is_lm_head(q) && kind == PH_IN_PROJ && !is_full_attention(l) && threadIdx.x == 0) prefetch_core_state_l2<NB>(a, l);
-  }
   if constexpr (RING) wv[4] = phase_params(a, q, step);
   else if (is_lm_head(q) || kind != PH_CORE) issue_first_item(is_lm_head(q) ? PH_IN_PROJ : kind, phase_slice(a, q, step), wv);
 }
@@ -78,6 +75,9 @@ template <bool RING, int NB>
 __device__ __forceinline__ void run_phase(const Args& a, int q, int step, uint8_t* sm, uint4 (&wv)[16], Stream& st,
                                           const uint4 params) {
   const int l = phase_layer(q);
+  if constexpr (NB > 1) {  // (after the barrier that opens the phase, not in its wait: the stragglers of the phase before)
+    if (phase_kind(q) == PH_IN_PROJ && !is_full_attention(l) && threadIdx.x == 0) prefetch_core_state_l2<NB>(a, l);
+  }
   if (phase_kind(q) == PH_CORE) {
     if (is_full_attention(l)) gated_attention<RING, NB>(a, l, step, sm, params, st);
     else gated_delta_rule_recurrent<NB>(a, l, step, sm, wv);
