@@ -207,8 +207,11 @@ __device__ __forceinline__ void head_inputs(const Args& a, int l, int step, int 
 }
 
 // A batch: the state of the block's (row, head) units of DeltaNet layer l pulled into L2 (one bulk
-// prefetch of a unit's 64 KB by one thread, no registers held), issued as the phase before that core
-// begins, so that the core's loads of it hit L2 instead of waiting for HBM after the barrier.
+// prefetch of a unit's 64 KB by one thread, no registers held), so that the core's loads of it hit L2
+// instead of waiting for HBM after its barrier. Issued (megakernel.cu run_phase) as the gate/up phase of
+// the layer before begins: there the ring fills and its producer waits, so the HBM has room for it;
+// issued in a barrier's wait instead, the burst slowed the phase's last blocks more than it saved
+// (NOTES v24: B = 8's DeltaNet cores -42 µs a step, the gate/ups +15, tg128 +1.7%).
 template <int NB>
 __device__ __forceinline__ void prefetch_core_state_l2(const Args& a, int l) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
