@@ -33,8 +33,10 @@ constexpr int N_DN = mk::NDN;
 constexpr int FA_K = mk::FA_WIN_K, FA_V = mk::FA_WIN_V, FA_ROT_HALF = mk::FA_ROT / 2;
 
 __device__ __forceinline__ float rnd(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-__device__ __forceinline__ float siluf_(float x) { return x / (1.f + expf(-x)); }
-__device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-x)); }
+// SiLU and the sigmoid by the fast exp (ex2.approx) and division (rcp.approx): ~4 instructions instead of ~16 for
+// expf and an IEEE division; a few fp32 ulps, far below the bf16 rounding that follows every use (NOTES "Prefill" v13)
+__device__ __forceinline__ float siluf_(float x) { return __fdividef(x, 1.f + __expf(-x)); }
+__device__ __forceinline__ float sigmoidf_(float x) { return __fdividef(1.f, 1.f + __expf(-x)); }
 __device__ __forceinline__ float bf(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
 
 __device__ __forceinline__ void load8(const uint16_t* p, float (&f)[8]) {
@@ -149,12 +151,11 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
 // ---- DeltaNet inputs: 1-D grid. The first ceil(T / 64) blocks are gate blocks: block x owns rows
 // x*64 .. x*64 + 63 and writes their beta and g (a padding row: 0), g itself (g_chunk = 0) or summed
 // over the rows of its 64-row chunk up to each row (g_chunk = 64: what FlashQLA's kernels read):
-// warp w owns value heads w, w + 8, ..., a lane rows 2 lane and 2 lane + 1 of each (a warp scan). Each later block is
-// DN_PREP_ROWS consecutive tokens x one pass of 2048 conv channels (pass p covers channels p*2048 .. p*2048 + 2047
-// of [q | k | v], DN_CONV / 2048 passes), 256 threads; a thread owns channels p*2048 + tid*8 .. +8 of its
-// tokens, a head = 16 consecutive threads; q and k are l2-normed per head and token. A thread loads its conv
-// weights once and the DN_PREP_ROWS + 3 input rows its tokens read, all at once (one round trip), then
-// makes its tokens one after the other (a token's arithmetic is the same whatever block makes it). -------
+// warp w owns value heads w, w + 8, ..., a lane rows 2 lane and 2 lane + 1 of each (a warp scan). Each later block is one token x one
+// pass of 2048 conv channels (pass p covers channels p*2048 .. p*2048 + 2047 of [q | k | v],
+// DN_CONV / 2048 passes), 256 threads; thread owns channels p*2048 + tid*8 .. +8, a head = 16
+// consecutive threads; q and k are l2-normed per head; its loads (its weights and the 4 inputs) are
+// independent: one round trip. -------------------------------------------------------------------
 static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds one of q, k, v");
 __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                          const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
@@ -192,8 +193,6 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
   }
 }
 
-constexpr int DN_PREP_ROWS = 8;  // tokens of one conv block of dn_prep (a token alone: 1,569 blocks at 520 rows, each
-                                 // input row read by 4 blocks and the conv weights by every block; NOTES "Prefill" v13)
 __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                       int slot, const uint16_t* __restrict__ conv_w,
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
@@ -205,56 +204,39 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
     dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, blockIdx.x * DN_GATE_ROWS, T);
     return;
   }
-  const int groups = (T + DN_PREP_ROWS - 1) / DN_PREP_ROWS, b = blockIdx.x - gate_blocks;
-  const int p = b / groups, t0 = (b % groups) * DN_PREP_ROWS, tid = threadIdx.x, start = table_start(table);
+  const int b = blockIdx.x - gate_blocks, t = b % T, p = b / T, tid = threadIdx.x, start = table_start(table);
   const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
   const int c = p * 2048 + tid * 8;
-  // inputs of tokens t0 - 3 .. t0 + DN_PREP_ROWS - 1 (x[i]: token t0 - 3 + i; before the prompt: the ring's)
-  uint4 x[DN_PREP_ROWS + 3];
-#pragma unroll
-  for (int i = 0; i < DN_PREP_ROWS + 3; ++i) {
-    const int tt = t0 - 3 + i;
-    x[i] = tt >= T ? make_uint4(0u, 0u, 0u, 0u)
-                   : *reinterpret_cast<const uint4*>(tt >= 0 ? proj + static_cast<size_t>(tt) * DN_WIN + c
-                                                             : ring + static_cast<size_t>((start + tt) & 3) * DN_CONV + c);
-  }
   float cw[4][8];  // conv_w [6144][4]: channels c..c+7 are 32 consecutive values, cw[m][n] = w[c + 2m + n/4][n%4]
 #pragma unroll
   for (int m = 0; m < 4; ++m) load8(conv_w + c * 4 + 8 * m, cw[m]);
-  constexpr int QP = DN_KEY / 2048;  // the q passes (as many k passes follow, then v's)
+  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-  for (int r = 0; r < DN_PREP_ROWS; ++r) {
-    const int t = t0 + r;
-    if (t >= T) break;  // (the same t in every thread of the block: the norm's shuffles stay whole)
-    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  for (int j = 0; j < 4; ++j) {  // tap j multiplies the input at t - 3 + j
+    const int tt = t - 3 + j;
+    const uint16_t* src = tt >= 0 ? proj + static_cast<size_t>(tt) * DN_WIN + c
+                                  : ring + static_cast<size_t>((start + tt) & 3) * DN_CONV + c;
+    float xv[8];
+    load8(src, xv);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {  // tap j multiplies the input at t - 3 + j
-      const uint32_t w[4] = {x[r + j].x, x[r + j].y, x[r + j].z, x[r + j].w};
-      float xv[8];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        xv[2 * i] = __uint_as_float(w[i] << 16);
-        xv[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-      }
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] += cw[e >> 1][(e & 1) * 4 + j] * xv[e];
-    }
-    float y[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(rnd(acc[e])));
-    uint16_t* dst = p < QP       ? q + static_cast<size_t>(t) * DN_KEY + p * 2048 + tid * 8
-                    : p < 2 * QP ? k + static_cast<size_t>(t) * DN_KEY + (p - QP) * 2048 + tid * 8
-                                 : v + static_cast<size_t>(t) * DN_VAL + (p - 2 * QP) * 2048 + tid * 8;
-    if (p < 2 * QP) {  // l2norm over the head's 128 channels (16 threads)
-      float ss = 0.f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) ss += y[e] * y[e];
-      const float inv = rsqrtf(group_sum<16>(ss) + 1e-6f);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) y[e] *= inv;
-    }
-    store8(dst, y);
+    for (int e = 0; e < 8; ++e) acc[e] += cw[e >> 1][(e & 1) * 4 + j] * xv[e];
   }
+  float y[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(rnd(acc[e])));
+  constexpr int QP = DN_KEY / 2048;  // the q passes (as many k passes follow, then v's)
+  uint16_t* dst = p < QP       ? q + static_cast<size_t>(t) * DN_KEY + p * 2048 + tid * 8
+                  : p < 2 * QP ? k + static_cast<size_t>(t) * DN_KEY + (p - QP) * 2048 + tid * 8
+                               : v + static_cast<size_t>(t) * DN_VAL + (p - 2 * QP) * 2048 + tid * 8;
+  if (p < 2 * QP) {  // l2norm over the head's 128 channels (16 threads)
+    float ss = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) ss += y[e] * y[e];
+    const float inv = rsqrtf(group_sum<16>(ss) + 1e-6f);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) y[e] *= inv;
+  }
+  store8(dst, y);
 }
 
 // ---- DeltaNet output norm: block t < T = token t, 256 threads x 8 = 16 heads x 128 a pass (DN_VAL / 2048
@@ -495,7 +477,7 @@ cudaError_t add_rms_norm(const uint16_t* x, const float* x32, int splits, const 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int g_chunk, int T, cudaStream_t s) {
-  const int blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS + (T + DN_PREP_ROWS - 1) / DN_PREP_ROWS * (DN_CONV / 2048);
+  const int blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS + T * (DN_CONV / 2048);
   dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T);
   return cudaGetLastError();
 }
