@@ -155,8 +155,9 @@ __device__ __forceinline__ int att_units(const Args& a, int step) {
 // many-token kernels: NOTES v19.)
 constexpr int ATT_GROUP = 2;
 constexpr float ATT_SCALE = 1.f / 16.f;  // 256^-1/2
-// (row(j, k): position j's K row (k = 0) or V row (k = 1), this lane's 8 dims)
-template <class Row>
+// (row(j, k): position j's K row (k = 0) or V row (k = 1), this lane's 8 dims; MASKED = false: every
+// position of the group is a past one, `valid` is not read and no score or V row is masked)
+template <bool MASKED = true, class Row>
 __device__ __forceinline__ void att_group(const float (&q)[8], Row&& row, unsigned valid, int lane, float& m, float& lsum,
                                           float (&acc)[8]) {
   static_assert(ATT_GROUP == 2, "the butterfly's levels: 16 transposes (2 values), 8, 4, 2, 1 sum");
@@ -168,7 +169,7 @@ __device__ __forceinline__ void att_group(const float (&q)[8], Row&& row, unsign
 #pragma unroll
   for (int off = 8; off; off >>= 1) y += __shfl_xor_sync(0xffffffffu, y, off);
   const int jl = lane >> 4;  // this lane's position
-  const float sc = (valid >> jl) & 1 ? y * ATT_SCALE : -INFINITY;
+  const float sc = !MASKED || (valid >> jl) & 1 ? y * ATT_SCALE : -INFINITY;
   const float gm = fmaxf(sc, __shfl_xor_sync(0xffffffffu, sc, 16));
   const float mn = fmaxf(m, gm);
   const float base = mn == -INFINITY ? 0.f : mn;  // (no valid position so far: exps against 0 give 0, never NaN)
@@ -180,7 +181,7 @@ __device__ __forceinline__ void att_group(const float (&q)[8], Row&& row, unsign
 #pragma unroll
   for (int j = 0; j < ATT_GROUP; ++j) {  // position j's weight from its lanes; its V row
     uint4 vr = row(j, 1);
-    if (!((valid >> j) & 1)) vr = make_uint4(0u, 0u, 0u, 0u);  // (a masked row's weight is 0: its V must not be NaN)
+    if (MASKED && !((valid >> j) & 1)) vr = make_uint4(0u, 0u, 0u, 0u);  // (a masked row's weight is 0: its V must not be NaN)
     float vx[8];
     unpack8(vr, vx);
     const float pj = __shfl_sync(0xffffffffu, pw, j << 4);
@@ -300,6 +301,15 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
         const int k = min(ATT_ITEM_CHUNKS, nch - c0);
         for (int c = 0; c < k; ++c) {
           const uint32_t ch = chunk_wait(st, c) + (slot * FA_HD + lane * 8) * 2;  // row slot's K, lane's dims
+          if ((c0 + c + 1) * ATT_RING_ROWS <= rows) {  // a whole chunk of past positions: no masks
+#pragma unroll
+            for (int gi = 0; gi < ATT_RING_ROWS / (ATT_SLOTS * ATT_GROUP); ++gi) {
+              const uint32_t k0 = ch + gi * ATT_GROUP * ATT_SLOTS * FA_HD * 2;
+              att_group<false>(q, [&](int j, int kv) { return lds128(k0 + (j * ATT_SLOTS * FA_HD) * 2 + (kv ? RING_SLOT / 2 : 0)); },
+                               0u, lane, m, lsum, acc);
+            }
+            continue;
+          }
 #pragma unroll
           for (int gi = 0; gi < ATT_RING_ROWS / (ATT_SLOTS * ATT_GROUP); ++gi) {
             const uint32_t k0 = ch + gi * ATT_GROUP * ATT_SLOTS * FA_HD * 2;
