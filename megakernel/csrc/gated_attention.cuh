@@ -298,6 +298,11 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
       // computed here from p0, p1), index i in chunk i / ATT_RING_ROWS, row i mod ATT_RING_ROWS: a
       // warp's group is its slot's rows of one chunk
       const int rows = p1 - p0 - (last ? 1 : 0), nch = (rows + ATT_RING_ROWS - 1) / ATT_RING_ROWS;
+      // group gi of a chunk (ch: its slot at this warp's slot row and lane's dims): position j's K or V row
+      const auto ring_rows = [&](uint32_t ch, int gi) {
+        const uint32_t k0 = ch + gi * ATT_GROUP * ATT_SLOTS * FA_HD * 2;
+        return [=](int j, int kv) { return lds128(k0 + (j * ATT_SLOTS * FA_HD) * 2 + (kv ? RING_SLOT / 2 : 0)); };
+      };
       for (int c0 = 0; c0 < nch; c0 += ATT_ITEM_CHUNKS) {
         const int k = min(ATT_ITEM_CHUNKS, nch - c0);
         for (int c = 0; c < k; ++c) {
@@ -305,22 +310,17 @@ __device__ void gated_attention(const Args& a, int l, int step, uint8_t* sm, con
           if ((c0 + c + 1) * ATT_RING_ROWS <= rows) {  // a whole chunk of past positions: no masks (the same bits;
                                                        // ~10 of a group's ~120 instructions: d32768 +1.4%, NOTES v25)
 #pragma unroll
-            for (int gi = 0; gi < ATT_RING_ROWS / (ATT_SLOTS * ATT_GROUP); ++gi) {
-              const uint32_t k0 = ch + gi * ATT_GROUP * ATT_SLOTS * FA_HD * 2;
-              att_group<false>(q, [&](int j, int kv) { return lds128(k0 + (j * ATT_SLOTS * FA_HD) * 2 + (kv ? RING_SLOT / 2 : 0)); },
-                               0u, lane, m, lsum, acc);
-            }
+            for (int gi = 0; gi < ATT_RING_ROWS / (ATT_SLOTS * ATT_GROUP); ++gi)
+              att_group<false>(q, ring_rows(ch, gi), 0u, lane, m, lsum, acc);
             continue;
           }
 #pragma unroll
           for (int gi = 0; gi < ATT_RING_ROWS / (ATT_SLOTS * ATT_GROUP); ++gi) {
-            const uint32_t k0 = ch + gi * ATT_GROUP * ATT_SLOTS * FA_HD * 2;
             const int i0 = (c0 + c) * ATT_RING_ROWS + slot + gi * ATT_GROUP * ATT_SLOTS;  // its index
             unsigned valid = 0;
 #pragma unroll
             for (int j = 0; j < ATT_GROUP; ++j) valid |= (i0 + ATT_SLOTS * j < rows ? 1u : 0u) << j;
-            att_group(q, [&](int j, int kv) { return lds128(k0 + (j * ATT_SLOTS * FA_HD) * 2 + (kv ? RING_SLOT / 2 : 0)); },
-                      valid, lane, m, lsum, acc);
+            att_group(q, ring_rows(ch, gi), valid, lane, m, lsum, acc);
           }
         }
         chunks_done(st, k);
