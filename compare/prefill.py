@@ -159,6 +159,9 @@ def add_arguments(p):
                         "(default: %(default)s: none)")
     p.add_argument("--reps", type=int, default=5, help="repetitions per length, median (default: %(default)s)")
     p.add_argument("--reference-pp", default="520", help="lengths also timed with prefill='reference' (0: none)")
+    p.add_argument("--delta-rule", default=None,
+                   help="the chunked delta rule the prefill runs (megakernel/prefill_delta_rule.py: "
+                        "fla, flash-qla, megakernel; default: the tier's own choice)")
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for prefill_bench.json / .md")
     p.add_argument("--rerender", metavar="JSON", help="only recompute the derived columns of a written prefill_bench.json")
 
@@ -185,6 +188,11 @@ def run(args) -> int:
     tier = megakernel_tier(config, weights, device="cuda")
     if tier.fast_prefill is None:
         raise UsageError(f"no fast prefill here: {tier.prefill_note}")
+    if args.delta_rule is not None:
+        try:
+            tier.prefill_delta_rule = args.delta_rule
+        except ValueError as e:
+            raise UsageError(f"--delta-rule {args.delta_rule}: {e}") from None
     rates = {"dense_bf16_flops": dense_bf16_flops("cuda"), "copy_bandwidth_Bps": copy_bandwidth("cuda")}
     rows = []
     for depth, T in [(0, T) for T in pp] + [(d, T) for d in depths for T in pp]:
