@@ -3,7 +3,7 @@ the model's shapes, for every implementation importable here (megakernel/prefill
 fla's Triton kernels, and FlashQLA's, the Qwen team's kernels that serving engines use and the fast
 prefill's default where they run), against fla in the same run and against the fp32 reference.
 
-    python -m compare delta-rule [--pp 256,520,4096,32768] [--rules fla,flash-qla,megakernel] [--out DIR] [--png PATH]
+    python -m compare delta-rule [--pp 256,520,4096,32768] [--rules fla,flash-qla] [--out DIR] [--png PATH]
     python -m compare delta-rule --rerender DIR/delta_rule.json [--png PATH]   (the table and chart again, no GPU)
 
 Rows: every prompt length x {a fresh state, a carried one} x {the decays of a model-like layer
@@ -137,7 +137,7 @@ def render(rows, config, rules) -> str:
 
 def add_arguments(p):
     p.add_argument("--pp", default="256,520,4096,32768", help="prompt lengths (default: %(default)s)")
-    p.add_argument("--rules", default="fla,flash-qla,megakernel",
+    p.add_argument("--rules", default="fla,flash-qla",
                    help="delta rules, the first the baseline of the speed column (default: %(default)s)")
     p.add_argument("--calls", type=int, default=20, help="calls per CUDA graph (default: %(default)s)")
     p.add_argument("--replays", type=int, default=7, help="replays, median (default: %(default)s)")

@@ -23,6 +23,7 @@ import statistics
 
 import torch
 
+from megakernel.prefill_delta_rule import DELTA_RULES
 from reference import ModelConfig, perturb_norms, random_weights
 
 from .common import UsageError, environment
@@ -161,7 +162,7 @@ def add_arguments(p):
     p.add_argument("--reference-pp", default="520", help="lengths also timed with prefill='reference' (0: none)")
     p.add_argument("--delta-rule", default=None,
                    help="the chunked delta rule the prefill runs (megakernel/prefill_delta_rule.py: "
-                        "fla, flash-qla, megakernel; default: the tier's own choice)")
+                        "fla or flash-qla; default: the tier's own choice)")
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for prefill_bench.json / .md")
     p.add_argument("--rerender", metavar="JSON", help="only recompute the derived columns of a written prefill_bench.json")
 
@@ -174,6 +175,8 @@ def run(args) -> int:
     if too_long:
         d, T = too_long[0]
         raise UsageError(f"--depth {d} with --pp {T} needs {d + T} positions; the model has {limit}")
+    if args.delta_rule is not None and args.delta_rule not in DELTA_RULES:
+        raise UsageError(f"--delta-rule {args.delta_rule!r}: expected one of {', '.join(DELTA_RULES)}")
     if args.rerender:
         rerender(args.rerender)
         return 0

@@ -34,7 +34,7 @@ import time
 from typing import Callable, TypeVar
 
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
-CU_SOURCES = ("megakernel.cu", "prefill.cu", "prefill_delta_rule.cu")
+CU_SOURCES = ("megakernel.cu", "prefill.cu")
 CPP_SOURCES = ("binding.cpp",)
 HEADERS = tuple(sorted(f for f in os.listdir(CSRC) if f.endswith(".cuh")))
 SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")

@@ -11,8 +11,8 @@ another size's build has its own namespace, `qwen35_megakernel_<shape tag>`, meg
         ends after the step where every row has produced one of stop_ids. `!` marks what it
         writes. logits / trace / times (one-step launches) and stream (pinned host memory
         [steps, B], written as each step ends) are filled when they are not empty.
-    prefill_bind, prefill_add_rms_norm, prefill_dn_prep, prefill_dn_out_norm, prefill_gated_delta_rule_chunked,
-    prefill_dn_state_in, prefill_silu_mul, prefill_attn_prep, prefill_kv_prefix,
+    prefill_bind, prefill_add_rms_norm, prefill_dn_prep, prefill_dn_out_norm, prefill_dn_state_in,
+    prefill_silu_mul, prefill_attn_prep, prefill_kv_prefix,
     prefill_attn_gate, prefill_attn_merge_gate, prefill_lm_head
         the fast prefill's fused kernels (csrc/prefill.cuh says what each computes).
 
@@ -33,7 +33,7 @@ import torch
 
 NAMESPACE = "qwen35_megakernel"
 OP_NAMES = ("decode", "prefill_bind", "prefill_add_rms_norm", "prefill_dn_prep", "prefill_dn_out_norm",
-            "prefill_gated_delta_rule_chunked", "prefill_dn_state_in", "prefill_silu_mul", "prefill_attn_prep", "prefill_kv_prefix", "prefill_attn_gate",
+            "prefill_dn_state_in", "prefill_silu_mul", "prefill_attn_prep", "prefill_kv_prefix", "prefill_attn_gate",
             "prefill_attn_merge_gate", "prefill_lm_head")
 
 _fakes_registered = set()

@@ -142,8 +142,7 @@ class PrefillPlan:
 
     def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None,
                  delta_rule: str = "fla"):
-        self.delta_rule = prefill_delta_rule.make(delta_rule, T, tier.k.DN_HV, tier.device,
-                                                  op=ops.op("prefill_gated_delta_rule_chunked", tier.ops_namespace))
+        self.delta_rule = prefill_delta_rule.make(delta_rule, T, tier.k.DN_HV, tier.device)
         self.op = {name: ops.op(name, tier.ops_namespace) for name in ops.OP_NAMES if name.startswith("prefill_")}
         self.tier, self.T, self.max_seq, self.fresh = tier, T, max_seq, fresh
         self.k = k = tier.k

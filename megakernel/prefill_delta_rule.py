@@ -4,8 +4,6 @@
     "flash-qla"  FlashQLA's (the Qwen team's TileLang kernels for Hopper and newer), its automatic
                  intra-card context parallelism on (a long prompt split over more SMs), where the
                  `flash_qla` package is installed and the GPU is sm_90 or newer: the default there
-    "megakernel" this tier's own two CUDA kernels (csrc/prefill_delta_rule.cu: every chunk's W, U and
-                 P at once, then the state through the chunks on 2 x value-heads blocks), sm_80 or newer
 
 Every implementation takes one layer of the prefill's buffers: q, k [1, T, key heads, 128] and v
 [1, T, value heads, 128] in bf16, g (the log decay) and beta [1, T, value heads] in fp32, the
@@ -26,7 +24,7 @@ from typing import Callable
 
 import torch
 
-DELTA_RULES = ("fla", "flash-qla", "megakernel")
+DELTA_RULES = ("fla", "flash-qla")
 
 
 @dataclass(frozen=True)
@@ -83,8 +81,6 @@ def unavailable_reason(name: str, device) -> str | None:
             return f"flash-linear-attention is not importable ({type(e).__name__}: {e})"
         return None
     major, minor = torch.cuda.get_device_capability(device)
-    if name == "megakernel":  # (mma.sync on bf16 and cp.async: sm_80)
-        return None if major >= 8 else f"the megakernel tier's delta rule needs sm_80 or newer; this GPU is sm_{major}{minor}"
     if major < 9:
         return f"FlashQLA needs sm_90 or newer; this GPU is sm_{major}{minor}"
     try:
@@ -94,16 +90,13 @@ def unavailable_reason(name: str, device) -> str | None:
     return None
 
 
-def make(name: str, T: int, value_heads: int, device, op=None) -> DeltaRule:
+def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
     """The delta rule `name` for prompts of T rows (a DeltaRule). Whatever it decides from the shapes
     alone (FlashQLA's split of the prompt over the SMs) is decided here, once, so the call itself
-    reads nothing back to the host and can be captured in a CUDA graph. `op`: the tier's
-    prefill_gated_delta_rule_chunked ("megakernel"; None: the 0.8B build's)."""
+    reads nothing back to the host and can be captured in a CUDA graph."""
     reason = unavailable_reason(name, device)
     if reason is not None:
         raise ValueError(f"delta rule {name!r} cannot run here: {reason}")
-    if name == "megakernel":
-        return _megakernel_rule(T, value_heads, device, op)
     if name == "fla":
         # fla's own (Triton) kernels: its public `chunk_gated_delta_rule` hands the call to FlashQLA
         # wherever flash_qla is importable (fla.backends, FLA_FLASH_QLA), so it is not called here
@@ -149,23 +142,3 @@ def make(name: str, T: int, value_heads: int, device, op=None) -> DeltaRule:
                                         state_v_first=True)
         return o, final
     return DeltaRule(name, qla, g_chunk=CHUNK_SIZE, pieces=pieces)
-
-
-def _megakernel_rule(T: int, value_heads: int, device, op) -> DeltaRule:
-    """The tier's own rule (csrc/prefill_delta_rule.cu) with its buffers for T rows: its workspace (W, U,
-    P), the output and the final state, written by every call (a call's results live until the next)."""
-    from . import ops
-
-    if op is None:
-        _, k = ops.load(device)
-        op = ops.op("prefill_gated_delta_rule_chunked", k.NAMESPACE)
-    dim, chunk = 128, 64  # (csrc/prefill.cuh: the heads' width, GDR_CHUNK)
-    bf = dict(dtype=torch.bfloat16, device=device)
-    w, u, o = (torch.empty(1, T, value_heads, dim, **bf) for _ in range(3))
-    p = torch.empty(1, T, value_heads, chunk, **bf)
-    final = torch.empty(1, value_heads, dim, dim, dtype=torch.float32, device=device)
-
-    def megakernel(q, k, v, g, beta, scale, h0):
-        op(q, k, v, g, beta, h0, w, u, p, o, final, scale)
-        return o, final
-    return DeltaRule("megakernel", megakernel, g_chunk=chunk)

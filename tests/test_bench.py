@@ -372,6 +372,8 @@ def test_prefill_rows_on_top_of_a_context_render_and_are_checked(tmp_path, capsy
     assert "--depth 262000 with --pp 520 needs 262520 positions" in capsys.readouterr().err
     assert main(["prefill", "--depth", "lots"]) == 2
     assert "--depth 'lots': expected comma-separated whole numbers" in capsys.readouterr().err
+    assert main(["prefill", "--delta-rule", "mine"]) == 2
+    assert "--delta-rule 'mine': expected one of fla, flash-qla" in capsys.readouterr().err
 
 
 def test_matrix_flops_by_hand():

@@ -333,28 +333,6 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
                   ptr<float>(g), ptr<float>(beta), static_cast<int>(g_chunk), T, stream_of(proj)), op);
 }
 
-void prefill_gated_delta_rule_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                                      const Tensor& h0, const Tensor& w, const Tensor& u, const Tensor& p, const Tensor& o,
-                                      const Tensor& final_state, double scale) {
-  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_gated_delta_rule_chunked";
-  MK_CHECK(v.dim() == 4 && v.size(0) == 1 && v.size(1) >= 1, op, ": v must be [1, T, ", mk::DN_HV, ", ", mk::DN_DV,
-           "] with T >= 1, got ", v.sizes());
-  const int T = static_cast<int>(v.size(1));
-  for (const auto& [t, what] : {std::pair{&q, "q"}, {&k, "k"}}) check_tensor(*t, op, what, BF, {1, T, mk::DN_HK, mk::DN_DK});
-  for (const auto& [t, what] : {std::pair{&v, "v"}, {&w, "w"}, {&u, "u"}, {&o, "o"}})
-    check_tensor(*t, op, what, BF, {1, T, mk::DN_HV, mk::DN_DV});
-  check_tensor(p, op, "p", BF, {1, T, mk::DN_HV, mkp::GDR_CHUNK});
-  check_tensor(g, op, "g", F32, {1, T, mk::DN_HV});
-  check_tensor(beta, op, "beta", F32, {1, T, mk::DN_HV});
-  check_tensor(h0, op, "h0", F32, {1, mk::DN_HV, mk::DN_DV, mk::DN_DK});
-  check_tensor(final_state, op, "final_state", F32, {1, mk::DN_HV, mk::DN_DV, mk::DN_DK});
-  c10::cuda::CUDAGuard guard(v.device());
-  ok(mkp::gated_delta_rule_chunked(ptr<const uint16_t>(q), ptr<const uint16_t>(k), ptr<const uint16_t>(v), ptr<const float>(g),
-                                   ptr<const float>(beta), ptr<const float>(h0), ptr<uint16_t>(w), ptr<uint16_t>(u),
-                                   ptr<uint16_t>(p), ptr<uint16_t>(o), ptr<float>(final_state), static_cast<float>(scale), T,
-                                   stream_of(v)), op);
-}
-
 void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, const Tensor& final_state,
                          const Tensor& table, int64_t layer, const Tensor& out, double eps) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_out_norm";
@@ -525,8 +503,6 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
         "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta, int g_chunk) -> ()");
   m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor final_state, Tensor state_table, int layer, "
         "Tensor(a!) out, float eps) -> ()");
-  m.def("prefill_gated_delta_rule_chunked(Tensor q, Tensor k, Tensor v, Tensor g, Tensor beta, Tensor h0, Tensor(a!) w, "
-        "Tensor(b!) u, Tensor(c!) p, Tensor(d!) o, Tensor(e!) final_state, float scale) -> ()");
   m.def("prefill_dn_state_in(Tensor state_table, Tensor(a!) dst) -> ()");
   m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out) -> ()");
   m.def("prefill_attn_prep(Tensor proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int max_seq, "
@@ -544,7 +520,6 @@ MK_TORCH_LIBRARY_IMPL(MK_OPS_NAMESPACE, CUDA, m) {
   m.impl("prefill_add_rms_norm", &prefill_add_rms_norm);
   m.impl("prefill_dn_prep", &prefill_dn_prep);
   m.impl("prefill_dn_out_norm", &prefill_dn_out_norm);
-  m.impl("prefill_gated_delta_rule_chunked", &prefill_gated_delta_rule_chunked);
   m.impl("prefill_dn_state_in", &prefill_dn_state_in);
   m.impl("prefill_silu_mul", &prefill_silu_mul);
   m.impl("prefill_attn_prep", &prefill_attn_prep);

@@ -53,18 +53,6 @@ cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const 
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const float* final_state,
                         const int64_t* table, int slot, uint16_t* out, int T, float eps, cudaStream_t s);
 
-// The prefill's own chunked gated delta rule (prefill_delta_rule.cu; reference/delta_rule.py
-// gated_delta_rule_chunked), one DeltaNet layer: q, k [T][DN_HK][128], v [T][DN_HV][128] (bf16; q, k
-// l2-normed), g (summed within chunks of GDR_CHUNK rows from row 0, as dn_prep writes it with g_chunk =
-// GDR_CHUNK) and beta [T][DN_HV] fp32, the initial state h0 [DN_HV][128 v][128 k] fp32 →
-// o [T][DN_HV][128] bf16 and final_state (h0's layout; may be h0: each thread reads and writes its own rows). w, u [T][DN_HV][128] and p
-// [T][DN_HV][GDR_CHUNK] (bf16) are its workspace: chunk_intra's W, U and P, which chunk_state reads.
-constexpr int GDR_CHUNK = 64;       // rows a chunk (fla's and FlashQLA's)
-constexpr int GDR_STATE_ROWS = 64;  // state rows v a chunk_state block owns: DN_HV x 2 blocks
-cudaError_t gated_delta_rule_chunked(const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* g, const float* beta,
-                                     const float* h0, uint16_t* w, uint16_t* u, uint16_t* p, uint16_t* o, float* final_state,
-                                     float scale, int T, cudaStream_t s);
-
 // fp32 delta-rule states of all 18 layers from the table's dn_state into `dst` [18][16][128][128]
 // (before the layers; each layer's final state goes back through dn_out_norm).
 cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s);
