@@ -61,6 +61,18 @@ def flash_qla_piece_chunks(T: int, chunk: int) -> int | None:
     return math.ceil(chunks / 4) if 32 <= chunks <= 128 else None
 
 
+def flash_qla_block_dv(grid: int, sms: int) -> int:
+    """The value columns a block of FlashQLA's fused forward kernel takes (its block_DV) for `grid` = the prompt's
+    pieces x value heads on `sms` SMs: the narrowest of 16, 32, 64 whose blocks (grid x 128 / block_DV) all run at
+    once, else 128. FlashQLA 0.1.3's own pick stops at 32 (64 blocks for the 0.8B's 16 heads in one piece); 16
+    measured faster there, the same output: 11.0 -> 10.5 µs a layer at 256 rows, 24.5 -> 22.8 at 520, 35.0 -> 30.1 at
+    1,024 (H100, docs/results/2026-11-27-h100-s28 call 6). At 2-4 pieces this is FlashQLA's own pick."""
+    for block_dv in (16, 32, 64):
+        if grid * (128 // block_dv) <= sms:
+            return block_dv
+    return 128
+
+
 def default(device) -> str:
     """The rule a new tier's prefill runs: FlashQLA's where it can run (faster than fla's at every
     length measured: NOTES "Prefill" v8), else fla's."""
@@ -130,15 +142,54 @@ def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
                 prepare_varlen_metadata(cu, cu.cpu())
     rows_cu = context.intra_cp_cu_seqlens if context.is_intra else context.cu_seqlens
     pieces = rows_cu.numel() - 1
+    fused = _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads, device)
 
     def qla(q, k, v, g, beta, scale, h0):
         with torch.cuda.device(q.device):
             A = kkt_solve(k=k, b=beta, cu_seqlens=context.cu_seqlens, chunk_size=CHUNK_SIZE)
             h0, _ = cp_preprocess_fwd(context, k=k, v=v, a=A, g=g, beta=beta, initial_state=h0, state_v_first=True,
                                       enable_fwd_cp_cache=False)
+            o, final = fused(q, k, v, A, g, beta, scale, h0)
+        return o, final
+    return DeltaRule(name, qla, g_chunk=CHUNK_SIZE, pieces=pieces)
+
+
+def _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads: int, device):
+    """FlashQLA's fused forward (its second kernel) for the rows in `rows_cu` (the prompt, or its pieces) →
+    fn(q, k, v, A, g, beta, scale, h0) -> (o, final): on Hopper its TileLang kernel called with
+    flash_qla_block_dv's columns a block (the arguments fused_gdr_fwd makes for a varlen call, made once
+    here where they do not change); elsewhere fused_gdr_fwd as it is."""
+    import sys
+
+    from flash_qla.ops.gated_delta_rule.chunk import CHUNK_SIZE
+    from flash_qla.utils.index import prepare_chunk_offsets
+
+    module = sys.modules[fused_gdr_fwd.__module__]
+    if not module.__name__.endswith(".hopper.fused_fwd"):
+        def as_is(q, k, v, A, g, beta, scale, h0):
             o, _, final = fused_gdr_fwd(q=q, k=k, v=v, a=A, g=g, b=beta, scale=scale, initial_state=h0,
                                         output_final_state=True, output_h=False, output_o=True, cu_seqlens=rows_cu,
                                         cp_seq_map=context.seq_map_c2r, raw_cu_seqlens=context.cu_seqlens,
                                         state_v_first=True)
+            return o, final
+        return as_is
+    sequences = rows_cu.numel() - 1
+    block_dv = flash_qla_block_dv(sequences * value_heads, torch.cuda.get_device_properties(device).multi_processor_count)
+    offsets = prepare_chunk_offsets(rows_cu, CHUNK_SIZE)[0].to(rows_cu.dtype)
+    split = context.seq_map_c2r is not None
+    seq_map = context.seq_map_c2r if split else torch.empty(sequences, dtype=rows_cu.dtype, device=device)
+    finals = context.cu_seqlens.numel() - 1
+
+    def forward(q, k, v, A, g, beta, scale, h0):
+        H, Hg, K, V = v.shape[2], k.shape[2], k.shape[3], v.shape[3]
+        final = torch.empty(finals, H, V, K, dtype=torch.float32, device=v.device)
+        h = torch.empty(q.shape[0], 0, H, V, K, dtype=k.dtype, device=v.device)  # (no per-chunk states kept)
+        o = torch.empty_like(v)
+        kernel = module.tilelang_fused_chunk_gdr_fwd(
+            H, Hg, K, V, A.shape[-1], scale, accum_dtype="float32", qkva_dtype=q.dtype, g_dtype=g.dtype,
+            b_dtype=beta.dtype, h0_dtype=h0.dtype, ht_dtype=final.dtype, h_dtype=h.dtype, o_dtype=o.dtype,
+            seqlen_dtype=rows_cu.dtype, use_initial_state=True, store_final_state=True, store_h=False, store_o=True,
+            is_varlen=True, is_cp=split, state_v_first=True, block_DV=block_dv)
+        kernel(q, k, v, A, g, beta, h0, rows_cu, offsets, seq_map, context.cu_seqlens, o, h, final)
         return o, final
-    return DeltaRule(name, qla, g_chunk=CHUNK_SIZE, pieces=pieces)
+    return forward

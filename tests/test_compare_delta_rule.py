@@ -144,3 +144,17 @@ def test_the_prefill_splits_k_only_where_measured():
     assert [split_k(T, 1024) for T in (2, 64, 256)] == [2, 2, 2]  # (torch >= 2.8: aten.bmm.dtype_out)
     assert split_k(257, 1024) == 1 and split_k(520, 1024) == 1
     assert split_k(64, 2560) == 1 and split_k(64, 4096) == 1  # (measured at the 0.8B's hidden size only)
+
+
+def test_flash_qla_block_dv_takes_the_most_blocks_that_run_at_once():
+    """FlashQLA's fused kernel's value columns a block: the narrowest whose blocks fit the SMs (16 for the 0.8B's 16
+    heads in one piece on 132 SMs: 128 blocks), FlashQLA's own pick at 2-4 pieces (32, 64, 64), 128 past any fit."""
+    pick = prefill_delta_rule.flash_qla_block_dv
+    assert [pick(16 * p, 132) for p in (1, 2, 3, 4)] == [16, 32, 64, 64]
+    assert pick(16, 114) == 32 and pick(16, 128) == 16 and pick(16, 127) == 32
+    assert pick(512, 132) == 128
+    for grid in range(1, 300):
+        for sms in (60, 114, 132):
+            b = pick(grid, sms)
+            assert b in (16, 32, 64, 128) and (grid * 128 // b <= sms or b == 128)
+            assert b == 16 or grid * 128 // (b // 2) > sms  # (no narrower one fits)
