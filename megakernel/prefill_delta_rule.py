@@ -61,16 +61,22 @@ def flash_qla_piece_chunks(T: int, chunk: int) -> int | None:
     return math.ceil(chunks / 4) if 32 <= chunks <= 128 else None
 
 
-def flash_qla_block_dv(grid: int, sms: int) -> int:
+FLASH_QLA_NARROW_ROWS = 2048  # one-piece prompts up to this many rows run FlashQLA's fused kernel at 16 columns a block
+
+
+def flash_qla_block_dv(grid: int, sms: int, T: int) -> int:
     """The value columns a block of FlashQLA's fused forward kernel takes (its block_DV) for `grid` = the prompt's
-    pieces x value heads on `sms` SMs: the narrowest of 16, 32, 64 whose blocks (grid x 128 / block_DV) all run at
-    once, else 128. FlashQLA 0.1.3's own pick stops at 32 (64 blocks for the 0.8B's 16 heads in one piece); 16
-    measured faster there, the same output: 11.0 -> 10.5 µs a layer at 256 rows, 24.5 -> 22.8 at 520, 35.0 -> 30.1 at
-    1,024 (H100, docs/results/2026-11-27-h100-s28 call 6). At 2-4 pieces this is FlashQLA's own pick."""
-    for block_dv in (16, 32, 64):
-        if grid * (128 // block_dv) <= sms:
-            return block_dv
-    return 128
+    pieces x value heads on `sms` SMs and a T-row prompt. FlashQLA 0.1.3's own pick (128 where the grid fills 70% of
+    the SMs, 64 where twice it does, else 32), but 16 for a prompt in one piece of at most FLASH_QLA_NARROW_ROWS rows
+    whose 16-column blocks all run at once (the 0.8B's 16 heads: 128 blocks on 132 SMs instead of 64). Measured there
+    (H100, docs/results/2026-11-27-h100-s28 call 6; the errors against the fp32 rule unchanged to 3 digits): 11.0 ->
+    10.5 µs a layer at 256 rows, 24.5 -> 22.8 at 520, 35.0 -> 30.1 at 1,024; 64 and 128 slower; not measured past
+    1,024 rows nor with pieces, which keep FlashQLA's pick."""
+    target = int(sms * 0.7)
+    own = 128 if grid >= target else 64 if 2 * grid >= target else 32
+    if own == 32 and T <= FLASH_QLA_NARROW_ROWS and grid * (128 // 16) <= sms:
+        return 16
+    return own
 
 
 def default(device) -> str:
@@ -142,7 +148,7 @@ def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
                 prepare_varlen_metadata(cu, cu.cpu())
     rows_cu = context.intra_cp_cu_seqlens if context.is_intra else context.cu_seqlens
     pieces = rows_cu.numel() - 1
-    fused = _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads, device)
+    fused = _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads, T, device)
 
     def qla(q, k, v, g, beta, scale, h0):
         with torch.cuda.device(q.device):
@@ -154,7 +160,7 @@ def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
     return DeltaRule(name, qla, g_chunk=CHUNK_SIZE, pieces=pieces)
 
 
-def _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads: int, device):
+def _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads: int, T: int, device):
     """FlashQLA's fused forward (its second kernel) for the rows in `rows_cu` (the prompt, or its pieces) →
     fn(q, k, v, A, g, beta, scale, h0) -> (o, final): on Hopper its TileLang kernel called with
     flash_qla_block_dv's columns a block (the arguments fused_gdr_fwd makes for a varlen call, made once
@@ -174,7 +180,8 @@ def _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads: int, device):
             return o, final
         return as_is
     sequences = rows_cu.numel() - 1
-    block_dv = flash_qla_block_dv(sequences * value_heads, torch.cuda.get_device_properties(device).multi_processor_count)
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    block_dv = flash_qla_block_dv(sequences * value_heads, sms, T if sequences == 1 else FLASH_QLA_NARROW_ROWS + 1)
     offsets = prepare_chunk_offsets(rows_cu, CHUNK_SIZE)[0].to(rows_cu.dtype)
     split = context.seq_map_c2r is not None
     seq_map = context.seq_map_c2r if split else torch.empty(sequences, dtype=rows_cu.dtype, device=device)

@@ -146,15 +146,22 @@ def test_the_prefill_splits_k_only_where_measured():
     assert split_k(64, 2560) == 1 and split_k(64, 4096) == 1  # (measured at the 0.8B's hidden size only)
 
 
-def test_flash_qla_block_dv_takes_the_most_blocks_that_run_at_once():
-    """FlashQLA's fused kernel's value columns a block: the narrowest whose blocks fit the SMs (16 for the 0.8B's 16
-    heads in one piece on 132 SMs: 128 blocks), FlashQLA's own pick at 2-4 pieces (32, 64, 64), 128 past any fit."""
+def test_flash_qla_block_dv_is_flash_qla_s_pick_but_16_for_one_short_piece():
+    """FlashQLA's fused kernel's value columns a block: FlashQLA 0.1.3's own formula (hopper/fused_fwd.py: 128 where
+    the grid reaches 70% of the SMs, 64 where twice it does, else 32) everywhere but one piece of at most 2,048 rows
+    whose 16-column blocks all fit the SMs (the measured case), which takes 16."""
     pick = prefill_delta_rule.flash_qla_block_dv
-    assert [pick(16 * p, 132) for p in (1, 2, 3, 4)] == [16, 32, 64, 64]
-    assert pick(16, 114) == 32 and pick(16, 128) == 16 and pick(16, 127) == 32
-    assert pick(512, 132) == 128
+
+    def flash_qla(grid, sms):
+        target = int(sms * 0.7)
+        return 128 if grid >= target else 64 if 2 * grid >= target else 32
+
+    assert pick(16, 132, 520) == 16 and pick(16, 132, 2048) == 16  # (the 0.8B's 16 heads: 128 blocks)
+    assert pick(16, 132, 2049) == 32 and pick(16, 127, 520) == 32  # (past the rows measured; blocks that would not fit)
+    assert [pick(16 * p, 132, 520) for p in (2, 3, 4)] == [32, 64, 64]
     for grid in range(1, 300):
-        for sms in (60, 114, 132):
-            b = pick(grid, sms)
-            assert b in (16, 32, 64, 128) and (grid * 128 // b <= sms or b == 128)
-            assert b == 16 or grid * 128 // (b // 2) > sms  # (no narrower one fits)
+        for sms in (60, 78, 114, 132):
+            for T in (64, 2048, 4096):
+                b = pick(grid, sms, T)
+                narrow = T <= 2048 and grid * 8 <= sms and flash_qla(grid, sms) == 32
+                assert b == (16 if narrow else flash_qla(grid, sms)), (grid, sms, T)
