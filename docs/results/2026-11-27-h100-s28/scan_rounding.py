@@ -20,7 +20,8 @@ def rb(x):
 
 
 def emulate(q, k, v, g, beta, h0, scale, form, C=64):
-    """form: "fla" (V' = U − W S, S += Kdᵀ V'), "scan" (S = T S + B, T in bf16, B fp32), "scan-b16" (B in bf16 too)."""
+    """form: "fla" (V' = U − W S, S += Kdᵀ V'), "scan" (S = T S + B, T in bf16, B fp32), "scan-b16" (B in bf16 too),
+    "scan-diag" (S = e^{γ_C} S + T' S_bf16 + B, T' = −Kdᵀ W in bf16: the decay on the fp32 state)."""
     H = v.shape[2]
     group = H // q.shape[2]
     qf, kf = (x[0].float().repeat_interleave(group, dim=1).transpose(0, 1) for x in (q, k))  # [H, T, 128]
@@ -47,6 +48,10 @@ def emulate(q, k, v, g, beta, h0, scale, form, C=64):
         dec = (gam[:, -1:] - gam).exp()                              # e^{γ_C − γ}
         if form == "fla":
             S = S * gam[:, -1, None, None].exp() + K.mT @ rb(Vn * dec[..., None])
+        elif form == "scan-diag":
+            Kd = rb(K * dec[..., None])
+            Tm = rb(-(Kd.mT @ W))                                                      # [H, K, K], no diagonal
+            S = S * gam[:, -1, None, None].exp() + Tm @ Sb + Kd.mT @ U
         else:
             Kd = rb(K * dec[..., None])
             Tm = rb(gam[:, -1, None, None].exp() * torch.eye(K.shape[-1]) - Kd.mT @ W)   # [H, K, K]
@@ -64,7 +69,7 @@ for T in [int(x) for x in sys.argv[1:]] or [520, 2048]:
             q, k, v, g, beta, h0 = inputs(config, T, state, gates, T, "cpu")
             o_ref, s_ref = reference(q, k, v, g, beta, h0, scale)
             row = []
-            for form in ("fla", "scan", "scan-b16"):
+            for form in ("fla", "scan", "scan-diag"):
                 o, s = emulate(q, k, v, g, beta, h0, scale, form)
                 row.append(f"{form} o {relative_error(o, o_ref):.2e} state {relative_error(s, s_ref):.2e}")
             print(f"T={T:5d} {state:7s} {gates:5s}: " + " | ".join(row), flush=True)
