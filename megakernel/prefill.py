@@ -33,7 +33,7 @@ import collections
 import torch
 import torch.nn.functional as F
 
-from reference import record
+from reference import check_id_range, record
 from reference.config import LINEAR
 
 from . import ops, prefill_delta_rule
@@ -152,11 +152,14 @@ class PrefillPlan:
         self.pieces = 1 if fresh else context_pieces(T, max_seq, k.FA_HQ, sms)
         self.piece = -(-max_seq // self.pieces)
         # what bind() writes for each prompt in one launch (prefill_bind; csrc/prefill.cuh BindWord):
-        # int64 words [ids (T) | state table | int32s: used, cu_q (2), cu_new (2), used_pieces (pieces)]
+        # int64 words [ids (T) | state table | int32s: used, cu_q (2), cu_new (2), used_pieces (pieces) |
+        # the ids' min and max], and those two, checked before anything reads the ids, in pinned host memory
         S, n32 = k.PREFILL_STATE_SLOTS, k.PREFILL_BIND_USED_PIECES + self.pieces
-        self.words = torch.zeros(T + S + -(-n32 // 2), dtype=torch.int64, device=dev)
+        self.words = torch.zeros(T + S + -(-n32 // 2) + k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, device=dev)
+        self.id_range = torch.zeros(k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, pin_memory=True)
+        self.id_range_host = self.id_range.numpy()  # (read without a torch op)
         self.ids, self.table = self.words[:T], self.words[T:T + S]
-        w32 = self.words[T + S:].view(torch.int32)
+        w32 = self.words[T + S:-k.PREFILL_BIND_RANGE_WORDS].view(torch.int32)
         at = lambda i, n: w32[i:i + n]  # noqa: E731
         self.used, self.cu_q = at(k.PREFILL_BIND_USED, 1), at(k.PREFILL_BIND_CU_Q, 2)
         self.cu_new, self.used_pieces = at(k.PREFILL_BIND_CU_NEW, 2), at(k.PREFILL_BIND_USED_PIECES, self.pieces)
@@ -312,8 +315,9 @@ class PrefillPlan:
 
     # ---- graph ------------------------------------------------------------------------
     def bind(self, ids, state):
-        """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding),
-        the state's pointers, its start and n into the plan's device buffers."""
+        """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding;
+        on the CPU or the tier's device), the state's pointers, its start and n into the plan's device
+        buffers; ids outside the vocabulary are a TierInputError here, before any replay reads them."""
         n, start = ids.shape[1], state.seq_len
         check_fits(n, start, state.max_seq_len)
         if state.max_seq_len != self.max_seq or (start == 0) != self.fresh or not (n == self.T if self.fresh else n <= self.T):
@@ -321,9 +325,9 @@ class PrefillPlan:
             raise ValueError(f"a plan of {self.T} rows at {where} for max_seq_len {self.max_seq} cannot take {n} tokens "
                              f"into a state at position {start} with max_seq_len {state.max_seq_len}")
         self.valid = n
-        if ids.device != self.words.device:
-            ids = ids.to(self.words.device)
-        self.op["prefill_bind"](ids, self.words, state_table(state, n), self.T, self.pieces, self.piece, self.max_seq)
+        self.op["prefill_bind"](ids, self.words, self.id_range, state_table(state, n), self.T, self.pieces, self.piece,
+                                self.max_seq)
+        check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size, "input_ids")
 
     def capture(self):
         """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""
@@ -357,13 +361,14 @@ class FastPrefill:
         return plan
 
     def __call__(self, ids, state, trace=None) -> torch.Tensor:
-        """Prefill ids [1, T] into `state` (its seq_len is the start) → fp32 logits [1, vocab]."""
+        """Prefill ids [1, T] (on the CPU or the tier's device; their range checked by bind()) into `state`
+        (its seq_len is the start) → fp32 logits [1, vocab]."""
         check_fits(ids.shape[1], state.seq_len, state.max_seq_len)  # (before a plan is made or evicted for it)
         plan = self.plan(plan_rows(ids.shape[1], state.seq_len, state.max_seq_len), state.max_seq_len, state.seq_len == 0)
+        plan.bind(ids, state)  # (first: it refuses ids outside the vocabulary)
         if self.tier.debug_poison:
             self.tier.poison(state)
             plan.poison()
-        plan.bind(ids, state)
         if trace is not None or not self.use_graph or plan.uses == 0:
             plan.run(trace)  # (the shape's first untraced prefill also compiles and tunes every kernel it captures)
         else:

@@ -112,6 +112,13 @@ class TierState:
         return all(p == self.positions[0] for p in self.positions)
 
 
+def check_id_range(lo: int, hi: int, vocab_size: int, what: str) -> None:
+    """Token ids whose smallest is `lo` and largest `hi` must lie in [0, vocab_size) (a
+    TierInputError naming the first one outside and the vocabulary)."""
+    if lo < 0 or hi >= vocab_size:
+        raise TierInputError(f"{what} holds token id {lo if lo < 0 else hi}, outside the vocabulary [0, {vocab_size})")
+
+
 def same_device(a: torch.device, b: torch.device) -> bool:
     """Whether two devices are one (an index left out means the current device of that type)."""
     if a.type != b.type:
@@ -209,7 +216,9 @@ class Tier(abc.ABC):
     def prefill(self, input_ids, state, trace=None, row=None):
         """Every row's prompt (input_ids [B, T], all rows at one position), or with `row=r` row r's
         alone (input_ids [1, T], from that row's position; the other rows are not touched)."""
-        ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[B, T]" if row is None else "[1, T]")
+        own = self._prefill_checks_ids(input_ids)
+        ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[B, T]" if row is None else "[1, T]",
+                              check_range=not own, to_device=not own)
         if ids.shape[1] == 0:
             raise TierInputError("input_ids is an empty prompt (T = 0); expected at least one token")
         self.check(state)
@@ -251,6 +260,12 @@ class Tier(abc.ABC):
 
     def _prefill_row(self, input_ids, state, row, trace):
         raise NotImplementedError  # tiers with per_row_positions implement it
+
+    def _prefill_checks_ids(self, input_ids) -> bool:
+        """Whether this tier's `_prefill` checks these prompt ids' range itself (with `check_id_range`,
+        before it changes anything) and takes them where they are, on the CPU or this tier's device:
+        prefill() then checks their type, shape and device only. Default: no."""
+        return False
 
     def _reset_row(self, state, row):
         raise NotImplementedError  # tiers with per_row_positions implement it
@@ -425,7 +440,7 @@ class Tier(abc.ABC):
                               for k, v in fields.items()})
 
     # ---- checks -------------------------------------------------------------------
-    def _check_ids(self, ids, dims, what, shape_hint, check_range=True):
+    def _check_ids(self, ids, dims, what, shape_hint, check_range=True, to_device=True):
         if not isinstance(ids, torch.Tensor):
             raise TierInputError(f"{what} must be a torch.Tensor {shape_hint} of int64, got {type(ids).__name__}")
         if ids.dtype != torch.int64:
@@ -436,11 +451,8 @@ class Tier(abc.ABC):
             raise TierInputError(f"{what} is on {ids.device}; expected the CPU or this tier's device ({self.device})")
         if check_range and ids.numel():
             lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # (ids on a GPU: one sync, not two)
-            V = self.config.vocab_size
-            if lo < 0 or hi >= V:
-                bad = lo if lo < 0 else hi
-                raise TierInputError(f"{what} holds token id {bad}, outside the vocabulary [0, {V})")
-        return ids.to(self.device)
+            check_id_range(lo, hi, self.config.vocab_size, what)
+        return ids.to(self.device) if to_device else ids
 
     def _check_state(self, state, batch_size, n_new, step=False):
         """The state takes `n_new` more tokens in each of its `batch_size` rows; `step` (a decode

@@ -278,25 +278,56 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
 @needs_gpu
 @pytest.mark.parametrize("T,max_seq,start,n", [(9, 64, 0, 9), (64, 64, 20, 37), (64, 1100, 700, 37), (64, 1100, 1036, 64)])
 def test_bind_writes_the_prompts_words_in_one_launch(mk, T, max_seq, start, n):
-    """prefill_bind (one launch) writes a plan's per-prompt words over poison: the ids then 0 to T rows,
-    the state table, flash's used keys and cu_q, and after earlier tokens cu_new and each piece's earlier
-    keys; a table whose valid count is not the ids' is refused."""
+    """prefill_bind (one launch) writes a plan's per-prompt words over poison, from ids on the device or on
+    the CPU alike: the ids then 0 to T rows, the state table, flash's used keys and cu_q, and after earlier
+    tokens cu_new and each piece's earlier keys; and the ids' min and max into the plan's pinned id_range; a
+    table whose valid count is not the ids' is refused."""
     from megakernel.prefill import PrefillPlan, state_table
 
     plan, state = PrefillPlan(mk, T, max_seq, fresh=start == 0), mk.new_state(max_seq_len=max_seq)
     state.seq_len = start
-    plan.words.fill_(-7)
-    x = ids(n, 5).to("cuda")
-    plan.bind(x, state)
-    assert torch.equal(plan.ids[:n], x[0]) and (plan.ids[n:] == 0).all()
-    assert plan.table.tolist() == state_table(state, n)
-    assert plan.used.tolist() == [start + n] and plan.cu_q.tolist() == [0, n]
-    if plan.pieces > 1:
-        ends = [min(start, (i + 1) * plan.piece, max_seq) for i in range(plan.pieces)]
-        assert plan.cu_new.tolist() == [start, start + n]
-        assert plan.used_pieces.tolist() == [max(0, e - i * plan.piece) for i, e in enumerate(ends)]
-    with pytest.raises(RuntimeError, match="a prompt of"):
-        plan.op["prefill_bind"](x, plan.words, state_table(state, n + 1), T, plan.pieces, plan.piece, max_seq)
+    for where in ("cuda", "cpu"):
+        plan.words.fill_(-7)
+        plan.id_range.fill_(-7)
+        x = ids(n, 5 if where == "cuda" else 6).to(where)
+        plan.bind(x, state)
+        assert torch.equal(plan.ids[:n].cpu(), x[0].cpu()) and (plan.ids[n:] == 0).all()
+        assert plan.id_range.tolist() == [int(x.min()), int(x.max())], where
+        assert plan.table.tolist() == state_table(state, n)
+        assert plan.used.tolist() == [start + n] and plan.cu_q.tolist() == [0, n]
+        if plan.pieces > 1:
+            ends = [min(start, (i + 1) * plan.piece, max_seq) for i in range(plan.pieces)]
+            assert plan.cu_new.tolist() == [start, start + n]
+            assert plan.used_pieces.tolist() == [max(0, e - i * plan.piece) for i, e in enumerate(ends)]
+        with pytest.raises(RuntimeError, match="a prompt of"):
+            plan.op["prefill_bind"](x, plan.words, plan.id_range, state_table(state, n + 1), T, plan.pieces, plan.piece,
+                                    max_seq)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("where", ["cuda", "cpu"])
+@pytest.mark.parametrize("bad", [-1, 1 << 40, "vocab"])
+def test_a_prompt_id_outside_the_vocabulary_is_refused_by_bind_and_changes_nothing(mk, where, bad):
+    """The fast prefill's ids are checked by bind() (the interface leaves one row's prompt to it): an id
+    outside the vocabulary anywhere in the prompt, on the device or the CPU, is a TierInputError naming it
+    before any replay, the state as it was (a graph already captured for the shape too), and the same state
+    then prefills as a fresh one does."""
+    T, V = 40, mk.config.vocab_size
+    bad = V if bad == "vocab" else bad
+    good = ids(T, 21).to(where)
+    for _ in range(2):  # (the shape's graph captured)
+        want = mk.prefill(good, mk.new_state(max_seq_len=64))
+    state = mk.new_state(max_seq_len=64)
+    before = {name: t.clone() for name, t in vars(state).items() if isinstance(t, torch.Tensor)}
+    x = good.clone()
+    x[0, 17] = bad
+    with pytest.raises(TierInputError, match=rf"input_ids holds token id {bad}, outside the vocabulary \[0, {V}\)"):
+        mk.prefill(x, state)
+    assert state.seq_len == 0
+    for name, t in before.items():
+        assert torch.equal(getattr(state, name), t), name
+    assert torch.equal(mk.prefill(good, state), want)
 
 
 @gpu

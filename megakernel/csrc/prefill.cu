@@ -4,6 +4,7 @@
 // of the [T, ...] activations, each thread 8 consecutive bf16 values (one 16-byte load), and
 // a head's reduction is a shuffle over the lanes that hold it. Arithmetic and rounding points
 // follow reference/ops.py in bf16 (fp32 inside, rounded where torch rounds).
+#include <climits>
 #include <cuda_bf16.h>
 
 #include "prefill.cuh"
@@ -78,8 +79,10 @@ __device__ __forceinline__ int table_start(const int64_t* table) { return static
 __device__ __forceinline__ int table_valid(const int64_t* table) { return static_cast<int>(table[ST_VALID]); }
 
 // ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's,
-// or 0 past n); block 0's first threads the table and flash's lengths ---------------------------------
-__global__ void bind_kernel(const int64_t* __restrict__ ids, int64_t* __restrict__ words, const BindArgs a) {
+// or 0 past n); block 0's first threads the table and flash's lengths, and all of block 0 (256 threads)
+// the ids' min and max where asked ------------------------------------------------------------------
+constexpr int BIND_THREADS = 256;
+__global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, int64_t* words, const BindArgs a) {
   const int n = static_cast<int>(a.table[ST_VALID]), start = static_cast<int>(a.table[ST_START]);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) words[i] = i < n ? ids[i] : 0;
   if (blockIdx.x != 0) return;
@@ -96,6 +99,26 @@ __global__ void bind_kernel(const int64_t* __restrict__ ids, int64_t* __restrict
   if (a.pieces > 1 && t < a.pieces) {  // piece t holds positions [t piece, (t + 1) piece): those before the start
     const int end = min(start, min((t + 1) * a.piece, a.max_seq));
     w32[BIND_USED_PIECES + t] = max(0, end - t * a.piece);
+  }
+  if (a.range_at < 0) return;
+  long long lo = LLONG_MAX, hi = LLONG_MIN;
+  for (int i = t; i < n; i += BIND_THREADS) {
+    const long long id = ids[i];
+    lo = min(lo, id);
+    hi = max(hi, id);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+  }
+  __shared__ long long part[2][BIND_THREADS / 32];
+  if ((t & 31) == 0) part[0][t >> 5] = lo, part[1][t >> 5] = hi;
+  __syncthreads();
+  if (t == 0) {
+    for (int w = 1; w < BIND_THREADS / 32; ++w) lo = min(lo, part[0][w]), hi = max(hi, part[1][w]);
+    words[a.range_at] = lo;
+    words[a.range_at + 1] = hi;
   }
 }
 
@@ -464,7 +487,7 @@ inline int blocks_for(size_t n, int threads, int cap = 132 * 8) {
 }  // namespace
 
 cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStream_t s) {
-  bind_kernel<<<blocks_for(static_cast<size_t>(a.T), 256), 256, 0, s>>>(ids, words, a);
+  bind_kernel<<<blocks_for(static_cast<size_t>(a.T), BIND_THREADS), BIND_THREADS, 0, s>>>(ids, words, a);
   return cudaGetLastError();
 }
 
