@@ -325,6 +325,8 @@ class PrefillPlan:
             raise ValueError(f"a plan of {self.T} rows at {where} for max_seq_len {self.max_seq} cannot take {n} tokens "
                              f"into a state at position {start} with max_seq_len {state.max_seq_len}")
         self.valid = n
+        if not ids.is_contiguous():  # (a view, as prompt[:, ::2] is: the op reads n ids in a row)
+            ids = ids.contiguous()
         self.op["prefill_bind"](ids, self.words, self.id_range, state_table(state, n), self.T, self.pieces, self.piece,
                                 self.max_seq)
         check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size, "input_ids")

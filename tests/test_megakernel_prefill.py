@@ -279,17 +279,21 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
 @pytest.mark.parametrize("T,max_seq,start,n", [(9, 64, 0, 9), (64, 64, 20, 37), (64, 1100, 700, 37), (64, 1100, 1036, 64)])
 def test_bind_writes_the_prompts_words_in_one_launch(mk, T, max_seq, start, n):
     """prefill_bind (one launch) writes a plan's per-prompt words over poison, from ids on the device or on
-    the CPU alike: the ids then 0 to T rows, the state table, flash's used keys and cu_q, and after earlier
+    the CPU alike, contiguous or a strided view (bind() makes it contiguous): the ids then 0 to T rows, the state table, flash's used keys and cu_q, and after earlier
     tokens cu_new and each piece's earlier keys; and the ids' min and max into the plan's pinned id_range; a
     table whose valid count is not the ids' is refused."""
     from megakernel.prefill import PrefillPlan, state_table
 
     plan, state = PrefillPlan(mk, T, max_seq, fresh=start == 0), mk.new_state(max_seq_len=max_seq)
     state.seq_len = start
-    for where in ("cuda", "cpu"):
+    for where, strided in (("cuda", False), ("cpu", False), ("cuda", True), ("cpu", True)):
         plan.words.fill_(-7)
         plan.id_range.fill_(-7)
         x = ids(n, 5 if where == "cuda" else 6).to(where)
+        if strided:
+            wide = torch.zeros(1, n, 3, dtype=torch.int64, device=where)
+            wide[..., 1] = x
+            x = wide[..., 1]
         plan.bind(x, state)
         assert torch.equal(plan.ids[:n].cpu(), x[0].cpu()) and (plan.ids[n:] == 0).all()
         assert plan.id_range.tolist() == [int(x.min()), int(x.max())], where
@@ -300,8 +304,8 @@ def test_bind_writes_the_prompts_words_in_one_launch(mk, T, max_seq, start, n):
             assert plan.cu_new.tolist() == [start, start + n]
             assert plan.used_pieces.tolist() == [max(0, e - i * plan.piece) for i, e in enumerate(ends)]
         with pytest.raises(RuntimeError, match="a prompt of"):
-            plan.op["prefill_bind"](x, plan.words, plan.id_range, state_table(state, n + 1), T, plan.pieces, plan.piece,
-                                    max_seq)
+            plan.op["prefill_bind"](x.contiguous(), plan.words, plan.id_range, state_table(state, n + 1), T, plan.pieces,
+                                    plan.piece, max_seq)
 
 
 @gpu
