@@ -22,8 +22,9 @@ length. A prompt after earlier tokens is padded to a multiple of PAD_ROWS rows (
 the state as it is and write nothing to the cache), so a conversation's turns of any length up to
 a multiple of 64 replay one graph, as do a long prompt's chunks. The graph reads and writes the state in place (no copies in or out,
 nothing through the host but the table). Before each replay one launch (prefill_bind) writes the
-prompt's ids, the table and flash's lengths from kernel arguments. A shape's first prefill runs
-eagerly and the graph is captured at its second (NOTES "Prefill", v3, v5).
+prompt's ids (copied first where they are on the CPU), the table and flash's lengths from kernel
+arguments, and checks the ids against the vocabulary (one sync for device ids). A shape's first
+prefill runs eagerly and the graph is captured at its second (NOTES "Prefill", v3, v5, v15).
 """
 
 from __future__ import annotations
@@ -314,10 +315,11 @@ class PrefillPlan:
             t.fill_(float("nan"))
 
     # ---- graph ------------------------------------------------------------------------
-    def bind(self, ids, state):
+    def bind(self, ids, state, checked: bool = False):
         """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding;
         on the CPU or the tier's device), the state's pointers, its start and n into the plan's device
-        buffers; ids outside the vocabulary are a TierInputError here, before any replay reads them."""
+        buffers; unless `checked` (the caller did), ids outside the vocabulary are a TierInputError here,
+        before any replay reads them."""
         n, start = ids.shape[1], state.seq_len
         check_fits(n, start, state.max_seq_len)
         if state.max_seq_len != self.max_seq or (start == 0) != self.fresh or not (n == self.T if self.fresh else n <= self.T):
@@ -327,9 +329,11 @@ class PrefillPlan:
         self.valid = n
         if not ids.is_contiguous():  # (a view, as prompt[:, ::2] is: the op reads n ids in a row)
             ids = ids.contiguous()
-        self.op["prefill_bind"](ids, self.words, self.id_range, state_table(state, n), self.T, self.pieces, self.piece,
-                                self.max_seq)
-        check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size, "input_ids")
+        self.op["prefill_bind"](ids, self.words, None if checked else self.id_range, state_table(state, n), self.T,
+                                self.pieces, self.piece, self.max_seq)
+        if not checked:
+            check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size,
+                           "input_ids")
 
     def capture(self):
         """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""
@@ -362,12 +366,19 @@ class FastPrefill:
         self.plans.move_to_end(key)
         return plan
 
-    def __call__(self, ids, state, trace=None) -> torch.Tensor:
-        """Prefill ids [1, T] (on the CPU or the tier's device; their range checked by bind()) into `state`
-        (its seq_len is the start) → fp32 logits [1, vocab]."""
+    def __call__(self, ids, state, trace=None, checked: bool = False) -> torch.Tensor:
+        """Prefill ids [1, T] (on the CPU or the tier's device) into `state` (its seq_len is the start) →
+        fp32 logits [1, vocab]. Unless `checked` (the caller did), ids outside the vocabulary are a
+        TierInputError before anything changes: checked by bind() as it copies them, or, where the
+        shape has no plan yet, before one is made (a refused prompt evicts no plan)."""
         check_fits(ids.shape[1], state.seq_len, state.max_seq_len)  # (before a plan is made or evicted for it)
-        plan = self.plan(plan_rows(ids.shape[1], state.seq_len, state.max_seq_len), state.max_seq_len, state.seq_len == 0)
-        plan.bind(ids, state)  # (first: it refuses ids outside the vocabulary)
+        key = (plan_rows(ids.shape[1], state.seq_len, state.max_seq_len), state.max_seq_len, state.seq_len == 0)
+        if not checked and key + (self.delta_rule,) not in self.plans:  # (a shape's first prefill: eager and slow anyway)
+            lo, hi = torch.stack(torch.aminmax(ids)).tolist()
+            check_id_range(lo, hi, self.tier.config.vocab_size, "input_ids")
+            checked = True
+        plan = self.plan(*key)
+        plan.bind(ids, state, checked)  # (first: it refuses ids outside the vocabulary)
         if self.tier.debug_poison:
             self.tier.poison(state)
             plan.poison()

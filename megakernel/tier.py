@@ -373,7 +373,7 @@ class MegakernelTier(Tier):
         # one row's prompt of 2+ ids goes to the fast prefill whole, whose bind() checks the ids on the CPU or the
         # device as it copies them, before anything changes (one op, at most one sync: the interface's own check
         # took ~130 µs of a pp520 call on the lent H100's host, s29 call 2). Several rows stay checked up front:
-        # a bad id in row 1 must not find row 0 already prefilled.
+        # a bad id in row 1 must not find row 0 already prefilled. (_prefill_one checks what this leaves to it.)
         return (self.fast_prefill is not None and isinstance(input_ids, torch.Tensor) and input_ids.dim() == 2
                 and input_ids.shape[0] == 1 and input_ids.shape[1] > 1)
 
@@ -381,18 +381,23 @@ class MegakernelTier(Tier):
     def _prefill(self, input_ids, state, trace):
         if input_ids.shape[1] == 1:  # one token is one decode step: the single launch reads the weights once
             return self._decode(input_ids[:, 0], state, trace)
+        checked = not self._prefill_checks_ids(input_ids)  # (the interface checked them)
         if state.batch_size == 1:
-            return self._prefill_one(input_ids, state, trace)
-        return forward_rows(self._prefill_one, input_ids, state, trace, view=self.row_state)
+            return self._prefill_one(input_ids, state, trace, checked)
+        return forward_rows(lambda ids, s, t: self._prefill_one(ids, s, t, checked), input_ids, state, trace,
+                            view=self.row_state)
 
     @torch.inference_mode()
     def _prefill_row(self, input_ids, state, row, trace):
         return self._prefill(input_ids, self.row_state(state, row), trace)
 
-    def _prefill_one(self, input_ids, state, trace):
-        """Prefill a batch-1 state (or row view) with input_ids [1, T]."""
+    def _prefill_one(self, input_ids, state, trace, checked=True):
+        """Prefill a batch-1 state (or row view) with input_ids [1, T]; `checked`: their range was checked
+        (else the fast prefill's bind() checks it)."""
         if self.fast_prefill is not None:
-            return self.fast_prefill(input_ids, state, trace)
+            return self.fast_prefill(input_ids, state, trace, checked)
+        if not checked:  # (not reached while _prefill_checks_ids asks for the fast prefill; kept if that changes)
+            input_ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[1, T]")
         ms = self.to_model_state(state)
         logits = self.model.forward(input_ids, ms, trace)
         self._store_conv(state, ms.conv, state.seq_len + input_ids.shape[1])

@@ -45,7 +45,7 @@ class FakePlan:
         self.uses, self.graph, self.log, self.logits = 0, None, [], torch.zeros(3)
         FakePlan.made.append(self)
 
-    def bind(self, ids, state):
+    def bind(self, ids, state, checked=False):
         self.log.append(("bind", state.seq_len))
 
     def run(self, trace=None):
@@ -66,7 +66,8 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
 
     monkeypatch.setattr(prefill_mod, "PrefillPlan", FakePlan)
     FakePlan.made = []
-    fast = FastPrefill(types.SimpleNamespace(debug_poison=False), delta_rule="fla")
+    fast = FastPrefill(types.SimpleNamespace(debug_poison=False, config=types.SimpleNamespace(vocab_size=1000)),
+                       delta_rule="fla")
     at = lambda pos, max_seq=200: types.SimpleNamespace(seq_len=pos, max_seq_len=max_seq)  # noqa: E731
     for start, n in ((40, 16), (7, 37), (100, 64)):  # (at max_seq 200: 64 rows)
         fast(torch.zeros(1, n, dtype=torch.int64), at(start))
@@ -90,6 +91,11 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
         with pytest.raises(ValueError, match=f"a prompt of {n} tokens at position {start} does not fit a state of "
                                              f"max_seq_len {max_seq}"):
             fast(torch.zeros(1, n, dtype=torch.int64), at(start, max_seq))
+    assert len(FakePlan.made) == 7 and list(fast.plans) == kept
+    # an id outside the vocabulary for a shape without a plan: refused before one is made or another dropped
+    # (a shape with a plan leaves the check to its bind(), GPU tests)
+    with pytest.raises(TierInputError, match=r"input_ids holds token id 1000, outside the vocabulary \[0, 1000\)"):
+        fast(torch.full((1, 12), 1000), at(0))
     assert len(FakePlan.made) == 7 and list(fast.plans) == kept
     fast.delta_rule = "flash-qla"  # another rule: a plan of its own, made with it; the same shape with fla's is kept
     fast(torch.zeros(1, 7, dtype=torch.int64), at(0))
@@ -277,7 +283,7 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
 @gpu
 @needs_gpu
 @pytest.mark.parametrize("T,max_seq,start,n", [(9, 64, 0, 9), (64, 64, 20, 37), (64, 1100, 700, 37), (64, 1100, 1036, 64)])
-def test_bind_writes_the_prompts_words_in_one_launch(mk, T, max_seq, start, n):
+def test_bind_writes_the_prompts_words_and_their_range(mk, T, max_seq, start, n):
     """prefill_bind (one launch) writes a plan's per-prompt words over poison, from ids on the device or on
     the CPU alike, contiguous or a strided view (bind() makes it contiguous): the ids then 0 to T rows, the state table, flash's used keys and cu_q, and after earlier
     tokens cu_new and each piece's earlier keys; and the ids' min and max into the plan's pinned id_range; a
@@ -310,28 +316,42 @@ def test_bind_writes_the_prompts_words_in_one_launch(mk, T, max_seq, start, n):
 
 @gpu
 @needs_gpu
-@pytest.mark.parametrize("where", ["cuda", "cpu"])
-@pytest.mark.parametrize("bad", [-1, 1 << 40, "vocab"])
-def test_a_prompt_id_outside_the_vocabulary_is_refused_by_bind_and_changes_nothing(mk, where, bad):
+@pytest.mark.parametrize("T,at,where,bad,start", [(40, 17, "cuda", -1, 0), (40, 17, "cpu", 1 << 40, 0),
+                                                 (40, 39, "pinned", "vocab", 0), (300, 290, "cuda", "vocab", 0),
+                                                 (300, 290, "cpu", -1, 0), (40, 3, "cuda", "vocab", 10),
+                                                 (40, 30, "pinned", -1, 10)])
+def test_a_prompt_id_outside_the_vocabulary_is_refused_by_bind_and_changes_nothing(mk, T, at, where, bad, start):
     """The fast prefill's ids are checked by bind() (the interface leaves one row's prompt to it): an id
-    outside the vocabulary anywhere in the prompt, on the device or the CPU, is a TierInputError naming it
-    before any replay, the state as it was (a graph already captured for the shape too), and the same state
-    then prefills as a fresh one does."""
-    T, V = 40, mk.config.vocab_size
+    outside the vocabulary anywhere in the prompt (past the bind launch's first warps too), on the device,
+    the CPU or in pinned memory, fresh or after earlier tokens, is a TierInputError naming it before any
+    replay; bind() scanned it (the plan's id range holds it); the state and its position are as they were,
+    the shape's captured graph too, and the same state then prefills bit for bit as a fresh one does."""
+    from megakernel.prefill import plan_rows
+
+    V, max_seq = mk.config.vocab_size, start + T + 64
     bad = V if bad == "vocab" else bad
-    good = ids(T, 21).to(where)
+    put = {"cuda": lambda x: x.cuda(), "cpu": lambda x: x, "pinned": lambda x: x.pin_memory()}[where]
+    head, good = ids(start, 20) if start else None, ids(T, 21)
+
+    def fresh():
+        state = mk.new_state(max_seq_len=max_seq)
+        if start:
+            mk.prefill(head, state)
+        return state
     for _ in range(2):  # (the shape's graph captured)
-        want = mk.prefill(good, mk.new_state(max_seq_len=64))
-    state = mk.new_state(max_seq_len=64)
+        want = mk.prefill(put(good), fresh())
+    state = fresh()
     before = {name: t.clone() for name, t in vars(state).items() if isinstance(t, torch.Tensor)}
     x = good.clone()
-    x[0, 17] = bad
+    x[0, at] = bad
     with pytest.raises(TierInputError, match=rf"input_ids holds token id {bad}, outside the vocabulary \[0, {V}\)"):
-        mk.prefill(x, state)
-    assert state.seq_len == 0
+        mk.prefill(put(x), state)
+    plan = mk.fast_prefill.plans[(plan_rows(T, start, max_seq), max_seq, start == 0, mk.prefill_delta_rule)]
+    assert bad in plan.id_range.tolist()
+    assert state.seq_len == start
     for name, t in before.items():
         assert torch.equal(getattr(state, name), t), name
-    assert torch.equal(mk.prefill(good, state), want)
+    assert torch.equal(mk.prefill(put(good), state), want)
 
 
 @gpu

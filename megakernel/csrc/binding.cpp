@@ -260,20 +260,22 @@ const auto BF = torch::kBFloat16;
 const auto F32 = torch::kFloat32;
 const auto I64 = torch::kInt64;
 
-// The prompt's ids (CPU or CUDA int64 [1, n]) into the plan's words, the table and flash's lengths (one launch), and
-// the ids' smallest and largest into id_range (a CPU int64 [2], pinned: the caller checks them against the
-// vocabulary before anything reads the words): CPU ids are scanned here and copied in stream order; CUDA ids
-// are scanned by the launch, whose two range words come back with one sync.
-void prefill_bind(const Tensor& ids, const Tensor& words, const Tensor& id_range, c10::IntArrayRef table, int64_t T,
-                  int64_t pieces, int64_t piece, int64_t max_seq) {
+// The prompt's ids (CPU or CUDA int64 [1, n]) into the plan's words, the table and flash's lengths, and, where id_range
+// (a CPU int64 [2], pinned) is given, the ids' smallest and largest into it, for the caller to check against the
+// vocabulary before any replay reads the words: CPU ids are scanned here, device ids by the bind launch, whose two
+// range words come back with one sync (none given: the caller checked them already, nothing syncs). CPU ids are copied
+// in stream order: pageable memory is staged before the copy call returns; pinned memory is read by the copy itself,
+// so the stream is synced before returning (the caller may then change or free them, as after torch's blocking copy).
+void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Tensor>& id_range, c10::IntArrayRef table,
+                  int64_t T, int64_t pieces, int64_t piece, int64_t max_seq) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_bind";
   MK_CHECK(ids.dim() == 2 && ids.size(0) == 1, op, ": ids must be the prompt [1, n], got ", ids.sizes());
   MK_CHECK(ids.scalar_type() == I64 && ids.is_contiguous(), op, ": ids must be contiguous int64 (got ", ids.scalar_type(), ")");
   MK_CHECK(ids.is_cpu() || ids.device() == words.device(), op, ": ids must be on the CPU or on words' device ",
            words.device(), " (got one on ", ids.device(), ")");
-  MK_CHECK(id_range.is_cpu() && id_range.scalar_type() == I64 && id_range.numel() == 2 && id_range.is_contiguous(), op,
-           ": id_range must be a contiguous CPU int64 tensor of 2 values, got ", id_range.scalar_type(), " ",
-           id_range.sizes(), " on ", id_range.device());
+  MK_CHECK(!id_range || (id_range->is_cpu() && id_range->scalar_type() == I64 && id_range->numel() == 2 &&
+                         id_range->is_contiguous()),
+           op, ": id_range must be a contiguous CPU int64 tensor of 2 values");
   const int64_t n = ids.size(1);
   MK_CHECK((int64_t)table.size() == mkp::ST_N, op, ": table needs ", static_cast<int>(mkp::ST_N), " values, got ",
            table.size());
@@ -291,23 +293,27 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const Tensor& id_range
   a.pieces = static_cast<int>(pieces);
   a.piece = static_cast<int>(piece);
   a.max_seq = static_cast<int>(max_seq);
+  a.range_at = -1;
   c10::cuda::CUDAGuard guard(words.device());
   const cudaStream_t s = stream_of(words);
-  int64_t* range = id_range.data_ptr<int64_t>();
+  int64_t* range = id_range ? id_range->data_ptr<int64_t>() : nullptr;
   if (ids.is_cpu()) {
     const int64_t* p = ids.data_ptr<int64_t>();
-    range[0] = range[1] = p[0];
-    for (int64_t i = 1; i < n; ++i) range[0] = std::min(range[0], p[i]), range[1] = std::max(range[1], p[i]);
-    // (pageable: staged before the call returns, after the stream's earlier work, as torch's copy would be)
+    if (range) {
+      range[0] = range[1] = p[0];
+      for (int64_t i = 1; i < n; ++i) range[0] = std::min(range[0], p[i]), range[1] = std::max(range[1], p[i]);
+    }
     ok(cudaMemcpyAsync(ptr<int64_t>(words), p, n * sizeof(int64_t), cudaMemcpyHostToDevice, s), op);
-    a.range_at = -1;
     ok(mkp::bind(ptr<int64_t>(words), ptr<int64_t>(words), a, s), op);
+    if (ids.is_pinned()) ok(cudaStreamSynchronize(s), op);
   } else {
-    a.range_at = range_at;
+    if (range) a.range_at = range_at;
     ok(mkp::bind(ptr<const int64_t>(ids), ptr<int64_t>(words), a, s), op);
-    ok(cudaMemcpyAsync(range, ptr<int64_t>(words) + range_at, mkp::BIND_RANGE_WORDS * sizeof(int64_t),
-                       cudaMemcpyDeviceToHost, s), op);
-    ok(cudaStreamSynchronize(s), op);
+    if (range) {
+      ok(cudaMemcpyAsync(range, ptr<int64_t>(words) + range_at, mkp::BIND_RANGE_WORDS * sizeof(int64_t),
+                         cudaMemcpyDeviceToHost, s), op);
+      ok(cudaStreamSynchronize(s), op);
+    }
   }
 }
 
@@ -523,7 +529,7 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
       "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, Tensor(l!) stream, "
       "int[] pos, int positions_per_split, int steps, int[] stop_ids, float temperature, int seed, int grid, int schedule, "
       "int ring_slots, int stop_after) -> ()");
-  m.def("prefill_bind(Tensor ids, Tensor(a!) words, Tensor(b!) id_range, int[] table, int T, int pieces, int piece, "
+  m.def("prefill_bind(Tensor ids, Tensor(a!) words, Tensor(b!)? id_range, int[] table, int T, int pieces, int piece, "
         "int max_seq) -> ()");
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");

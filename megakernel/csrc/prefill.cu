@@ -81,7 +81,6 @@ __device__ __forceinline__ int table_valid(const int64_t* table) { return static
 // ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's,
 // or 0 past n); block 0's first threads the table and flash's lengths, and all of block 0 (256 threads)
 // the ids' min and max where asked ------------------------------------------------------------------
-constexpr int BIND_THREADS = 256;
 __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, int64_t* words, const BindArgs a) {
   const int n = static_cast<int>(a.table[ST_VALID]), start = static_cast<int>(a.table[ST_START]);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) words[i] = i < n ? ids[i] : 0;
@@ -96,9 +95,9 @@ __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, 
     w32[BIND_CU_NEW] = start;
     w32[BIND_CU_NEW + 1] = start + n;
   }
-  if (a.pieces > 1 && t < a.pieces) {  // piece t holds positions [t piece, (t + 1) piece): those before the start
-    const int end = min(start, min((t + 1) * a.piece, a.max_seq));
-    w32[BIND_USED_PIECES + t] = max(0, end - t * a.piece);
+  for (int p = t; a.pieces > 1 && p < a.pieces; p += BIND_THREADS) {  // piece p: positions [p piece, (p + 1) piece)
+    const int end = min(start, min((p + 1) * a.piece, a.max_seq));       // (those before the start)
+    w32[BIND_USED_PIECES + p] = max(0, end - p * a.piece);
   }
   if (a.range_at < 0) return;
   long long lo = LLONG_MAX, hi = LLONG_MIN;

@@ -22,10 +22,12 @@ enum StateSlot : int { ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, 
 // A plan's per-prompt words (int64) [ids (T rows: the prompt's n, then 0) | the table (ST_N) | int32s at
 // these indices: flash's `used` keys (start + n), cu_q (0, n), cu_new (start, start + n), and after earlier
 // tokens in `pieces` > 1 pieces of `piece` positions the earlier keys each piece holds (used_pieces) | the
-// ids' smallest and largest (BIND_RANGE_WORDS)], all written by one launch from the prompt's ids and the
-// host's table values (bind), so the replay that follows reads them in stream order.
+// ids' smallest and largest (BIND_RANGE_WORDS)], written in stream order before the replay that reads them:
+// by one launch (bind) from the prompt's device ids and the host's table values, or, for ids on the CPU, by
+// a copy of the ids and that launch (binding.cpp prefill_bind).
 enum BindWord : int { BIND_USED = 0, BIND_CU_Q = 2, BIND_CU_NEW = 4, BIND_USED_PIECES = 6 };
 constexpr int BIND_RANGE_WORDS = 2;  // the words' last two: min, max of the ids (written where range_at >= 0)
+constexpr int BIND_THREADS = 256;    // a bind block's threads (block 0 writes the table, the pieces and the range)
 struct BindArgs {
   int64_t table[ST_N];  // ST_START and ST_VALID: the start and n
   int T, pieces, piece, max_seq;
