@@ -34,7 +34,7 @@ import collections
 import torch
 import torch.nn.functional as F
 
-from reference import check_id_range, record
+from reference import check_id_range, id_range, record
 from reference.config import LINEAR
 
 from . import ops, prefill_delta_rule
@@ -374,8 +374,7 @@ class FastPrefill:
         check_fits(ids.shape[1], state.seq_len, state.max_seq_len)  # (before a plan is made or evicted for it)
         key = (plan_rows(ids.shape[1], state.seq_len, state.max_seq_len), state.max_seq_len, state.seq_len == 0)
         if not checked and key + (self.delta_rule,) not in self.plans:  # (a shape's first prefill: eager and slow anyway)
-            lo, hi = torch.stack(torch.aminmax(ids)).tolist()
-            check_id_range(lo, hi, self.tier.config.vocab_size, "input_ids")
+            check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
             checked = True
         plan = self.plan(*key)
         plan.bind(ids, state, checked)  # (first: it refuses ids outside the vocabulary)

@@ -393,11 +393,9 @@ class MegakernelTier(Tier):
 
     def _prefill_one(self, input_ids, state, trace, checked=True):
         """Prefill a batch-1 state (or row view) with input_ids [1, T]; `checked`: their range was checked
-        (else the fast prefill's bind() checks it)."""
+        (else the fast prefill's bind() checks it: _prefill_checks_ids leaves them unchecked only to it)."""
         if self.fast_prefill is not None:
             return self.fast_prefill(input_ids, state, trace, checked)
-        if not checked:  # (not reached while _prefill_checks_ids asks for the fast prefill; kept if that changes)
-            input_ids = self._check_ids(input_ids, dims=2, what="input_ids", shape_hint="[1, T]")
         ms = self.to_model_state(state)
         logits = self.model.forward(input_ids, ms, trace)
         self._store_conv(state, ms.conv, state.seq_len + input_ids.shape[1])

@@ -4,7 +4,7 @@ what every tier shares: the config, the weights, the state and the tier interfac
 from .checkpoint import CheckpointError, load_checkpoint
 from .config import FULL, LINEAR, ConfigError, ModelConfig
 from .interface import (FAULT_NONE, FAULT_POSITION, FAULT_TOKEN, FAULT_WORDS, Tier, TierInputError, TierState,
-                        TierUnavailable, check_id_range, record)
+                        TierUnavailable, check_id_range, id_range, record)
 from .model import HybridModel, ModelState, forward_rows, new_model_state, reset_row, row_view
 from .tier import ReferenceTier
 from . import tolerances
@@ -14,6 +14,6 @@ from .weights import (WeightsError, expected_shapes, hazard_weights, perturb_nor
 __all__ = [
     "CheckpointError", "ConfigError", "FAULT_NONE", "FAULT_POSITION", "FAULT_TOKEN", "FAULT_WORDS", "FULL", "HybridModel", "LINEAR", "ModelConfig", "ModelState",
     "ReferenceTier", "Tier", "TierInputError", "TierState", "TierUnavailable", "WeightsError",
-    "check_id_range", "expected_shapes", "forward_rows", "load_checkpoint", "new_model_state", "reset_row", "row_view", "perturb_norms", "hazard_weights", "random_weights", "record",
+    "check_id_range", "expected_shapes", "id_range", "forward_rows", "load_checkpoint", "new_model_state", "reset_row", "row_view", "perturb_norms", "hazard_weights", "random_weights", "record",
     "tolerances", "validate_weights", "without_tied_head",
 ]

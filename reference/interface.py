@@ -112,6 +112,12 @@ class TierState:
         return all(p == self.positions[0] for p in self.positions)
 
 
+def id_range(ids: torch.Tensor) -> tuple[int, int]:
+    """The smallest and largest of (non-empty) token ids (ids on a GPU: one sync, not two)."""
+    lo, hi = torch.stack(torch.aminmax(ids)).tolist()
+    return lo, hi
+
+
 def check_id_range(lo: int, hi: int, vocab_size: int, what: str) -> None:
     """Token ids whose smallest is `lo` and largest `hi` must lie in [0, vocab_size) (a
     TierInputError naming the first one outside and the vocabulary)."""
@@ -450,8 +456,7 @@ class Tier(abc.ABC):
         if ids.device.type != "cpu" and not same_device(ids.device, self.device):
             raise TierInputError(f"{what} is on {ids.device}; expected the CPU or this tier's device ({self.device})")
         if check_range and ids.numel():
-            lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # (ids on a GPU: one sync, not two)
-            check_id_range(lo, hi, self.config.vocab_size, what)
+            check_id_range(*id_range(ids), self.config.vocab_size, what)
         return ids.to(self.device) if to_device else ids
 
     def _check_state(self, state, batch_size, n_new, step=False):
