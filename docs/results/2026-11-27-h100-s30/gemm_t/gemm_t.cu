@@ -73,6 +73,23 @@ __device__ __forceinline__ void fence_acc(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+__device__ __forceinline__ unsigned atom_add_acq_rel(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float4 ld_cluster_f4(uint32_t local_addr, uint32_t rank) {
+  float4 v;
+  asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %4, %5;\nld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [ra];\n}\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(local_addr), "r"(rank)
+               : "memory");
+  return v;
+}
+
 template <int C, int BN, int STAGES>
 struct Tile {
   static constexpr int A_BYTES = 64 * C * BK * 2, B_BYTES = BN * BK * 2;
@@ -85,7 +102,7 @@ struct Tile {
   static_assert(BN * ROW <= STAGES * STAGE, "the staged output tile fits the stage buffers");
 };
 
-template <int C, int BN, int STAGES>
+template <int C, int BN, int STAGES, int CL>
 __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
     gemm_t_kernel(const __grid_constant__ CUtensorMap tw, const __grid_constant__ CUtensorMap tx, __nv_bfloat16* __restrict__ y,
                   float4* __restrict__ ws, unsigned* __restrict__ counters, int T, int N_out, int k_steps) {
@@ -121,6 +138,8 @@ __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
         tma_load(st + Tl::A_BYTES, &tx, &full[s], k, n0);
       }
     }
+    __syncwarp();
+    if constexpr (CL > 1) cluster_sync(), cluster_sync();  // (the consumers' two: staged, then read)
     return;
   }
   if constexpr (C == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -145,31 +164,76 @@ __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
   wgmma_wait<0>();
   fence_acc(acc);
   const int ct = c * 128 + t;  // the thread among the consumers
+  if constexpr (CL > 1) {  // the split's CL blocks a cluster: each stages its tile, each adds 1 / CL of the tokens' rows
+    asm volatile("bar.sync 1, %0;" ::"r"(128 * C) : "memory");  // (every consumer's wgmmas read their stages)
+    constexpr int ROW32 = 64 * C * 4 + 16, CH4 = 64 * C / 4;
+    static_assert(BN * ROW32 <= STAGES * Tl::STAGE, "the staged fp32 tile fits the stage buffers");
+    const int warp = t / 32, lane = t % 32;
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+      const int m = c * 64 + warp * 16 + lane / 4 + 8 * ((j / 2) % 2), n = 8 * (j / 4) + 2 * (lane % 4) + j % 2;
+      *reinterpret_cast<float*>(smem + n * ROW32 + m * 4) = acc[j];
+    }
+    cluster_sync();
+    const int lo = z * BN / CL, hi = (z + 1) * BN / CL, chunks = (hi - lo) * CH4;
+    constexpr int U = 5;
+    const uint32_t base = smem_u32(smem);
+    for (int i0 = ct; i0 < chunks; i0 += U * 128 * C) {
+      float4 v[U][CL];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u * 128 * C;
+        if (i < chunks) {
+#pragma unroll
+          for (int zz = 0; zz < CL; ++zz) v[u][zz] = ld_cluster_f4(base + (lo + i / CH4) * ROW32 + (i % CH4) * 16, zz);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u * 128 * C, n = n0 + lo + i / CH4;
+        if (i < chunks && n < T) {
+          float4 a = v[u][0];
+#pragma unroll
+          for (int zz = 1; zz < CL; ++zz) a.x += v[u][zz].x, a.y += v[u][zz].y, a.z += v[u][zz].z, a.w += v[u][zz].w;
+          const __nv_bfloat162 p0 = __floats2bfloat162_rn(a.x, a.y), p1 = __floats2bfloat162_rn(a.z, a.w);
+          uint2 packed;
+          packed.x = *reinterpret_cast<const uint32_t*>(&p0);
+          packed.y = *reinterpret_cast<const uint32_t*>(&p1);
+          *reinterpret_cast<uint2*>(y + (size_t)n * N_out + m0 + (i % CH4) * 4) = packed;
+        }
+      }
+    }
+    cluster_sync();  // (no block leaves while the others read its tile)
+    return;
+  }
   if (S > 1) {  // the split's partial tiles: [tile][z][R / 4][consumer thread] float4s
     const int tile = blockIdx.y * gridDim.x + blockIdx.x;
     float4* mine = ws + (size_t)(tile * S + z) * (R / 4) * (128 * C) + ct;
 #pragma unroll
     for (int j = 0; j < R; j += 4) __stcg(mine + (j / 4) * (128 * C), make_float4(acc[j], acc[j + 1], acc[j + 2], acc[j + 3]));
-    __threadfence();
     asm volatile("bar.sync 1, %0;" ::"r"(128 * C) : "memory");
-    if (ct == 0) *flag = atomicAdd(counters + tile, 1u) == (unsigned)(S - 1);
+    if (ct == 0) *flag = atom_add_acq_rel(counters + tile, 1u) == (unsigned)(S - 1);  // (release: cumulative over bar.sync)
     asm volatile("bar.sync 1, %0;" ::"r"(128 * C) : "memory");
     if (!*flag) return;
-    __threadfence();
-    // in place, a float4 group at a time: ((p_0 + p_1) + p_2) ..., this block's own p_z from its registers
+    // ((p_0 + p_1) + p_2) ...: this block's own p_z from its registers, each other split's loads issued together
+    float sum[R];
 #pragma unroll
-    for (int j = 0; j < R; j += 4) {
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int i = 0; i < R; ++i) sum[i] = 0.f;
+    for (int zz = 0; zz < S; ++zz) {
+      if (zz == z) {
 #pragma unroll
-      for (int zz = 0; zz < MAX_SPLIT; ++zz) {
-        if (zz < S) {
-          const float4 v = zz == z ? make_float4(acc[j], acc[j + 1], acc[j + 2], acc[j + 3])
-                                   : __ldcg(ws + ((size_t)(tile * S + zz) * (R / 4) + j / 4) * (128 * C) + ct);
-          sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-        }
+        for (int i = 0; i < R; ++i) sum[i] += acc[i];
+      } else {
+        const float4* p = ws + (size_t)(tile * S + zz) * (R / 4) * (128 * C) + ct;
+        float4 v[R / 4];
+#pragma unroll
+        for (int j = 0; j < R / 4; ++j) v[j] = __ldcg(p + j * (128 * C));
+#pragma unroll
+        for (int j = 0; j < R / 4; ++j) sum[4 * j] += v[j].x, sum[4 * j + 1] += v[j].y, sum[4 * j + 2] += v[j].z, sum[4 * j + 3] += v[j].w;
       }
-      acc[j] = sum.x, acc[j + 1] = sum.y, acc[j + 2] = sum.z, acc[j + 3] = sum.w;
     }
+#pragma unroll
+    for (int i = 0; i < R; ++i) acc[i] = sum[i];
     if (ct == 0) counters[tile] = 0u;  // (the next launch's count; the kernel boundary orders it)
   }
   // staged transposed: accumulator j is weight row (output column) 16 warp + lane / 4 + 8 ((j / 2) % 2) of the
@@ -216,26 +280,40 @@ CUtensorMap tensor_map(const torch::Tensor& x, int box_rows) {  // x [rows, K] b
   return m;
 }
 
-template <int C, int BN, int STAGES>
+template <int C, int BN, int STAGES, int CL>
 void launch(const torch::Tensor& x, const torch::Tensor& w, torch::Tensor& y, torch::Tensor& ws, torch::Tensor& counters,
             int split) {
   using Tl = Tile<C, BN, STAGES>;
   const int T = x.size(0), K = x.size(1), N_out = w.size(0);
-  TORCH_CHECK(split >= 1 && split <= MAX_SPLIT && K % BK == 0 && N_out % (64 * C) == 0 && w.size(1) == K, "shapes");
+  TORCH_CHECK(split >= 1 && split <= MAX_SPLIT && (CL == 0 || CL == split) && K % BK == 0 && N_out % (64 * C) == 0 &&
+                  w.size(1) == K, "shapes");
   const int tiles = (T + BN - 1) / BN * (N_out / (64 * C));
-  TORCH_CHECK(split == 1 || (ws.numel() * 4 >= (int64_t)tiles * split * 64 * C * BN && counters.numel() >= tiles), "workspace");
+  TORCH_CHECK(split == 1 || CL > 1 || (ws.numel() * 4 >= (int64_t)tiles * split * 64 * C * BN && counters.numel() >= tiles),
+              "workspace");
   const CUtensorMap tw = tensor_map(w, 64 * C), tx = tensor_map(x, BN);
-  auto kernel = gemm_t_kernel<C, BN, STAGES>;
+  auto kernel = gemm_t_kernel<C, BN, STAGES, CL>;
   static bool attr = false;
   if (!attr) {
     TORCH_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tl::SMEM) == cudaSuccess, "smem");
+    if (CL > 1)
+      TORCH_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess, "cluster");
     attr = true;
   }
-  const dim3 grid((T + BN - 1) / BN, N_out / (64 * C), split);
-  kernel<<<grid, Tl::THREADS, Tl::SMEM, c10::cuda::getCurrentCUDAStream()>>>(
-      tw, tx, reinterpret_cast<__nv_bfloat16*>(y.data_ptr()), reinterpret_cast<float4*>(ws.data_ptr()),
-      reinterpret_cast<unsigned*>(counters.data_ptr()), T, N_out, K / BK);
-  const cudaError_t e = cudaGetLastError();
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((T + BN - 1) / BN, N_out / (64 * C), split);
+  cfg.blockDim = dim3(Tl::THREADS);
+  cfg.dynamicSmemBytes = Tl::SMEM;
+  cfg.stream = c10::cuda::getCurrentCUDAStream();
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = 1;
+  at[0].val.clusterDim.y = 1;
+  at[0].val.clusterDim.z = CL > 1 ? CL : 1;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, tw, tx, reinterpret_cast<__nv_bfloat16*>(y.data_ptr()),
+                                           reinterpret_cast<float4*>(ws.data_ptr()),
+                                           reinterpret_cast<unsigned*>(counters.data_ptr()), T, N_out, K / BK);
   TORCH_CHECK(e == cudaSuccess, "launch failed: ", cudaGetErrorString(e));
 }
 
@@ -243,20 +321,41 @@ void launch(const torch::Tensor& x, const torch::Tensor& w, torch::Tensor& y, to
 void gemm_t(const torch::Tensor& x, const torch::Tensor& w, torch::Tensor y, torch::Tensor ws, torch::Tensor counters,
             const std::string& way, int64_t split) {
 #define WAY(C, BN, S) \
-  if (way == #C "-" #BN) return launch<C, BN, S>(x, w, y, ws, counters, split);
+  if (way == #C "-" #BN) return launch<C, BN, S, 0>(x, w, y, ws, counters, split);
+#define WAY_CL(C, BN, S, CL) \
+  if (way == #C "-" #BN "c") return launch<C, BN, S, CL>(x, w, y, ws, counters, split);
   WAY(2, 104, 4)
   WAY(1, 104, 4)
   WAY(2, 128, 4)
-  WAY(1, 128, 4)
+  if (split == 2) {
+    WAY_CL(2, 104, 4, 2)
+    WAY_CL(1, 104, 4, 2)
+    WAY_CL(2, 128, 4, 2)
+  }
+  if (split == 3) {
+    WAY_CL(2, 104, 4, 3)
+    WAY_CL(1, 104, 4, 3)
+  }
+  if (split == 4) {
+    WAY_CL(2, 104, 4, 4)
+    WAY_CL(2, 128, 4, 4)
+  }
 #undef WAY
+#undef WAY_CL
   TORCH_CHECK(false, "no way ", way);
 }
 
 #else
-template __global__ void gemm_t_kernel<2, 104, 4>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<1, 104, 4>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<2, 128, 4>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<1, 128, 4>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 4, 0>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<1, 104, 4, 0>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 128, 4, 0>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 4, 2>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<1, 104, 4, 2>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 128, 4, 2>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 4, 3>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<1, 104, 4, 3>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 4, 4>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 128, 4, 4>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
 #endif
 }  // namespace
 

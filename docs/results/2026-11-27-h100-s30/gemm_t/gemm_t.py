@@ -4,7 +4,9 @@ down's shapes. Each way first checked: output NaN-poisoned, every value written,
 fp32 product < 1e-2, and two runs bitwise equal; then timed as session 25 timed its GEMMs (24 calls in a graph on 24
 copies of the weights, so none is in L2; median of 7 replays, µs a call).
     PYTHONPATH=<tree> python gemm_t.py OUT_PREFIX [T,T,...]      (or --compile)
-ways: "C-BN/S": C consumer warp groups (64 C weight rows a block), BN tokens a block, K in S slices.
+ways: "C-BN[c]/S": C consumer warp groups (64 C weight rows a block), BN tokens a block, K in S slices added by the
+tile's last block through the L2 (a workspace and a counter a tile), or with "c" by the S blocks of a cluster through
+distributed shared memory (each adds 1 / S of the tile's tokens).
 """
 import json
 import os
@@ -18,7 +20,8 @@ from torch.utils.cpp_extension import load
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAYERS, dev = 24, "cuda"
 SHAPES = {"out": (1024, 2048), "down": (1024, 3584)}
-WAYS = ["2-104/1", "2-104/2", "2-104/3", "1-104/2", "1-104/3", "2-128/2", "2-128/3", "1-128/2"]
+WAYS = ["2-104/1", "2-104/2", "2-104/3", "1-104/3", "2-104c/2", "2-104c/3", "1-104c/2", "1-104c/3", "2-104c/4", "2-128c/2",
+        "2-128c/4"]
 
 
 def build():
