@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Session 30 call 2 (issue 21): gemm_t (the out-projection's and down's GEMMs transposed: the weights' 1,024 rows as
-# wgmma's M side, the tokens its N side at 104 a block, split-K added in the kernel) against cuBLAS, first run.
-# Predicted at 520 rows (cuBLAS out 7.3 µs, down 10.3): the 2-104 tiles split in 3 (120 blocks) out ~5.5, down ~7.5;
-# split 1 (40 blocks) slower than cuBLAS; correct on the first run not certain (a new epilogue: the fixup's counters).
+# Session 30 call 2 (issue 21): gemm_t again. Call 1: every way correct, but split-K slower than no split (out at
+# 520 rows, split 3: 16.1 µs, cuBLAS 7.35): the last block's loads of the other splits' tiles were issued one at a time
+# (each behind a branch). Now batched a split at a time, one release / acquire atomic; and a second way, the S blocks
+# of a tile as a cluster adding through distributed shared memory (each 1 / S of the tokens). Predicted at 520 rows:
+# the cluster 2-104c/3 out ~6 µs, down ~9 (cuBLAS 7.35 / 10.07; the mainloop ran ~0.4 µs a 64-deep step in call 1,
+# 11 / 19 steps, + ~2 µs ramp and reduction); the L2 way ~1 µs behind it.
 set -u
 source docs/results/device_call.sh
 HERE=docs/results/2026-11-27-h100-s30/gemm_t
