@@ -102,7 +102,7 @@ struct Tile {
   static_assert(BN * ROW <= STAGES * STAGE, "the staged output tile fits the stage buffers");
 };
 
-template <int C, int BN, int STAGES, int CL>
+template <int C, int BN, int STAGES, int CL, bool TILED>
 __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
     gemm_t_kernel(const __grid_constant__ CUtensorMap tw, const __grid_constant__ CUtensorMap tx, __nv_bfloat16* __restrict__ y,
                   float4* __restrict__ ws, unsigned* __restrict__ counters, int T, int N_out, int k_steps) {
@@ -134,7 +134,8 @@ __global__ void __launch_bounds__(128 * (C + 1), C == 1 ? 2 : 1)
         uint8_t* st = smem + s * Tl::STAGE;
         const int k = (kbeg + kt) * BK;
         mbar_expect_tx(&full[s], Tl::STAGE);
-        tma_load(st, &tw, &full[s], k, m0);
+        if constexpr (TILED) tma_load(st, &tw, &full[s], 0, (kbeg + kt) * N_out + m0);  // (W as [K / 64][N_out][64])
+        else tma_load(st, &tw, &full[s], k, m0);
         tma_load(st + Tl::A_BYTES, &tx, &full[s], k, n0);
       }
     }
@@ -280,18 +281,18 @@ CUtensorMap tensor_map(const torch::Tensor& x, int box_rows) {  // x [rows, K] b
   return m;
 }
 
-template <int C, int BN, int STAGES, int CL>
+template <int C, int BN, int STAGES, int CL, bool TILED>
 void launch(const torch::Tensor& x, const torch::Tensor& w, torch::Tensor& y, torch::Tensor& ws, torch::Tensor& counters,
             int split) {
   using Tl = Tile<C, BN, STAGES>;
-  const int T = x.size(0), K = x.size(1), N_out = w.size(0);
+  const int T = x.size(0), K = x.size(1), N_out = TILED ? w.size(0) / (K / BK) : w.size(0);
   TORCH_CHECK(split >= 1 && split <= MAX_SPLIT && (CL == 0 || CL == split) && K % BK == 0 && N_out % (64 * C) == 0 &&
-                  w.size(1) == K, "shapes");
+                  (TILED ? w.size(1) == BK && w.size(0) == (int64_t)N_out * (K / BK) : w.size(1) == K), "shapes");
   const int tiles = (T + BN - 1) / BN * (N_out / (64 * C));
   TORCH_CHECK(split == 1 || CL > 1 || (ws.numel() * 4 >= (int64_t)tiles * split * 64 * C * BN && counters.numel() >= tiles),
               "workspace");
   const CUtensorMap tw = tensor_map(w, 64 * C), tx = tensor_map(x, BN);
-  auto kernel = gemm_t_kernel<C, BN, STAGES, CL>;
+  auto kernel = gemm_t_kernel<C, BN, STAGES, CL, TILED>;
   static bool attr = false;
   if (!attr) {
     TORCH_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tl::SMEM) == cudaSuccess, "smem");
@@ -320,42 +321,40 @@ void launch(const torch::Tensor& x, const torch::Tensor& w, torch::Tensor& y, to
 // way: "C-BN" as instantiated below; split: K's slices
 void gemm_t(const torch::Tensor& x, const torch::Tensor& w, torch::Tensor y, torch::Tensor ws, torch::Tensor counters,
             const std::string& way, int64_t split) {
-#define WAY(C, BN, S) \
-  if (way == #C "-" #BN) return launch<C, BN, S, 0>(x, w, y, ws, counters, split);
-#define WAY_CL(C, BN, S, CL) \
-  if (way == #C "-" #BN "c") return launch<C, BN, S, CL>(x, w, y, ws, counters, split);
-  WAY(2, 104, 4)
-  WAY(1, 104, 4)
-  WAY(2, 128, 4)
-  if (split == 2) {
-    WAY_CL(2, 104, 4, 2)
-    WAY_CL(1, 104, 4, 2)
-    WAY_CL(2, 128, 4, 2)
-  }
-  if (split == 3) {
-    WAY_CL(2, 104, 4, 3)
-    WAY_CL(1, 104, 4, 3)
-  }
-  if (split == 4) {
-    WAY_CL(2, 104, 4, 4)
-    WAY_CL(2, 128, 4, 4)
-  }
+#define WAY(C, BN, S, TL, NAME) \
+  if (way == NAME) return launch<C, BN, S, 0, TL>(x, w, y, ws, counters, split);
+#define WAY_CL(C, BN, S, CL, TL, NAME) \
+  if (way == NAME && split == CL) return launch<C, BN, S, CL, TL>(x, w, y, ws, counters, split);
+  WAY(2, 104, 4, false, "2-104")
+  WAY(2, 104, 7, false, "2-104-7")
+  WAY(2, 104, 4, true, "2-104p")
+  WAY(2, 104, 7, true, "2-104-7p")
+  WAY(1, 104, 8, true, "1-104-8p")
+  WAY_CL(2, 104, 4, 2, false, "2-104c")
+  WAY_CL(2, 104, 7, 2, false, "2-104-7c")
+  WAY_CL(2, 104, 4, 2, true, "2-104pc")
+  WAY_CL(2, 104, 7, 2, true, "2-104-7pc")
+  WAY_CL(1, 104, 4, 2, true, "1-104pc")
+  WAY_CL(1, 104, 4, 3, true, "1-104pc")
+  WAY_CL(2, 104, 4, 3, true, "2-104pc")
 #undef WAY
 #undef WAY_CL
   TORCH_CHECK(false, "no way ", way);
 }
 
 #else
-template __global__ void gemm_t_kernel<2, 104, 4, 0>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<1, 104, 4, 0>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<2, 128, 4, 0>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<2, 104, 4, 2>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<1, 104, 4, 2>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<2, 128, 4, 2>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<2, 104, 4, 3>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<1, 104, 4, 3>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<2, 104, 4, 4>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
-template __global__ void gemm_t_kernel<2, 128, 4, 4>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 4, 0, false>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 7, 0, false>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 4, 0, true>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 7, 0, true>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<1, 104, 8, 0, true>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 4, 2, false>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 7, 2, false>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 4, 2, true>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 7, 2, true>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<1, 104, 4, 2, true>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<1, 104, 4, 3, true>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
+template __global__ void gemm_t_kernel<2, 104, 4, 3, true>(const __grid_constant__ CUtensorMap, const __grid_constant__ CUtensorMap, __nv_bfloat16*, float4*, unsigned*, int, int, int);
 #endif
 }  // namespace
 

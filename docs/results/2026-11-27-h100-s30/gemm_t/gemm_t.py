@@ -20,8 +20,8 @@ from torch.utils.cpp_extension import load
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAYERS, dev = 24, "cuda"
 SHAPES = {"out": (1024, 2048), "down": (1024, 3584)}
-WAYS = ["2-104/1", "2-104/2", "2-104/3", "1-104/3", "2-104c/2", "2-104c/3", "1-104c/2", "1-104c/3", "2-104c/4", "2-128c/2",
-        "2-128c/4"]
+WAYS = ["2-104c/2", "2-104-7c/2", "2-104pc/2", "2-104-7pc/2", "1-104pc/2", "1-104pc/3", "2-104pc/3", "2-104/1", "2-104-7/1",
+        "2-104p/1", "2-104-7p/1", "1-104-8p/1", "2-104/2", "2-104p/2"]
 
 
 def build():
@@ -63,6 +63,7 @@ def main(prefix, Ts):
     counters = torch.zeros(4096, device=dev, dtype=torch.int32)
     for shape, (N, K) in SHAPES.items():
         Ws = torch.randn(LAYERS, N, K, device=dev, dtype=torch.bfloat16) * 0.02
+        Wp = Ws.view(LAYERS, N, K // 64, 64).permute(0, 2, 1, 3).contiguous().view(LAYERS, K // 64 * N, 64)
         for T in Ts:
             x = torch.randn(T, K, device=dev, dtype=torch.bfloat16)
             y = torch.empty(T, N, device=dev, dtype=torch.bfloat16)
@@ -72,7 +73,8 @@ def main(prefix, Ts):
                 spec, split = way.split("/")
                 split = int(split)
                 o = torch.full((T, N), float("nan"), device=dev, dtype=torch.bfloat16)
-                f = (lambda o, spec, split: lambda i: ext.gemm_t(x, Ws[i], o, ws, counters, spec, split))(o, spec, split)
+                W = Wp if "p" in spec else Ws
+                f = (lambda o, spec, split, W: lambda i: ext.gemm_t(x, W[i], o, ws, counters, spec, split))(o, spec, split, W)
                 try:
                     f(0)
                     torch.cuda.synchronize()
@@ -96,7 +98,7 @@ def main(prefix, Ts):
                 rows.append(dict(shape=shape, N=N, K=K, T=T, way=way, us=us, tflops=2 * T * N * K / us / 1e6))
             print(f"{shape:5s} T={T}: " + "  ".join(f"{r['way']} {r['us']:.2f}" for r in rows
                                                      if r["shape"] == shape and r["T"] == T), flush=True)
-        del Ws
+        del Ws, Wp
     json.dump(dict(device=torch.cuda.get_device_name(), commit=os.environ.get("WORKBENCH_COMMIT", "unknown"), rows=rows),
               open(prefix + ".json", "w"), indent=1)
     with open(prefix + ".md", "w") as f:
