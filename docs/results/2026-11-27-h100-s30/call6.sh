@@ -19,7 +19,7 @@ for round in 1 2; do
     n=$((n + 1))
     in_tree $side 150 python3 -m compare bench --tiers megakernel --repeats 3 --no-progress --pp 0 --tg 128 --depth 0 \
         --batch 1 --json "$OUT/r/bench_${n}_$side.json" > "$OUT/r/bench_${n}_$side.txt" 2>&1
-    echo "$n $side: exit $? ${SECONDS}s $(grep -E '^\| tg128' $OUT/r/bench_${n}_$side.txt | head -1 | cut -c1-120)"
+    echo "$n $side: exit $? ${SECONDS}s $(grep -E '\| tg128 ' $OUT/r/bench_${n}_$side.txt | head -1 | cut -c1-120)"
     pack
   done
 done
