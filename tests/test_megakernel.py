@@ -774,16 +774,14 @@ def test_compute_sanitizer_clean(tool, schedule, batch, tmp_path):
         pytest.skip("compute-sanitizer is not installed")
     env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", CUDA_LAUNCH_BLOCKING="1")
     # synccheck must be told how many mbarriers to track: its automatic count overflows on the ring's and
-    # the instrumented launch fails. The ring's: 2 x RING_MAX_SLOTS in each block, one block per SM, and
-    # the grid barrier's pollers' 2 (grid_sync.cuh).
+    # the instrumented launch fails. The ring's: 2 x RING_MAX_SLOTS in each block, one block per SM.
     # (1024 ran clean on 2026-11-23 and 25 and overflowed on 2026-11-26 at 7b41f40 and after it; 4,224
     # = 132 x 32 ran clean: docs/results/2026-11-26-h100-s21, calls 5-7)
     if tool == "synccheck":
         from megakernel.ops import load as load_megakernel
 
         _, k = load_megakernel("cuda")
-        per_block = 2 * k.RING_MAX_SLOTS + 2
-        track = ["--num-cuda-barriers", str(torch.cuda.get_device_properties(0).multi_processor_count * per_block)]
+        track = ["--num-cuda-barriers", str(torch.cuda.get_device_properties(0).multi_processor_count * 2 * k.RING_MAX_SLOTS)]
     else:
         track = []
     # initcheck tracks what every kernel writes: with a kernel filter the weights' initialising kernels

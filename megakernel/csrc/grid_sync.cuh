@@ -2,11 +2,7 @@
 // and "the last block done" for the reductions that end a launch.
 //
 // Who owns what: thread BAR_THREAD (the last compute warp's lane 0) of every block does the
-// barrier's arrival (bar.sync 1 of the compute warps, then one red.release). Who waits: in the
-// ring schedule, BAR_POLLERS poller warps (after the producer; lane 0 of each) poll the counter
-// with ld.acquire, from staggered starts, so that several polls are in flight across a round trip;
-// the first to see the barrier open arrives on the block's OPEN mbarrier, on which every compute
-// thread waits. In the register schedule BAR_THREAD polls alone and the others wait at bar.sync 1.
+// barrier's atomics and polls; the other threads wait at the block barrier (bar.sync 1).
 //
 // The barrier counter SYNC_BAR only grows: barrier k of a launch waits until it reaches
 // epoch + (k + 1) * G (a wrap-safe compare), where epoch is the count when the launch started.
@@ -18,43 +14,6 @@
 
 namespace mk {
 namespace {
-
-// mbarriers in shared memory (the weight ring's slots, the barrier pollers' signals)
-namespace ring {
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void bar_init(uint32_t bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-// makes the initialised barriers visible to the async proxy (TMA) before the first copy
-__device__ __forceinline__ void fence_bar_init() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
-}
-// whether the barrier's phase with this parity has completed (sm_90: after waiting a while for it)
-__device__ __forceinline__ bool bar_try(uint32_t bar, unsigned parity) {
-  uint32_t done;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-#else
-  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-#endif
-  return done;
-}
-// spin until the barrier's phase with this parity has completed
-__device__ __forceinline__ void bar_wait(uint32_t bar, unsigned parity) {
-  while (!bar_try(bar, parity)) {
-  }
-}
-__device__ __forceinline__ void bar_arrive(uint32_t bar) {
-  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
-}
-
-}  // namespace ring
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   unsigned v;
@@ -78,76 +37,27 @@ constexpr int BAR_THREAD = THREADS - 32;
 // last block find it (the first reader waits for a block barrier of the first phase).
 __device__ __forceinline__ unsigned load_epoch(const unsigned* sync) { return threadIdx.x == 0 ? __ldcg(sync + SYNC_EPOCH) : 0u; }
 __device__ __forceinline__ void keep_epoch(unsigned epoch, uint8_t* sm) {
-  if (threadIdx.x == 0) {
-    *reinterpret_cast<unsigned*>(sm + SM_EPOCH) = epoch;
-    *reinterpret_cast<unsigned*>(sm + SM_POLL_OPENED) = epoch;  // (no barrier's target: they are epoch + (k + 1) G)
-  }
+  if (threadIdx.x == 0) *reinterpret_cast<unsigned*>(sm + SM_EPOCH) = epoch;
 }
 __device__ __forceinline__ unsigned epoch_of(const uint8_t* sm) { return *reinterpret_cast<const unsigned*>(sm + SM_EPOCH); }
 
 // The grid barrier is split: arrive (after the block's writes) ... wait. Between the two the warps
 // issue their loads of the next phase (weights and inputs no block writes in this phase), so they
-// stream while the block waits, and the release does not wait for them. The red.release / ld.acquire
-// pair orders the block's writes (made visible to BAR_THREAD by bar.sync; release is cumulative)
-// before the acquiring thread's reads, and that thread hands its acquire on to the block (the ring
-// schedule: the poller's arrival on OPEN releases, each compute thread's wait on it acquires; the
-// register schedule: bar.sync); every cross-block read is ld.global.cg.
-// k: the barrier's number in the launch; it opens at epoch + (k + 1) G arrivals
-template <bool RING>
-__device__ __forceinline__ void barrier_arrive(unsigned* sync, uint8_t* sm, int k) {
+// stream while the block waits, and the release does not wait for them. The red.release /
+// ld.acquire pair orders the block's writes (made visible to BAR_THREAD by bar.sync; release is
+// cumulative) before everyone's reads after the barrier; every cross-block read is ld.global.cg.
+__device__ __forceinline__ void barrier_arrive(unsigned* sync) {
   sync_warps();
-  if (threadIdx.x == BAR_THREAD) {
-    red_add_release(sync + SYNC_BAR, 1u);
-    if constexpr (RING) {  // the target, then the pollers' signal (its release hands the target on)
-      *reinterpret_cast<volatile unsigned*>(sm + SM_POLL_TARGET) = epoch_of(sm) + (unsigned)(k + 1) * gridDim.x;
-      ring::bar_arrive(ring::smem_addr(sm + SM_POLL_ARRIVED));
-    }
-  }
+  if (threadIdx.x == BAR_THREAD) red_add_release(sync + SYNC_BAR, 1u);
 }
-template <bool RING>
+// k: the barrier's number in the launch; it opens at epoch + (k + 1) G arrivals
 __device__ __forceinline__ void barrier_wait(const unsigned* sync, const uint8_t* sm, int k) {
-  if constexpr (RING) {
-    ring::bar_wait(ring::smem_addr(sm + SM_POLL_OPEN), (unsigned)k & 1u);  // (OPEN completes once a barrier, in order)
-  } else {
-    if (threadIdx.x == BAR_THREAD) {
-      const unsigned target = epoch_of(sm) + (unsigned)(k + 1) * gridDim.x;
-      while ((int)(ld_acquire(sync + SYNC_BAR) - target) < 0) {
-      }
-    }
-    sync_warps();
-  }
-}
-
-// The ring schedule's poller warps, their whole launch (lane 0 of each; set up by stream_start).
-// Poller j waits for its block's arrival at a barrier, sleeps j * POLL_STAGGER_NS, then polls
-// until the barrier opens or another poller has seen it open. The election is by the barrier's
-// target (each barrier's is its own), so a poller that fell behind by a barrier (its in-flight
-// poll outlasting a short phase) reads the current target and cannot sign for an old one; the
-// first to see a target reached, by its own acquire, is the one that arrives on OPEN.
-constexpr unsigned POLL_STAGGER_NS = 250;  // about a third of a poll's round trip under the grid's polls
-__device__ void poll_barriers(const unsigned* sync, uint8_t* sm) {
-  if ((threadIdx.x & 31) != 0) return;
-  const unsigned j = (threadIdx.x - THREADS - 32) >> 5;
-  const volatile unsigned* target_w = reinterpret_cast<const volatile unsigned*>(sm + SM_POLL_TARGET);
-  unsigned* opened = reinterpret_cast<unsigned*>(sm + SM_POLL_OPENED);
-  const volatile int* ended = reinterpret_cast<const volatile int*>(sm + SM_POLL_END);
-  const uint32_t arrived = ring::smem_addr(sm + SM_POLL_ARRIVED), open = ring::smem_addr(sm + SM_POLL_OPEN);
-  for (unsigned k = 0;; ++k) {
-    ring::bar_wait(arrived, k & 1u);
-    if (*ended) return;
-    const unsigned target = *target_w;
-    if (j) __nanosleep(j * POLL_STAGGER_NS);
-    while (*reinterpret_cast<volatile unsigned*>(opened) != target && (int)(ld_acquire(sync + SYNC_BAR) - target) < 0) {
-    }
-    if (atomicExch(opened, target) != target) ring::bar_arrive(open);
-  }
-}
-// every compute warp's launch ends through here (the ring schedule): the pollers stop
-__device__ __forceinline__ void end_polls(uint8_t* sm) {
   if (threadIdx.x == BAR_THREAD) {
-    *reinterpret_cast<volatile int*>(sm + SM_POLL_END) = 1;
-    ring::bar_arrive(ring::smem_addr(sm + SM_POLL_ARRIVED));
+    const unsigned target = epoch_of(sm) + (unsigned)(k + 1) * gridDim.x;
+    while ((int)(ld_acquire(sync + SYNC_BAR) - target) < 0) {
+    }
   }
+  sync_warps();
 }
 
 // Every compute thread of every block, once, after the block's last write of the launch
