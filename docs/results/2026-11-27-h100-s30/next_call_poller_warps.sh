@@ -31,10 +31,15 @@ for side in poll new; do
 done
 python3 tests/gpu/ab_commits.py compare "$OUT/r/snap_new.pt" "$OUT/r/snap_poll.pt" > "$OUT/r/bits.txt" 2>&1
 echo "bits: exit $? ${SECONDS}s"; tail -4 "$OUT/r/bits.txt"; rm -f "$OUT"/r/snap_*.pt; pack
-in_tree poll $((560 - SECONDS)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_many_tokens_gpu.py \
-    tests/test_batch_gpu.py "tests/test_megakernel.py::test_compute_sanitizer_clean[synccheck-ring-1]" \
-    "tests/test_megakernel.py::test_compute_sanitizer_clean[memcheck-ring-8]" \
-    tests/test_megakernel.py -k "grid or schedule or stream_only or refused or refusal or timed or anatomy or teacher or sanitizer" \
-    > "$OUT/r/tests_poll.txt" 2>&1
-echo "tests (poll): exit $? ${SECONDS}s"; tail -4 "$OUT/r/tests_poll.txt" | cut -c1-200; pack
+in_tree poll $((420 - SECONDS)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_many_tokens_gpu.py \
+    tests/test_batch_gpu.py > "$OUT/r/tests_poll_1.txt" 2>&1
+echo "tests 1 (poll): exit $? ${SECONDS}s"; tail -2 "$OUT/r/tests_poll_1.txt" | cut -c1-200; pack
+in_tree poll $((500 - SECONDS)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_megakernel.py \
+    -k "(grid or schedule or stream_only or refused or refusal or timed or anatomy or teacher) and not sanitizer" \
+    > "$OUT/r/tests_poll_2.txt" 2>&1
+echo "tests 2 (poll): exit $? ${SECONDS}s"; tail -2 "$OUT/r/tests_poll_2.txt" | cut -c1-200; pack
+in_tree poll $((580 - SECONDS)) python3 -m pytest -q -m gpu -p no:cacheprovider \
+    "tests/test_megakernel.py::test_compute_sanitizer_clean[synccheck-ring-1]" \
+    "tests/test_megakernel.py::test_compute_sanitizer_clean[memcheck-ring-8]" > "$OUT/r/tests_poll_3.txt" 2>&1
+echo "sanitizers (poll): exit $? ${SECONDS}s"; tail -2 "$OUT/r/tests_poll_3.txt" | cut -c1-200; pack
 true
