@@ -4,6 +4,7 @@
 # 22 GPU tests, synccheck / memcheck clean) and mended after a review found two bugs (NOTES v28): the barrier's number
 # and target as one 64-bit word, the election by atomicMax on the number, the end flag read inside the ARRIVED wait, no
 # pollers in stream-only (a613f4e), plus a GPU test of launches stopped after every phase in every schedule.
+# (The branch's code is also docs/results/2026-11-27-h100-s30/variant_poller_warps.patch, against 483e859's sources.)
 # Before the call: rm -rf .ab_poll && mkdir .ab_poll && git archive variant-poller-warps | tar -x -C .ab_poll &&
 #   rm -rf .ab_poll/docs && git rev-parse --short variant-poller-warps > .ab_poll/COMMIT; add /.ab_poll/ to
 #   .git/info/exclude; carry [".whl", ".qla", ".ab_poll", "COMMIT"].
