@@ -486,6 +486,32 @@ def test_stream_only_launch_leaves_the_next_decode_exact(variant):
 
 @gpu
 @needs_gpu
+def test_launches_stopped_after_any_phase_end_in_every_schedule(variant):
+    """Launches stopped after each phase of layers 0-4 (DeltaNet and the first attention layer), four
+    times each, back to back, in every schedule, the stream-only one too: every launch ends (the ring
+    schedule's poller warps stop on every way out of the compute warps' launch; a poller that fell
+    behind by two of its block's arrivals, as after a DeltaNet core, which streams no chunks, must not
+    wait for a third: grid_sync.cuh poll_barriers), and the barrier count they leave is right: a
+    decode after them equals the same decode made before them on a twin state. (A hang here ends at
+    the caller's time limit.)"""
+    mk = variant
+    token = ids(1, 15)[0]
+    a, b = twin_states(mk, ids(20, 14), max_seq_len=32)
+    before = mk.decode(token, a)  # (the sync words as no stopped launch left them)
+    out = torch.empty(1, dtype=torch.int64, device=mk.device)
+    for schedule in (["ring", "stream-only", "register"] if mk.max_ring_slots else ["register"]):
+        mk.schedule = schedule
+        scratch = mk.clone_state(b)
+        for stop in range(5 * mk.k.PHASES_PER_LAYER):
+            for _ in range(4):
+                mk._launch(scratch, token.to(mk.device).view(1), out, stop_after=stop)
+        torch.cuda.synchronize()
+    mk.schedule = schedules(mk)[0]
+    assert torch.equal(before, mk.decode(token, b))
+
+
+@gpu
+@needs_gpu
 def test_anatomy_step_time_of_both_schedules(variant):
     """`python -m megakernel anatomy`'s step line: µs a back-to-back launch by CUDA events, in the
     ring schedule and the stream-only one, which streams the same bytes and computes nothing, so it
@@ -774,14 +800,16 @@ def test_compute_sanitizer_clean(tool, schedule, batch, tmp_path):
         pytest.skip("compute-sanitizer is not installed")
     env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", CUDA_LAUNCH_BLOCKING="1")
     # synccheck must be told how many mbarriers to track: its automatic count overflows on the ring's and
-    # the instrumented launch fails. The ring's: 2 x RING_MAX_SLOTS in each block, one block per SM.
+    # the instrumented launch fails. The ring's: 2 x RING_MAX_SLOTS in each block, one block per SM, and
+    # the grid barrier's pollers' 2 (grid_sync.cuh).
     # (1024 ran clean on 2026-11-23 and 25 and overflowed on 2026-11-26 at 7b41f40 and after it; 4,224
     # = 132 x 32 ran clean: docs/results/2026-11-26-h100-s21, calls 5-7)
     if tool == "synccheck":
         from megakernel.ops import load as load_megakernel
 
         _, k = load_megakernel("cuda")
-        track = ["--num-cuda-barriers", str(torch.cuda.get_device_properties(0).multi_processor_count * 2 * k.RING_MAX_SLOTS)]
+        per_block = 2 * k.RING_MAX_SLOTS + 2
+        track = ["--num-cuda-barriers", str(torch.cuda.get_device_properties(0).multi_processor_count * per_block)]
     else:
         track = []
     # initcheck tracks what every kernel writes: with a kernel filter the weights' initialising kernels

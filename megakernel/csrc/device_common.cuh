@@ -27,6 +27,15 @@ constexpr int MISC_TOKENS = MISC_LAST + 8;            //   misc[MISC_TOKENS + b]
 constexpr int MISC_INTS = MISC_LAST + 32;
 static_assert(MISC_TOKENS + MAX_BATCH <= MISC_INTS, "misc");
 constexpr int SM_EPOCH = SM_MISC + MISC_INTS * 4;     // uint32: the launch's epoch (grid_sync.cuh)
+constexpr int SM_POLL = SM_EPOCH + 8;                // the grid barrier's pollers (the ring schedule, grid_sync.cuh):
+constexpr int SM_POLL_ARRIVED = SM_POLL;             //   mbarrier: the block arrived at a grid barrier (or ended)
+constexpr int SM_POLL_OPEN = SM_POLL + 8;            //   mbarrier: a poller saw that barrier open
+constexpr int SM_POLL_BARRIER = SM_POLL + 16;        //   uint64: that barrier's number n = k + 1 (high half) and the count that
+                                                     //   opens it (low half), one word so that no reader sees half of each;
+                                                     //   POLL_END_MARK as the number: the launch ended (grid_sync.cuh end_polls)
+constexpr int SM_POLL_OPENED = SM_POLL + 24;         //   uint32: the highest barrier number a poller saw open (the election)
+constexpr int SM_POLL_END = SM_POLL + 28;            //   int: the compute warps ended the launch (read while a poller waits)
+static_assert(SM_EPOCH % 8 == 0 && SM_POLL_END + 4 <= SM_EPOCH + 128, "the pollers' words beside the epoch");
 constexpr int SM_XS = SM_EPOCH + 128;                 // a matrix phase's input vectors (xs_bytes(B)): batch 1 float [D] at xs_slot
                                                       //   (the normed residual) or bf16 [K] (an out- or down projection's input);
                                                       //   a batch [B][bf16 hi plane [D] | bf16 lo plane [D]] (block_rmsnorm)

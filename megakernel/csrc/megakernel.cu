@@ -15,7 +15,8 @@
 //           block then reduces the argmax itself, lm_head.cuh). Every block recomputes the RMSNorm
 //           of the D-wide hidden state itself.
 //   block   16 compute warps (512 threads); in the ring schedule a 17th warp, the producer, streams
-//           the block's weights into shared memory ahead of the phases (weight_ring.cuh).
+//           the block's weights into shared memory ahead of the phases (weight_ring.cuh), and
+//           BAR_POLLERS more warps poll the grid barrier's counter for the compute warps (grid_sync.cuh).
 //   warp    matrix phases: matvec.cuh (a batch: matvec_mma.cuh); the DeltaNet core: delta_rule.cuh; the attention core:
 //           gated_attention.cuh; the lm_head and argmax: lm_head.cuh.
 // Between a barrier's arrive and its wait every warp loads what the next phase starts with and no
@@ -101,33 +102,19 @@ __device__ __forceinline__ void run_phase(const Args& a, int q, int step, uint8_
   }
 }
 
-// RING: the ring schedule (THREADS + 32 threads: 16 compute warps and the producer), also the
-// stream-only measurement; else the register schedule (THREADS threads). NB: the batch's rows
-// (a.batch), one kernel per value: every weight read once per launch and applied to every row.
-// MANY: a many-token launch (the ring schedule: a.steps >= 1), else one step (its own kernel, so
-// the one-step kernels keep their registers: step 0 is a constant there).
-// (__grid_constant__: the phases index a.pos by row without a local copy of Args.)
+// The compute warps' whole launch (RING: the ring schedule, also the stream-only measurement; else the
+// register schedule). Every way out of it returns to the kernel, which then stops the ring's pollers.
 template <bool RING, int NB, bool MANY>
-__global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_kernel(const __grid_constant__ Args a) {
-  extern __shared__ __align__(128) uint8_t sm[];
+__device__ __forceinline__ void decode_warps(const Args& a, uint8_t* sm, const unsigned epoch, const StepInputs<NB>& in,
+                                             Stream& st) {
   const int t = threadIdx.x;
   const bool bar_warp = (t >> 5) == BAR_THREAD / 32;
-  const unsigned epoch = load_epoch(a.sync);     // (in flight while the block sets up)
-  const StepInputs<NB> in = step_inputs<NB>(a);  // (the same; checked before the step's first write)
   uint4 wv[16];  // this warp's weights of its first item (register schedule) or the next phase's inputs (ring)
-  Stream st;
-  if (a.times && blockIdx.x == 0 && t == 0) a.times[0] = globaltimer();
   if constexpr (RING) {
-    stream_start(a, st, sm, sm_ring(NB));
-    if (t >= THREADS) {
-      if (a.times) produce<true, NB, MANY>(a, st, in, sm);
-      else produce<false, NB, MANY>(a, st, in, sm);
-      return;
-    }
     if (a.schedule == SCHEDULE_STREAM_ONLY) {
       if (step_refused(a, in)) return record_refused_step(a, in);
       keep_epoch(epoch, sm);
-      last_block_done(a.sync, sm, consume_stream_only(a, st));
+      last_block_done(a.sync, sm, consume_stream_only(a, st, sm));
       return;
     }
   }
@@ -148,10 +135,10 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
       const int k = step * STEP_BARRIERS + NBARRIERS;
       if (!MANY || step == a.steps - 1) return argmax_last_block<NB>(a, sm, step, k);
       // a many-token launch between two steps: one more grid barrier, then every block the argmax
-      barrier_arrive(a.sync);
-      if (!bar_warp) prepare_phase<RING, NB>(a, 0, step + 1, wv);
-      barrier_wait(a.sync, sm, k);
-      if (bar_warp) prepare_phase<RING, NB>(a, 0, step + 1, wv);
+      barrier_arrive<RING>(a.sync, sm, k);
+      if (RING || !bar_warp) prepare_phase<RING, NB>(a, 0, step + 1, wv);
+      barrier_wait<RING>(a.sync, sm, k);
+      if (!RING && bar_warp) prepare_phase<RING, NB>(a, 0, step + 1, wv);
       if (argmax_every_block<NB>(a, sm, step)) {  // every row has produced a stop id: the launch ends after this step
         if (t == 0) reinterpret_cast<volatile int*>(sm + SM_MISC)[MISC_ENDED] = 1;  // (the producer stops)
         last_block_done(a.sync, sm, k + 1);
@@ -163,14 +150,48 @@ __global__ void __launch_bounds__(RING ? THREADS + 32 : THREADS, 1) mk_decode_ke
     }
     run_phase<RING, NB>(a, q, step, sm, wv, st, params);
     if (!MANY && a.times && t == BAR_THREAD) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
-    barrier_arrive(a.sync);
-    // the next phase's loads stream while the block waits; the polling warp issues its own after
-    // the wait, so its polls are not queued behind them
-    if (!bar_warp) prepare_phase<RING, NB>(a, q + 1, step, wv);
-    barrier_wait(a.sync, sm, step * STEP_BARRIERS + q);
-    if (bar_warp) prepare_phase<RING, NB>(a, q + 1, step, wv);
+    const int k = step * STEP_BARRIERS + q;
+    barrier_arrive<RING>(a.sync, sm, k);
+    // the next phase's loads stream while the block waits (the register schedule's polling warp
+    // issues its own after the wait, so its polls are not queued behind them; the ring schedule's
+    // pollers are warps of their own)
+    if (RING || !bar_warp) prepare_phase<RING, NB>(a, q + 1, step, wv);
+    barrier_wait<RING>(a.sync, sm, k);
+    if (!RING && bar_warp) prepare_phase<RING, NB>(a, q + 1, step, wv);
+    // (block 0's exit stamp: in the ring schedule thread 0's own wake-up on OPEN, in the register schedule the
+    // block's release at bar.sync; exit latencies measured before the pollers are not the same quantity)
     if (!MANY && a.times && blockIdx.x == 0 && t == 0) a.times[q + 1] = globaltimer();
   }
+}
+
+// RING: the ring schedule (RING_THREADS threads: 16 compute warps, the producer, BAR_POLLERS
+// pollers), also the stream-only measurement; else the register schedule (THREADS threads). NB: the
+// batch's rows (a.batch), one kernel per value: every weight read once per launch and applied to
+// every row. MANY: a many-token launch (the ring schedule: a.steps >= 1), else one step (its own
+// kernel, so the one-step kernels keep their registers: step 0 is a constant there).
+// (__grid_constant__: the phases index a.pos by row without a local copy of Args.)
+template <bool RING, int NB, bool MANY>
+__global__ void __launch_bounds__(RING ? RING_THREADS : THREADS, 1) mk_decode_kernel(const __grid_constant__ Args a) {
+  extern __shared__ __align__(128) uint8_t sm[];
+  const int t = threadIdx.x;
+  const unsigned epoch = load_epoch(a.sync);     // (in flight while the block sets up)
+  const StepInputs<NB> in = step_inputs<NB>(a);  // (the same; checked before the step's first write)
+  Stream st;
+  if (a.times && blockIdx.x == 0 && t == 0) a.times[0] = globaltimer();
+  if constexpr (RING) {
+    stream_start(a, st, sm, sm_ring(NB));
+    if (t >= THREADS + 32) {  // (the stream-only schedule arrives at the barriers and never waits: no pollers)
+      if (a.schedule != SCHEDULE_STREAM_ONLY) poll_barriers(a.sync, sm);
+      return;
+    }
+    if (t >= THREADS) {
+      if (a.times) produce<true, NB, MANY>(a, st, in, sm);
+      else produce<false, NB, MANY>(a, st, in, sm);
+      return;
+    }
+  }
+  decode_warps<RING, NB, MANY>(a, sm, epoch, in, st);
+  if constexpr (RING) end_polls(sm);
 }
 
 // The register schedule decodes batch 1 only (its warps hold 16 pieces of weights in registers: with
@@ -218,7 +239,7 @@ cudaError_t configure(int device, Config* out) {
       for (bool many : {false, true}) {
         e = cudaFuncSetAttribute(kernel_fn(true, nb, many), cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem_bytes(nb, slots));
         if (e == cudaSuccess)
-          e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(many ? &n_many : &n, kernel_fn(true, nb, many), THREADS + 32,
+          e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(many ? &n_many : &n, kernel_fn(true, nb, many), RING_THREADS,
                                                             ring_smem_bytes(nb, slots));
         if (e != cudaSuccess) return e;
       }
@@ -243,7 +264,7 @@ cudaError_t launch(const Args& a, int grid, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   Args copy = a;
   void* params[] = {&copy};
-  return cudaLaunchCooperativeKernel(kernel_fn(ring, a.batch, many), dim3(grid), dim3(ring ? THREADS + 32 : THREADS), params,
+  return cudaLaunchCooperativeKernel(kernel_fn(ring, a.batch, many), dim3(grid), dim3(ring ? RING_THREADS : THREADS), params,
                                      ring ? ring_smem_bytes(a.batch, a.ring_slots) : smem_bytes(a.batch), stream);
 }
 

@@ -120,6 +120,9 @@ static_assert(CONV_K == 4, "the conv ring's column arithmetic (& 3) assumes 4 ta
 
 // ---- launch geometry and the decode schedule ----------------------------------------------
 constexpr int THREADS = 512, NWARPS = 16;            // compute warps of a decode block
+constexpr int BAR_POLLERS = 3;  // the ring schedule's poller warps (grid_sync.cuh): with the producer 20 warps, 5 a
+                                // sub-partition as the 17 were (the same 96-register cap)
+constexpr int RING_THREADS = THREADS + 32 + 32 * BAR_POLLERS;  // a ring-schedule block: compute, producer, pollers
 constexpr int PHASES_PER_LAYER = 5;                  // in-proj | mixer core | out-proj | gate/up | down
 constexpr int NPHASES = NLAYER * PHASES_PER_LAYER + 1;  // + final norm / lm_head / argmax
 constexpr int NBARRIERS = NLAYER * PHASES_PER_LAYER;    // a grid barrier after every layer phase

@@ -29,38 +29,6 @@ namespace mk {
 namespace {
 namespace ring {
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void bar_init(uint32_t bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-// makes the initialised barriers visible to the async proxy (TMA) before the first copy
-__device__ __forceinline__ void fence_bar_init() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
-}
-// whether the barrier's phase with this parity has completed (sm_90: after waiting a while for it)
-__device__ __forceinline__ bool bar_try(uint32_t bar, unsigned parity) {
-  uint32_t done;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-#else
-  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-               : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-#endif
-  return done;
-}
-// spin until the barrier's phase with this parity has completed
-__device__ __forceinline__ void bar_wait(uint32_t bar, unsigned parity) {
-  while (!bar_try(bar, parity)) {
-  }
-}
-__device__ __forceinline__ void bar_arrive(uint32_t bar) {
-  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
-}
-
 constexpr bool HAS_TMA =
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     true;
@@ -134,20 +102,27 @@ struct Stream {
                                 // the next one's slot is cons mod S, the parity of its fill cons >= S
 };
 
-// every thread of the block (compute and producer warps), once (ring_at: sm_ring(batch))
+// every thread of the block (compute, producer and poller warps), once (ring_at: sm_ring(batch))
 __device__ void stream_start(const Args& a, Stream& s, uint8_t* sm, int ring_at) {
   s.S = a.ring_slots;
   s.full = ring::smem_addr(sm + ring_at);
   s.empty = s.full + 8 * RING_MAX_SLOTS;
   s.slots = s.full + RING_BARS;
   s.cons = 0;
-  if (threadIdx.x == 0) reinterpret_cast<int*>(sm + SM_MISC)[MISC_ENDED] = 0;
+  if (threadIdx.x == 0) {
+    reinterpret_cast<int*>(sm + SM_MISC)[MISC_ENDED] = 0;
+    ring::bar_init(ring::smem_addr(sm + SM_POLL_ARRIVED), 1);  // the grid barrier's pollers (grid_sync.cuh)
+    ring::bar_init(ring::smem_addr(sm + SM_POLL_OPEN), 1);
+    *reinterpret_cast<unsigned long long*>(sm + SM_POLL_BARRIER) = 0ull;  // (barrier numbers start at 1)
+    *reinterpret_cast<unsigned*>(sm + SM_POLL_OPENED) = 0u;
+    *reinterpret_cast<int*>(sm + SM_POLL_END) = 0;
+  }
   if (threadIdx.x < s.S) {
     ring::bar_init(s.full + 8 * threadIdx.x, 32);  // every producer lane arrives once per fill
     ring::bar_init(s.empty + 8 * threadIdx.x, 1);
   }
   ring::fence_bar_init();
-  __syncthreads();  // (all THREADS + 32 threads, the last time: the producer leaves the block barrier here)
+  __syncthreads();  // (all RING_THREADS threads, the last time: the producer and pollers leave the block barrier here)
 }
 
 // the slot after `slot`; flips the fill parity where the ring wraps around
@@ -230,7 +205,7 @@ __device__ __forceinline__ void chunks_done(Stream& s, int n) {
 // SCHEDULE_STREAM_ONLY (measurement), the compute warps' whole launch: take every phase's chunks
 // as soon as they land and release them (8 at a time); arrive at every grid barrier without
 // waiting; hand the input ids back as the output. -> the grid barriers the launch counted.
-__device__ int consume_stream_only(const Args& a, Stream& s) {
+__device__ int consume_stream_only(const Args& a, Stream& s, uint8_t* sm) {
   const int warp = threadIdx.x >> 5;
   int barriers = 0;
   for (int q = 0; q < NPHASES; ++q) {
@@ -242,7 +217,7 @@ __device__ int consume_stream_only(const Args& a, Stream& s) {
       chunks_done(s, k);
     }
     if (q < NBARRIERS) {
-      barrier_arrive(a.sync);
+      barrier_arrive<true>(a.sync, sm, barriers);
       ++barriers;
     }
   }
