@@ -56,6 +56,51 @@ def test_compiles_without_gpu(arch, tmp_path):
     assert "registers" in report
 
 
+def mbarrier_waits_with_memory_before_their_branch(ptx: str) -> list[str]:
+    """Each mbarrier try_wait / test_wait in `ptx` followed by a memory access (ld, st, atom, red)
+    before the first branch after it (the branch on the wait's result), as 'line N: instruction'."""
+    lines, found = ptx.splitlines(), []
+    for i, line in enumerate(lines):
+        if "mbarrier.try_wait" not in line and "mbarrier.test_wait" not in line:
+            continue
+        for j in range(i + 1, len(lines)):
+            text = lines[j].split("//")[0].strip()
+            if re.search(r"\bbra(\.uni)?\b", text):
+                break
+            if re.match(r"(@!?%p\w+\s+)?(ld|st|atom|red)\.", text):
+                found.append(f"line {j + 1}: {text}")
+    return found
+
+
+def test_the_wait_check_finds_a_load_beside_a_wait():
+    """The check below on session 31's hang (the pollers' end-flag reads, merged by nvcc into one load
+    issued beside try_wait, before the branch on its result) and on the fixed shape (the load after it)."""
+    wait = ("\t{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%r4796], %r957; selp.u32 %r4795, 1, 0, p; }\n"
+            "\tsetp.eq.s32 \t%p890, %r4795, 0;\n")
+    hung = wait + "\tld.volatile.shared.u32 \t%r958, [sm+1188];\n\t@%p890 bra \t$L__BB9_587;\n"
+    fixed = wait + "\t@%p890 bra \t$L__BB9_587;\n\tld.volatile.shared.u64 \t%rd193, [sm+1176];\n"
+    assert mbarrier_waits_with_memory_before_their_branch(hung) == ["line 3: ld.volatile.shared.u32 \t%r958, [sm+1188];"]
+    assert mbarrier_waits_with_memory_before_their_branch(fixed) == []
+
+
+@needs_nvcc
+def test_every_mbarrier_wait_branches_before_any_memory_access(tmp_path):
+    """What a thread reads after an mbarrier wait must be read after the branch on the wait's result:
+    a load the compiler issues beside try_wait can complete before the phase it waits for (NOTES v29:
+    the grid barrier's pollers read the end flag that way and every refused launch hung). The decode
+    kernels' PTX for sm_90a, every wait of every kernel."""
+    from megakernel.build import NVCC_FLAGS, TORCH_LIKE_FLAGS
+
+    out = str(tmp_path / "megakernel.ptx")
+    cmd = [nvcc_path(), "-ptx", os.path.join(CSRC, "megakernel.cu"), "-o", out, *NVCC_FLAGS, *TORCH_LIKE_FLAGS,
+           "-arch=sm_90a", f"-I{CSRC}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ptx = open(out).read()
+    assert ptx.count("mbarrier.try_wait") > 100  # (the ring's, the pollers' and the compute warps' waits, every kernel)
+    assert mbarrier_waits_with_memory_before_their_branch(ptx) == []
+
+
 @needs_nvcc
 def test_build_command(tmp_path):
     env = dict(os.environ, QWEN35_MEGAKERNEL_CACHE=str(tmp_path))

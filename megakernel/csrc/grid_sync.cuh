@@ -131,8 +131,10 @@ __device__ __forceinline__ void barrier_wait(const unsigned* sync, const uint8_t
 // never from the end flag: nvcc merges a flag read inside the wait loop with one after it into one
 // load issued beside try_wait, before its result is known, and that load can miss the end flag
 // written before the arrival (s31 call 5: every poller of a refused launch read 0 and polled a word
-// no barrier had written). A word read too early is one the poller handled already (the word only
-// grows: n == k), which repeats an iteration and reads it again.
+// no barrier had written). A word read too early names a barrier already opened (numbers are raised
+// once each, in order: every number older than the latest is open; the initial word's 0 too), so
+// `opened >= n`, nothing happens and the iteration repeats. (tests/test_megakernel.py checks the PTX:
+// no memory access between any mbarrier wait and its branch.)
 constexpr unsigned POLL_STAGGER_NS = 250;  // about a third of a poll's round trip under the grid's polls
 constexpr unsigned POLL_END_MARK = 0xffffffffu;  // the barrier word's number once the launch ended
 __device__ void poll_barriers(const unsigned* sync, uint8_t* sm) {
