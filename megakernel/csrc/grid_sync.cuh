@@ -81,6 +81,8 @@ __device__ __forceinline__ void keep_epoch(unsigned epoch, uint8_t* sm) {
   if (threadIdx.x == 0) *reinterpret_cast<unsigned*>(sm + SM_EPOCH) = epoch;
 }
 __device__ __forceinline__ unsigned epoch_of(const uint8_t* sm) { return *reinterpret_cast<const unsigned*>(sm + SM_EPOCH); }
+// the count at which barrier k of the launch opens
+__device__ __forceinline__ unsigned barrier_target(const uint8_t* sm, int k) { return epoch_of(sm) + (unsigned)(k + 1) * gridDim.x; }
 
 // The grid barrier is split: arrive (after the block's writes) ... wait. Between the two the warps
 // issue their loads of the next phase (weights and inputs no block writes in this phase), so they
@@ -89,15 +91,15 @@ __device__ __forceinline__ unsigned epoch_of(const uint8_t* sm) { return *reinte
 // before the acquiring thread's reads, and that thread hands its acquire on to the block (the ring
 // schedule: the poller's arrival on OPEN releases, each compute thread's wait on it acquires; the
 // register schedule: bar.sync); every cross-block read is ld.global.cg.
-// k: the barrier's number in the launch; it opens at epoch + (k + 1) G arrivals
+// k: the barrier's number in the launch; it opens at epoch + (k + 1) G arrivals. RING: tell the block's
+// pollers (the ring schedule; not the stream-only one, which has none)
 template <bool RING>
 __device__ __forceinline__ void barrier_arrive(unsigned* sync, uint8_t* sm, int k) {
   sync_warps();
   if (threadIdx.x == BAR_THREAD) {
     red_add_release(sync + SYNC_BAR, 1u);
     if constexpr (RING) {  // the barrier's number and target, then the pollers' signal (its release hands them on)
-      const unsigned target = epoch_of(sm) + (unsigned)(k + 1) * gridDim.x;
-      *reinterpret_cast<volatile unsigned long long*>(sm + SM_POLL_BARRIER) = ((unsigned long long)(k + 1) << 32) | target;
+      *reinterpret_cast<volatile unsigned long long*>(sm + SM_POLL_BARRIER) = ((unsigned long long)(k + 1) << 32) | barrier_target(sm, k);
       ring::bar_arrive(ring::smem_addr(sm + SM_POLL_ARRIVED));
     }
   }
@@ -108,7 +110,7 @@ __device__ __forceinline__ void barrier_wait(const unsigned* sync, const uint8_t
     ring::bar_wait(ring::smem_addr(sm + SM_POLL_OPEN), (unsigned)k & 1u);  // (OPEN completes once a barrier, in order)
   } else {
     if (threadIdx.x == BAR_THREAD) {
-      const unsigned target = epoch_of(sm) + (unsigned)(k + 1) * gridDim.x;
+      const unsigned target = barrier_target(sm, k);
       while ((int)(ld_acquire(sync + SYNC_BAR) - target) < 0) {
       }
     }

@@ -114,7 +114,7 @@ __device__ __forceinline__ void decode_warps(const Args& a, uint8_t* sm, const u
     if (a.schedule == SCHEDULE_STREAM_ONLY) {
       if (step_refused(a, in)) return record_refused_step(a, in);
       keep_epoch(epoch, sm);
-      last_block_done(a.sync, sm, consume_stream_only(a, st, sm));
+      last_block_done(a.sync, sm, consume_stream_only(a, st));
       return;
     }
   }

@@ -205,7 +205,7 @@ __device__ __forceinline__ void chunks_done(Stream& s, int n) {
 // SCHEDULE_STREAM_ONLY (measurement), the compute warps' whole launch: take every phase's chunks
 // as soon as they land and release them (8 at a time); arrive at every grid barrier without
 // waiting; hand the input ids back as the output. -> the grid barriers the launch counted.
-__device__ int consume_stream_only(const Args& a, Stream& s, uint8_t* sm) {
+__device__ int consume_stream_only(const Args& a, Stream& s) {
   const int warp = threadIdx.x >> 5;
   int barriers = 0;
   for (int q = 0; q < NPHASES; ++q) {
@@ -217,7 +217,7 @@ __device__ int consume_stream_only(const Args& a, Stream& s, uint8_t* sm) {
       chunks_done(s, k);
     }
     if (q < NBARRIERS) {
-      barrier_arrive<true>(a.sync, sm, barriers);
+      barrier_arrive<false>(a.sync, nullptr, barriers);  // (no pollers to tell)
       ++barriers;
     }
   }
