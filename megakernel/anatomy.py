@@ -5,9 +5,11 @@ stamps: csrc/shapes.cuh, `MegakernelTier.decode_step_times`):
 
 - `phase_anatomy`: per kind of phase (DeltaNet in-proj, ..., attention down), µs from block 0's
   exit of the previous barrier to the first, median and last block's arrival at the phase's
-  barrier, then from the last arrival to block 0's exit (the barrier's exit latency); for the
-  attention core also block 0's unit step by step and every unit block's arrival; and how long
-  the ring's producers waited for a free slot.
+  barrier, then from the last arrival to block 0's exit (the barrier's exit latency), and the part of
+  it the last block's release fence took (its arrival made, less its arrival: the fence waits for the
+  SM's in-flight ring copies, NOTES v30), with the mean fence over all blocks; for the attention core
+  also block 0's unit step by step and every unit block's arrival; and how long the ring's producers
+  waited for a free slot.
 - `step_time`: µs a step of back-to-back greedy launches, by CUDA events, in any schedule (the
   stream-only one too: what the weight stream alone, K/V rows included, takes at this context).
 - `launch_gaps`: back-to-back launches with no host sync between them (any batch): the period,
@@ -34,10 +36,11 @@ def _prompt(tier, n, seed, rows=1):
 
 
 def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
-    """→ {"DeltaNet in-proj": {"first", "median", "last", "exit", "unit_last"}, ..., "ring_full_us":
+    """→ {"DeltaNet in-proj": {"first", "median", "last", "exit", "fence", "fence_mean", "unit_last"}, ..., "ring_full_us":
     {min, median, max over blocks}}: µs, means over the layers of a kind and `steps` steps after a
-    `prompt_len`-token prompt in each of `batch` rows ("unit_last": the share of steps whose last
-    block was an attention split-K unit). In the stream-only schedule the compute warps stamp
+    `prompt_len`-token prompt in each of `batch` rows ("fence": the last-arriving block's release
+    fence, from its arrival to the arrival made; "fence_mean": every block's; "unit_last": the share
+    of steps whose last block was an attention split-K unit). In the stream-only schedule the compute warps stamp
     nothing: the ring's full time alone."""
     from .tier import attention_splits
 
@@ -52,14 +55,17 @@ def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
         ring_full += st.ring_full_us / steps
         for q in range(k.NBARRIERS if stamped else 0):
             layer, sub = divmod(q, k.PHASES_PER_LAYER)
-            arr = st.arrivals[:, q]
+            arr, fence = st.arrivals[:, q], (st.arrived[:, q] - st.arrivals[:, q]) / 1000.0
             start, exit_ = st.phase_start(q), st.phase_exits[q]
             kind = ("attention " if k.LAYER_TYPES[layer] == "full_attention" else "DeltaNet ") + PHASE_NAMES[sub]
-            r = rows.setdefault(kind, {"first": 0.0, "median": 0.0, "last": 0.0, "exit": 0.0, "unit_last": 0.0, "n": 0})
+            r = rows.setdefault(kind, {"first": 0.0, "median": 0.0, "last": 0.0, "exit": 0.0, "fence": 0.0, "fence_mean": 0.0,
+                                       "unit_last": 0.0, "n": 0})
             r["first"] += (float(arr.min()) - start) / 1000.0
             r["median"] += (float(arr.median()) - start) / 1000.0
             r["last"] += (float(arr.max()) - start) / 1000.0
             r["exit"] += (exit_ - float(arr.max())) / 1000.0
+            r["fence"] += float(fence[int(arr.argmax())])
+            r["fence_mean"] += float(fence.mean())
             r["unit_last"] += float(int(arr.argmax()) < units)
             r["n"] += 1
             if kind == "attention core":
@@ -84,11 +90,13 @@ def anatomy_lines(an: dict) -> list[str]:
     if len(an) == 1:  # the ring's full time only
         lines = ["  no phase stamps (stream-only: the compute warps only take and release the chunks)"]
     else:
-        lines = [f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s}  last block is an attention unit"]
+        lines = [f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s} {'fence':>6s} {'(mean)':>6s}  "
+                 "last block is an attention unit"]
     for kind, r in an.items():
         if kind == "ring_full_us":
             continue
-        lines.append(f"  {kind:22s} {r['first']:6.2f} {r['median']:6.2f} {r['last']:6.2f} {r['exit']:6.2f}  {r['unit_last']:.0%}")
+        lines.append(f"  {kind:22s} {r['first']:6.2f} {r['median']:6.2f} {r['last']:6.2f} {r['exit']:6.2f} {r['fence']:6.2f} "
+                     f"{r['fence_mean']:6.2f}  {r['unit_last']:.0%}")
     core = an.get("attention core")
     if core:
         lines.append("  attention core, block 0's unit: " + ", ".join(f"{k} {v:.2f}" for k, v in core.items() if k.startswith("unit0")))

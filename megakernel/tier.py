@@ -105,6 +105,8 @@ class StepTimes:
     unit_stamps: list[list[int]]  # [attention layer][UNIT_STAMPS]: block 0's first attention unit, step by step
     arrivals: torch.Tensor        # [grid, NBARRIERS] float64 ns: every block's arrival at every barrier
     ring_full_us: torch.Tensor    # [grid] float64: µs each block's producer waited for a free ring slot (layers)
+    arrived: torch.Tensor         # [grid, NBARRIERS] float64 ns: when each arrival had been made (its release's
+                                  # fence passed): minus `arrivals`, what the fence waited for
 
     @classmethod
     def parse(cls, words: list[int], k, grid: int) -> "StepTimes":
@@ -112,10 +114,11 @@ class StepTimes:
         base = k.NPHASES + 3
         arrivals = torch.tensor(words[k.NTIMES:k.NTIMES + grid * nb], dtype=torch.float64).view(grid, nb)
         full = torch.tensor(words[k.NTIMES + grid * nb:k.NTIMES + grid * (nb + 1)], dtype=torch.float64) / 1000.0
+        made = torch.tensor(words[k.NTIMES + grid * (nb + 1):k.NTIMES + grid * (2 * nb + 1)], dtype=torch.float64).view(grid, nb)
         return cls(start=words[0], embed_done=words[k.NPHASES + 2], phase_exits=words[1:nb + 1],
                    lm_head_start=words[k.NPHASES + 1], argmax_done=words[k.NPHASES],
                    unit_stamps=[words[base + i * k.UNIT_STAMPS:base + (i + 1) * k.UNIT_STAMPS] for i in range(k.NFA)],
-                   arrivals=arrivals, ring_full_us=full)
+                   arrivals=arrivals, ring_full_us=full, arrived=made)
 
     def phase_start(self, q: int) -> int:
         """When block 0 starts phase q (it left the previous barrier; phase 0: the launch's start)."""
@@ -573,7 +576,7 @@ class MegakernelTier(Tier):
     # ---- the in-kernel clock ----------------------------------------------------------
     def times_words(self) -> int:
         """int64 words of one timed launch's stamps at this grid (csrc/shapes.cuh times_words)."""
-        return self.k.NTIMES + self.grid * (self.k.NBARRIERS + 1)
+        return self.k.NTIMES + self.grid * (2 * self.k.NBARRIERS + 1)
 
     def times_buffer(self) -> torch.Tensor:
         """A zeroed buffer for one timed launch's stamps."""

@@ -226,7 +226,7 @@ def test_step_times_parse_the_stamp_layout():
     class K:
         NPHASES, NBARRIERS, NTIMES, NFA, UNIT_STAMPS, NLAYER, PHASES_PER_LAYER = 11, 10, 11 + 3 + 2 * 4, 2, 4, 2, 5
     k, grid = K(), 3
-    words = [0] * (k.NTIMES + grid * (k.NBARRIERS + 1))
+    words = [0] * (k.NTIMES + grid * (2 * k.NBARRIERS + 1))
     words[0], words[k.NPHASES + 2] = 1000, 3000                            # start, embedding row normed
     for q in range(k.NBARRIERS):
         words[1 + q] = 3000 + 1000 * (q + 1)                                 # barrier exits
@@ -234,9 +234,13 @@ def test_step_times_parse_the_stamp_layout():
     for b in range(grid):
         words[k.NTIMES + b * k.NBARRIERS] = 3500 + b
         words[k.NTIMES + grid * k.NBARRIERS + b] = 2000 * (b + 1)           # ring full, ns
+        words[k.NTIMES + grid * (k.NBARRIERS + 1) + b * k.NBARRIERS + 1] = 4700 + b  # arrival at barrier 1 made
+    words[-1] = 99                                                            # (the last word: block 2, barrier 9)
     st = StepTimes.parse(words, k, grid)
     assert st.phase_start(0) == 1000 and st.phase_start(3) == 6000 and st.arrivals.shape == (grid, k.NBARRIERS)
     assert st.arrivals[2, 0] == 3502 and st.ring_full_us.tolist() == [2.0, 4.0, 6.0]
+    assert st.arrived.shape == (grid, k.NBARRIERS) and st.arrived[:, 1].tolist() == [4700, 4701, 4702]
+    assert st.arrived[2, 9] == 99 and st.arrived.sum() == 4700 + 4701 + 4702 + 99
     assert st.parts_us(k.NLAYER, k.PHASES_PER_LAYER) == {"embed": 2.0, "layers.0": 5.0, "layers.1": 5.0, "norm": 2.0,
                                                          "lm_head": 5.0}
 
@@ -603,6 +607,8 @@ def test_the_clock(mk):
     assert list(parts) == ["embed"] + [f"layers.{i}" for i in range(24)] + ["norm", "lm_head"]
     assert all(v >= 0 for v in parts.values()) and sum(parts.values()) > 0
     assert st.arrivals.shape == (mk.grid, mk.k.NBARRIERS) and (st.arrivals > 0).all()
+    assert (st.arrived >= st.arrivals).all()  # (an arrival is made after it starts: its release's fence between)
+    assert float((st.arrived - st.arrivals).max()) < (st.argmax_done - st.start)
     full = st.ring_full_us
     assert full.shape == (mk.grid,) and torch.isfinite(full).all() and (full >= 0).all()
     assert float(full.max()) < (st.argmax_done - st.start) / 1000.0  # (a wait cannot outlast the launch)
@@ -889,6 +895,8 @@ def test_anatomy_of_a_stream_only_launch_has_no_phase_rows():
     lines = anatomy_lines({"ring_full_us": {"min": 23.6, "median": 24.0, "max": 24.3}})
     assert "no phase stamps" in lines[0] and len(lines) == 2
     assert "median 24.0" in lines[1]
-    full = anatomy_lines({"DeltaNet in-proj": {"first": 1.0, "median": 2.0, "last": 3.0, "exit": 1.5, "unit_last": 0.5},
+    full = anatomy_lines({"DeltaNet in-proj": {"first": 1.0, "median": 2.0, "last": 3.0, "exit": 1.5, "fence": 0.75,
+                                               "fence_mean": 0.25, "unit_last": 0.5},
                           "ring_full_us": {"min": 1.0, "median": 2.0, "max": 3.0}})
-    assert "DeltaNet in-proj" in full[1] and "50%" in full[1]
+    assert "fence" in full[0] and "DeltaNet in-proj" in full[1] and "50%" in full[1]
+    assert full[1].split()[-4:-1] == ["1.50", "0.75", "0.25"]  # exit, the last block's fence, the mean fence

@@ -149,9 +149,11 @@ __device__ __forceinline__ void decode_warps(const Args& a, uint8_t* sm, const u
       continue;
     }
     run_phase<RING, NB>(a, q, step, sm, wv, st, params);
-    if (!MANY && a.times && t == BAR_THREAD) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
+    const bool stamps = !MANY && a.times && t == BAR_THREAD;
+    if (stamps) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
     const int k = step * STEP_BARRIERS + q;
     barrier_arrive<RING>(a.sync, sm, k);
+    if (stamps) a.times[NTIMES + gridDim.x * (NBARRIERS + 1) + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival made
     // the next phase's loads stream while the block waits (the register schedule's polling warp
     // issues its own after the wait, so its polls are not queued behind them; the ring schedule's
     // pollers are warps of their own)
