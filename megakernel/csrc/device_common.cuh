@@ -143,9 +143,12 @@ __device__ __forceinline__ uint4 ld_x16(const void* p) { return __ldcg(reinterpr
 // before the row is written (the row at pos comes from shared memory), so no L1 holds a stale copy:
 // through L1 (ld.global.ca), where the attention unit's four head warps share each row
 __device__ __forceinline__ uint4 ld_kv16(const void* p) { return __ldca(reinterpret_cast<const uint4*>(p)); }
+// 16 bytes of shared memory (a ring slot's weights, an input vector). The "memory" clobber keeps every
+// read after the mbarrier wait (chunk_wait) or block barrier before it by contract, not by the
+// compiler's habit of keeping volatile asm in order (it changed no instruction: NOTES v30).
 __device__ __forceinline__ uint4 lds128(uint32_t addr) {
   uint4 r;
-  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr));
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(addr) : "memory");
   return r;
 }
 __device__ __forceinline__ unsigned long long globaltimer() {
