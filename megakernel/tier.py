@@ -108,13 +108,23 @@ class StepTimes:
     arrived: torch.Tensor         # [grid, NBARRIERS] float64 ns: when each arrival had been made (its release's
                                   # fence passed): minus `arrivals`, what the fence waited for
 
+    @staticmethod
+    def sections(k, grid: int) -> tuple[int, int, int, int]:
+        """Where the per-block stamps lie (csrc/shapes.cuh's timing layout, times_words): the arrivals,
+        the ring's full times, the arrivals made, and the end (the words of one timed launch)."""
+        arrivals = k.NTIMES
+        full = arrivals + grid * k.NBARRIERS
+        made = full + grid
+        return arrivals, full, made, made + grid * k.NBARRIERS
+
     @classmethod
     def parse(cls, words: list[int], k, grid: int) -> "StepTimes":
         nb = k.NBARRIERS
         base = k.NPHASES + 3
-        arrivals = torch.tensor(words[k.NTIMES:k.NTIMES + grid * nb], dtype=torch.float64).view(grid, nb)
-        full = torch.tensor(words[k.NTIMES + grid * nb:k.NTIMES + grid * (nb + 1)], dtype=torch.float64) / 1000.0
-        made = torch.tensor(words[k.NTIMES + grid * (nb + 1):k.NTIMES + grid * (2 * nb + 1)], dtype=torch.float64).view(grid, nb)
+        at_arr, at_full, at_made, end = cls.sections(k, grid)
+        arrivals = torch.tensor(words[at_arr:at_full], dtype=torch.float64).view(grid, nb)
+        full = torch.tensor(words[at_full:at_made], dtype=torch.float64) / 1000.0
+        made = torch.tensor(words[at_made:end], dtype=torch.float64).view(grid, nb)
         return cls(start=words[0], embed_done=words[k.NPHASES + 2], phase_exits=words[1:nb + 1],
                    lm_head_start=words[k.NPHASES + 1], argmax_done=words[k.NPHASES],
                    unit_stamps=[words[base + i * k.UNIT_STAMPS:base + (i + 1) * k.UNIT_STAMPS] for i in range(k.NFA)],
@@ -576,7 +586,7 @@ class MegakernelTier(Tier):
     # ---- the in-kernel clock ----------------------------------------------------------
     def times_words(self) -> int:
         """int64 words of one timed launch's stamps at this grid (csrc/shapes.cuh times_words)."""
-        return self.k.NTIMES + self.grid * (2 * self.k.NBARRIERS + 1)
+        return StepTimes.sections(self.k, self.grid)[-1]
 
     def times_buffer(self) -> torch.Tensor:
         """A zeroed buffer for one timed launch's stamps."""
