@@ -7,9 +7,11 @@ stamps: csrc/shapes.cuh, `MegakernelTier.decode_step_times`):
   exit of the previous barrier to the first, median and last block's arrival at the phase's
   barrier, then from the last arrival to block 0's exit (the barrier's exit latency), and the part of
   it the last block's release fence took (its arrival made, less its arrival: the fence waits for the
-  SM's in-flight ring copies, NOTES v30), with the mean fence over all blocks; for the attention core
-  also block 0's unit step by step and every unit block's arrival; and how long the ring's producers
-  waited for a free slot.
+  SM's in-flight ring copies, NOTES v30), with the mean fence over all blocks, and how long the ring's
+  producers waited for a free slot held by the phase's chunks ("stall", mean over blocks: the stream
+  stopped because the compute warps had not yet released that phase's weights; what a core or a
+  barrier before the phase costs the stream lands on the next phase that has chunks); for the attention
+  core also block 0's unit step by step and every unit block's arrival; and the ring's full time a step.
 - `step_time`: µs a step of back-to-back greedy launches, by CUDA events, in any schedule (the
   stream-only one too: what the weight stream alone, K/V rows included, takes at this context).
 - `launch_gaps`: back-to-back launches with no host sync between them (any batch): the period,
@@ -36,10 +38,12 @@ def _prompt(tier, n, seed, rows=1):
 
 
 def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
-    """→ {"DeltaNet in-proj": {"first", "median", "last", "exit", "fence", "fence_mean", "unit_last"}, ..., "ring_full_us":
-    {min, median, max over blocks}}: µs, means over the layers of a kind and `steps` steps after a
+    """→ {"DeltaNet in-proj": {"first", "median", "last", "exit", "fence", "fence_mean", "stall", "unit_last"}, ...,
+    "ring_full_us": {min, median, max over blocks; lm_head: the mean block's wait on the lm_head's chunks}}: µs,
+    means over the layers of a kind and `steps` steps after a
     `prompt_len`-token prompt in each of `batch` rows ("fence": the last-arriving block's release
-    fence, from its arrival to the arrival made; "fence_mean": every block's; "unit_last": the share
+    fence, from its arrival to the arrival made; "fence_mean": every block's; "stall": the mean block's
+    producer waiting for a slot that a chunk of the phase held, µs a layer; "unit_last": the share
     of steps whose last block was an attention split-K unit). In the stream-only schedule the compute warps stamp
     nothing: the ring's full time alone."""
     from .tier import attention_splits
@@ -47,25 +51,27 @@ def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
     k = tier.k
     state = tier.new_state(batch, max_seq_len=prompt_len + steps + 2)
     ids = tier.decode_argmax(tier.prefill(_prompt(tier, prompt_len, seed, rows=batch), state).argmax(-1).to(tier.device), state)
-    rows, ring_full = {}, torch.zeros(tier.grid, dtype=torch.float64)
+    rows, ring_full, lm_stall = {}, torch.zeros(tier.grid, dtype=torch.float64), 0.0
     stamped = tier.schedule != "stream-only"
     for _ in range(steps):
         units = sum(k.FA_HKV * attention_splits(p, tier.positions_per_split, k.ATT_MAX_SPLIT) for p in state.positions)
         ids, st = tier.decode_step_times(ids, state)
         ring_full += st.ring_full_us / steps
+        lm_stall += float(st.ring_full_by_phase[:, k.NPHASES - 1].mean()) / steps
         for q in range(k.NBARRIERS if stamped else 0):
             layer, sub = divmod(q, k.PHASES_PER_LAYER)
             arr, fence = st.arrivals[:, q], (st.arrived[:, q] - st.arrivals[:, q]) / 1000.0
             start, exit_ = st.phase_start(q), st.phase_exits[q]
             kind = ("attention " if k.LAYER_TYPES[layer] == "full_attention" else "DeltaNet ") + PHASE_NAMES[sub]
             r = rows.setdefault(kind, {"first": 0.0, "median": 0.0, "last": 0.0, "exit": 0.0, "fence": 0.0, "fence_mean": 0.0,
-                                       "unit_last": 0.0, "n": 0})
+                                       "stall": 0.0, "unit_last": 0.0, "n": 0})
             r["first"] += (float(arr.min()) - start) / 1000.0
             r["median"] += (float(arr.median()) - start) / 1000.0
             r["last"] += (float(arr.max()) - start) / 1000.0
             r["exit"] += (exit_ - float(arr.max())) / 1000.0
             r["fence"] += float(fence[int(arr.argmax())])
             r["fence_mean"] += float(fence.mean())
+            r["stall"] += float(st.ring_full_by_phase[:, q].mean())
             r["unit_last"] += float(int(arr.argmax()) < units)
             r["n"] += 1
             if kind == "attention core":
@@ -81,7 +87,8 @@ def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
     core = rows.get("attention core")
     if core:  # mean arrival of the block of unit 0, 1, ... (over the steps that had that unit)
         out["attention core"]["unit_arrivals"] = [t / n for _, (t, n) in sorted(core["unit_arrivals"].items())]
-    out["ring_full_us"] = {"min": float(ring_full.min()), "median": float(ring_full.median()), "max": float(ring_full.max())}
+    out["ring_full_us"] = {"min": float(ring_full.min()), "median": float(ring_full.median()), "max": float(ring_full.max()),
+                           "lm_head": lm_stall}
     return out
 
 
@@ -90,20 +97,21 @@ def anatomy_lines(an: dict) -> list[str]:
     if len(an) == 1:  # the ring's full time only
         lines = ["  no phase stamps (stream-only: the compute warps only take and release the chunks)"]
     else:
-        lines = [f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s} {'fence':>6s} {'(mean)':>6s}  "
-                 "last block is an attention unit"]
+        lines = [f"  {'phase':22s} {'first':>6s} {'median':>6s} {'last':>6s} {'exit':>6s} {'fence':>6s} {'(mean)':>6s} "
+                 f"{'stall':>6s}  last block is an attention unit"]
     for kind, r in an.items():
         if kind == "ring_full_us":
             continue
         lines.append(f"  {kind:22s} {r['first']:6.2f} {r['median']:6.2f} {r['last']:6.2f} {r['exit']:6.2f} {r['fence']:6.2f} "
-                     f"{r['fence_mean']:6.2f}  {r['unit_last']:.0%}")
+                     f"{r['fence_mean']:6.2f} {r['stall']:6.2f}  {r['unit_last']:.0%}")
     core = an.get("attention core")
     if core:
         lines.append("  attention core, block 0's unit: " + ", ".join(f"{k} {v:.2f}" for k, v in core.items() if k.startswith("unit0")))
         lines.append("  attention core, every unit block's arrival: " + " ".join(f"{v:.2f}" for v in core.get("unit_arrivals", [])))
     full = an["ring_full_us"]
     lines.append(f"  ring full (a producer waited for a free slot; layers, us per token): min {full['min']:.1f}, "
-                 f"median {full['median']:.1f}, max {full['max']:.1f} over blocks")
+                 f"median {full['median']:.1f}, max {full['max']:.1f} over blocks; the lm_head's chunks "
+                 f"{full.get('lm_head', 0.0):.1f} (mean block)")
     return lines
 
 

@@ -105,6 +105,8 @@ class StepTimes:
     unit_stamps: list[list[int]]  # [attention layer][UNIT_STAMPS]: block 0's first attention unit, step by step
     arrivals: torch.Tensor        # [grid, NBARRIERS] float64 ns: every block's arrival at every barrier
     ring_full_us: torch.Tensor    # [grid] float64: µs each block's producer waited for a free ring slot (layers)
+    ring_full_by_phase: torch.Tensor  # [grid, NPHASES] float64: the same µs by the phase whose chunk held the slot
+                                      # (its compute had not released it yet; the lm_head's last)
     arrived: torch.Tensor         # [grid, NBARRIERS] float64 ns: when each arrival had been made (its release's
                                   # fence passed): minus `arrivals`, what the fence waited for
 
@@ -114,7 +116,7 @@ class StepTimes:
         the ring's full times, the arrivals made, and the end (the words of one timed launch)."""
         arrivals = k.NTIMES
         full = arrivals + grid * k.NBARRIERS
-        made = full + grid
+        made = full + grid * k.NPHASES
         return arrivals, full, made, made + grid * k.NBARRIERS
 
     @classmethod
@@ -123,12 +125,12 @@ class StepTimes:
         base = k.NPHASES + 3
         at_arr, at_full, at_made, end = cls.sections(k, grid)
         arrivals = torch.tensor(words[at_arr:at_full], dtype=torch.float64).view(grid, nb)
-        full = torch.tensor(words[at_full:at_made], dtype=torch.float64) / 1000.0
+        full = torch.tensor(words[at_full:at_made], dtype=torch.float64).view(grid, k.NPHASES) / 1000.0
         made = torch.tensor(words[at_made:end], dtype=torch.float64).view(grid, nb)
         return cls(start=words[0], embed_done=words[k.NPHASES + 2], phase_exits=words[1:nb + 1],
                    lm_head_start=words[k.NPHASES + 1], argmax_done=words[k.NPHASES],
                    unit_stamps=[words[base + i * k.UNIT_STAMPS:base + (i + 1) * k.UNIT_STAMPS] for i in range(k.NFA)],
-                   arrivals=arrivals, ring_full_us=full, arrived=made)
+                   arrivals=arrivals, ring_full_us=full[:, :nb].sum(1), ring_full_by_phase=full, arrived=made)
 
     def phase_start(self, q: int) -> int:
         """When block 0 starts phase q (it left the previous barrier; phase 0: the launch's start)."""

@@ -226,19 +226,22 @@ def test_step_times_parse_the_stamp_layout():
     class K:
         NPHASES, NBARRIERS, NTIMES, NFA, UNIT_STAMPS, NLAYER, PHASES_PER_LAYER = 11, 10, 11 + 3 + 2 * 4, 2, 4, 2, 5
     k, grid = K(), 3
-    words = [0] * (k.NTIMES + grid * (2 * k.NBARRIERS + 1))
+    words = [0] * (k.NTIMES + grid * (2 * k.NBARRIERS + k.NPHASES))
     words[0], words[k.NPHASES + 2] = 1000, 3000                            # start, embedding row normed
     for q in range(k.NBARRIERS):
         words[1 + q] = 3000 + 1000 * (q + 1)                                 # barrier exits
     words[k.NPHASES + 1], words[k.NPHASES] = 15000, 20000                    # lm_head start, argmax done
     for b in range(grid):
         words[k.NTIMES + b * k.NBARRIERS] = 3500 + b
-        words[k.NTIMES + grid * k.NBARRIERS + b] = 2000 * (b + 1)           # ring full, ns
-        words[k.NTIMES + grid * (k.NBARRIERS + 1) + b * k.NBARRIERS + 1] = 4700 + b  # arrival at barrier 1 made
+        full = k.NTIMES + grid * k.NBARRIERS + b * k.NPHASES                  # ring full by phase, ns:
+        words[full + 0], words[full + 4] = 500 * (b + 1), 1500 * (b + 1)      # layers (phases 0 and 4)
+        words[full + k.NPHASES - 1] = 7000                                    # the lm_head's (not the layers')
+        words[k.NTIMES + grid * (k.NBARRIERS + k.NPHASES) + b * k.NBARRIERS + 1] = 4700 + b  # arrival at barrier 1 made
     words[-1] = 99                                                            # (the last word: block 2, barrier 9)
     st = StepTimes.parse(words, k, grid)
     assert st.phase_start(0) == 1000 and st.phase_start(3) == 6000 and st.arrivals.shape == (grid, k.NBARRIERS)
     assert st.arrivals[2, 0] == 3502 and st.ring_full_us.tolist() == [2.0, 4.0, 6.0]
+    assert st.ring_full_by_phase.shape == (grid, k.NPHASES) and st.ring_full_by_phase[1].tolist() == [1.0, 0, 0, 0, 3.0] + [0] * 5 + [7.0]
     assert st.arrived.shape == (grid, k.NBARRIERS) and st.arrived[:, 1].tolist() == [4700, 4701, 4702]
     assert st.arrived[2, 9] == 99 and st.arrived.sum() == 4700 + 4701 + 4702 + 99
     assert st.parts_us(k.NLAYER, k.PHASES_PER_LAYER) == {"embed": 2.0, "layers.0": 5.0, "layers.1": 5.0, "norm": 2.0,
@@ -609,9 +612,12 @@ def test_the_clock(mk):
     assert st.arrivals.shape == (mk.grid, mk.k.NBARRIERS) and (st.arrivals > 0).all()
     assert (st.arrived >= st.arrivals).all()  # (an arrival is made after it starts: its release's fence between)
     assert float((st.arrived - st.arrivals).max()) < (st.argmax_done - st.start)
-    full = st.ring_full_us
+    full, by_phase = st.ring_full_us, st.ring_full_by_phase
     assert full.shape == (mk.grid,) and torch.isfinite(full).all() and (full >= 0).all()
     assert float(full.max()) < (st.argmax_done - st.start) / 1000.0  # (a wait cannot outlast the launch)
+    assert by_phase.shape == (mk.grid, mk.k.NPHASES) and (by_phase >= 0).all()
+    assert torch.equal(by_phase[:, :mk.k.NBARRIERS].sum(1), full)
+    assert float(by_phase.sum(1).max()) < (st.argmax_done - st.start) / 1000.0
 
 
 @gpu
@@ -896,7 +902,8 @@ def test_anatomy_of_a_stream_only_launch_has_no_phase_rows():
     assert "no phase stamps" in lines[0] and len(lines) == 2
     assert "median 24.0" in lines[1]
     full = anatomy_lines({"DeltaNet in-proj": {"first": 1.0, "median": 2.0, "last": 3.0, "exit": 1.5, "fence": 0.75,
-                                               "fence_mean": 0.25, "unit_last": 0.5},
-                          "ring_full_us": {"min": 1.0, "median": 2.0, "max": 3.0}})
-    assert "fence" in full[0] and "DeltaNet in-proj" in full[1] and "50%" in full[1]
-    assert full[1].split()[-4:-1] == ["1.50", "0.75", "0.25"]  # exit, the last block's fence, the mean fence
+                                               "fence_mean": 0.25, "stall": 4.125, "unit_last": 0.5},
+                          "ring_full_us": {"min": 1.0, "median": 2.0, "max": 3.0, "lm_head": 0.5}})
+    assert "fence" in full[0] and "stall" in full[0] and "DeltaNet in-proj" in full[1] and "50%" in full[1]
+    assert full[1].split()[-5:-1] == ["1.50", "0.75", "0.25", "4.12"]  # exit, the last block's fence, the mean fence, stall
+    assert "lm_head's chunks 0.5" in full[-1]

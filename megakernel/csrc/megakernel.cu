@@ -153,7 +153,7 @@ __device__ __forceinline__ void decode_warps(const Args& a, uint8_t* sm, const u
     if (stamps) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
     const int k = step * STEP_BARRIERS + q;
     barrier_arrive<RING>(a.sync, sm, k);
-    if (stamps) a.times[NTIMES + gridDim.x * (NBARRIERS + 1) + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival made
+    if (stamps) a.times[times_made(gridDim.x) + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival made
     // the next phase's loads stream while the block waits (the register schedule's polling warp
     // issues its own after the wait, so its polls are not queued behind them; the ring schedule's
     // pollers are warps of their own)

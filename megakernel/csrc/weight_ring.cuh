@@ -132,8 +132,11 @@ __device__ __forceinline__ int next_slot(int slot, int S, unsigned& fill) {
   return 0;
 }
 
-// The producer warp's whole launch. TIMED (timing mode): how long the layers' chunks waited for a
-// free slot, stored per block. A launch the compute warps refuse (step_check.cuh) releases no slot:
+// The producer warp's whole launch. TIMED (timing mode, one step a launch): how long the producer
+// waited for a free slot, per block and per phase of the chunk that held the slot (the phase whose
+// chunks the compute warps had not yet released: the stream stalled before or during that phase).
+// Lane j keeps the phase of slot j's chunk; the awaited phases only grow within a step, so each
+// phase's sum is stored once, when the next phase's wait begins (and the last at the end). A launch the compute warps refuse (step_check.cuh) releases no slot:
 // the producer checks the same inputs before its first wait and stops there. A many-token launch
 // the compute warps end early (every row produced a stop id) leaves the next step's chunks
 // unreleased: the producer, waiting for a slot, sees MISC_ENDED and stops (its copies landed).
@@ -142,7 +145,10 @@ __device__ void produce(const Args& a, const Stream& s, const StepInputs<NB>& in
   const int lane = threadIdx.x & 31, S = s.S;
   const uint64_t pol = ring::evict_first_policy();
   const volatile int* ended = reinterpret_cast<const volatile int*>(sm + SM_MISC) + MISC_ENDED;
-  unsigned long long full_ns = 0;
+  static_assert(RING_MAX_SLOTS <= 32, "timing mode: lane j keeps slot j's phase");
+  unsigned long long* const full_at = a.times + times_full(gridDim.x) + (size_t)blockIdx.x * NPHASES;
+  unsigned long long full_ns = 0;  // (TIMED) the wait for slots that held phase full_q's chunks
+  int full_q = -1, slot_q = -1;    // (TIMED) slot_q: the phase of the chunk in slot `lane`
   Cursor c{0, 0, 0, 0, phase_slice(a, 0, 0)};
   int slot = 0;       // chunk n's slot, n mod S
   unsigned fill = 0;  // how often that slot was filled before chunk n, mod 2: (n / S) mod 2
@@ -153,8 +159,17 @@ __device__ void produce(const Args& a, const Stream& s, const StepInputs<NB>& in
       const unsigned long long t0 = TIMED ? globaltimer() : 0;
       while (!ring::bar_try(s.empty + 8 * slot, fill ^ 1u))
         if (MANY && *ended) return ring::wait_all_copies();
-      if (TIMED && !lm) full_ns += globaltimer() - t0;
+      if (TIMED) {
+        const int held = __shfl_sync(~0u, slot_q, slot);
+        if (held != full_q) {
+          if (lane == 0 && full_q >= 0) full_at[full_q] = full_ns;
+          full_q = held;
+          full_ns = 0;
+        }
+        full_ns += globaltimer() - t0;
+      }
     }
+    if (TIMED && lane == slot) slot_q = c.q;
     const int r = c.i * c.p.rpc;
     const uint32_t dst = s.slots + slot * RING_SLOT, bar = s.full + 8 * slot;
     const uint32_t bytes = (uint32_t)min(c.p.rpc, c.p.rows - r) * c.p.k * 2;
@@ -172,7 +187,7 @@ __device__ void produce(const Args& a, const Stream& s, const StepInputs<NB>& in
       ring::lane_arrive_on_copies(bar);
     }
   }
-  if (TIMED && lane == 0) a.times[NTIMES + gridDim.x * NBARRIERS + blockIdx.x] = full_ns;
+  if (TIMED && lane == 0 && full_q >= 0) full_at[full_q] = full_ns;
 }
 
 // the slot of the k-th unreleased chunk (k < 8 <= S) and whether that slot's fill is an odd one
