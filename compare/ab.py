@@ -8,7 +8,9 @@ A variant is the tier with some of its `variant_attributes` changed:
 
 `NAME[:attr=value,...]`; a value is an int where it reads as one, true/false, or a string.
 Rows: tg (`--tg` greedy steps after a 16-token prompt), tg after a `--depth`-token prompt,
-and the prefill of `--pp` tokens, each the median of `--reps` repeats per round; then the
+and the prefill of `--pp` tokens, each the median of `--reps` repeats per round (with `--batch B`
+the tg rows decode B sequences together, each after its own prompt: total tokens/s, as `compare
+bench --batch`; the bits are then B rows' prefill and one decode step); then the
 median over rounds, the change against the first variant, the tg rows as a fraction of the
 copy bandwidth measured in this run, and whether the variant's logits (of a 16-token prompt's
 prefill, then of one decode step fed the first variant's token) equal the first variant's bit
@@ -28,7 +30,7 @@ from reference import TierInputError
 
 from . import tables
 from .common import UsageError, add_model_arguments, environment, load_model, pick_device
-from .timing import TG_PROMPT, Clock, copy_bandwidth, random_ids, time_pp, time_tg, weight_bytes_per_step
+from .timing import TG_PROMPT, Clock, copy_bandwidth, prefill_chunked, random_ids, time_pp, time_tg, weight_bytes_per_step
 from .tiers import TIERS, load_tier, tier_class, unavailable_reason
 
 
@@ -42,6 +44,7 @@ def add_arguments(parser):
     arg("--tg", type=int, default=128, help="greedy decode steps of the tg rows (default: %(default)s)")
     arg("--depth", type=int, default=0, help="also tg after a prompt of this many tokens (0: off)")
     arg("--pp", type=int, default=0, help="also the prefill of this many tokens (0: off)")
+    arg("--batch", type=int, default=1, help="sequences decoded together in the tg rows (default: %(default)s)")
     arg("--json", metavar="PATH", dest="json_path", help="also write the results as JSON to PATH")
 
 
@@ -92,7 +95,7 @@ def run(args) -> int:
     reason = unavailable_reason(name, device)
     if reason is not None:
         raise UsageError(f"tier {name!r} cannot run on {device}: {reason}")
-    for what, value in (("--rounds", args.rounds), ("--reps", args.reps), ("--tg", args.tg)):
+    for what, value in (("--rounds", args.rounds), ("--reps", args.reps), ("--tg", args.tg), ("--batch", args.batch)):
         if value < 1:
             raise UsageError(f"{what} {value}: expected at least 1")
     if args.depth < 0 or args.pp < 0:
@@ -108,17 +111,21 @@ def run(args) -> int:
             raise UsageError(f"{what} needs {need} positions; config {config.name} has {limit}")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     tier = load_tier(name, config, weights, device=device, dtype=dtype)
+    B = args.batch
+    if tier.max_batch is not None and B > tier.max_batch:
+        raise UsageError(f"--batch {B}: tier {name!r} decodes 1 to {tier.max_batch} sequences together")
     default = {k: getattr(tier, k) for k in tier.variant_attributes}
     clock = Clock(device)
     copy_bw = copy_bandwidth(device)
     bytes_per_step = weight_bytes_per_step(config)
 
-    # the bits: every variant prefills one prompt (twice: a shape's second prefill may run another
-    # path, its graph) and decodes one step from it, fed the first variant's greedy token
-    prompt, token = random_ids(config, TG_PROMPT, args.seed, device), None
-    rows = {"tg": f"tg{args.tg}"}
+    # the bits: every variant prefills one prompt a row (twice: a shape's second prefill may run another
+    # path, its graph) and decodes one step from it, fed the first variant's greedy tokens
+    prompt, token = random_ids(config, TG_PROMPT, args.seed, device, rows=B), None
+    tag = f" b{B}" if B > 1 else ""
+    rows = {"tg": f"tg{args.tg}{tag}"}
     if args.depth:
-        rows["depth"] = f"tg{args.tg} @ d{args.depth}"
+        rows["depth"] = f"tg{args.tg} @ d{args.depth}{tag}"
     if args.pp:
         rows["pp"] = f"pp{args.pp}"
     results, ref = {}, None
@@ -126,8 +133,8 @@ def run(args) -> int:
         try:
             apply(tier, default, attrs)
             for _ in range(2):
-                state = tier.new_state(1, TG_PROMPT + 2)
-                first = tier.prefill(prompt, state)
+                state = tier.new_state(B, TG_PROMPT + 2)
+                first = prefill_chunked(tier, prompt, state)
             token = first.argmax(-1) if token is None else token
             logits = torch.cat([first, tier.decode(token, state)])
         except TierInputError as e:
@@ -138,9 +145,9 @@ def run(args) -> int:
                           **{row: [] for row in rows.values()}}
 
     def tg_tok_s(context: int) -> float:
-        """Median tokens/s of `--reps` tg runs after one untimed warm-up run."""
-        seconds = [time_tg(tier, context, args.tg, args.seed + rep, clock)[0] for rep in range(args.reps + 1)]
-        return statistics.median(args.tg / s for s in seconds[1:])
+        """Median (total) tokens/s of `--reps` tg runs after one untimed warm-up run."""
+        seconds = [time_tg(tier, context, args.tg, args.seed + rep, clock, batch=B)[0] for rep in range(args.reps + 1)]
+        return statistics.median(B * args.tg / s for s in seconds[1:])
 
     def pp_tok_s() -> float:
         """Median prompt tokens/s of `--reps` prefills after one untimed warm-up prefill."""
@@ -168,7 +175,7 @@ def run(args) -> int:
         medians = {row: statistics.median(r[row]) for row in rows.values()}
         r["median"] = medians
         if copy_bw:
-            r["copy_fraction"] = {row: m * bytes_per_step / copy_bw for row, m in medians.items() if row.startswith("tg")}
+            r["copy_fraction"] = {row: m / B * bytes_per_step / copy_bw for row, m in medians.items() if row.startswith("tg")}
         first = first or medians
         cells = []
         for row, m in medians.items():
@@ -178,12 +185,12 @@ def run(args) -> int:
         bits = "same" if r["same_bits"] else f"max Δlogit {r['max_logit_diff']:.2e}"
         table.append([vname] + cells + [bits])
     env = environment()
-    print(f"\n{tier.name} on {env['device']} | commit {env['commit']} | config {config.name} | "
+    print(f"\n{tier.name} on {env['device']} | commit {env['commit']} | config {config.name} | batch {B} | "
           f"median of {args.rounds} rounds × {args.reps} repeats | copy bandwidth "
           + (f"{copy_bw / 1e12:.2f} TB/s" if copy_bw else "n/a (no GPU)"))
     print(tables.markdown(header, table, right=set(range(1, len(header) - 1))))
     if args.json_path:
         with open(args.json_path, "w") as f:
             json.dump({"environment": env, "tier": tier.name, "config": config.name, "copy_bandwidth_Bps": copy_bw,
-                       "bytes_per_step": bytes_per_step, "rows": list(rows.values()), "results": results}, f, indent=1)
+                       "bytes_per_step": bytes_per_step, "batch": B, "rows": list(rows.values()), "results": results}, f, indent=1)
     return 0

@@ -60,6 +60,27 @@ def test_a_whole_run(capsys, tmp_path):
     assert doc["results"]["a"]["median"]["tg2"] > 0
 
 
+def test_a_batch_run(scaled, capsys, tmp_path):
+    """--batch B: the tg rows decode B sequences together (total tokens/s, the row named b{B}), and the
+    bits compare B rows' logits, so a variant that changes one row's numbers is told apart."""
+    path = tmp_path / "ab.json"
+    status, out, err = run(capsys, "--device", "cpu", "--config", "tiny", "--tier", "scaled", "--rounds", "1",
+                           "--reps", "1", "--tg", "2", "--depth", "5", "--batch", "3", "one", "two:scale=2",
+                           "--json", str(path))
+    assert status == 0, err
+    assert "| batch 3 |" in out
+    doc = json.loads(path.read_text())
+    assert doc["batch"] == 3 and doc["rows"] == ["tg2 b3", "tg2 @ d5 b3"]
+    assert not doc["results"]["two"]["same_bits"] and doc["results"]["one"]["median"]["tg2 b3"] > 0
+
+
+def test_a_batch_above_the_tiers_limit_is_one_line(scaled, monkeypatch, capsys):
+    monkeypatch.setattr(ScaledTier, "max_batch", 2, raising=False)
+    status, out, err = run(capsys, "--device", "cpu", "--config", "tiny", "--tier", "scaled", "--batch", "3", "a")
+    assert status == 2 and out == ""
+    assert err.strip().splitlines() == ["error: --batch 3: tier 'scaled' decodes 1 to 2 sequences together"]
+
+
 def test_tiers_flag_is_refused(capsys):
     status, _, err = run(capsys, "--device", "cpu", "--config", "tiny", "--tiers", "reference", "a")
     assert status == 2 and "use --tier NAME" in err
@@ -69,6 +90,7 @@ def test_tiers_flag_is_refused(capsys):
     (["--tier", "nope", "a"], "--tier 'nope': unknown tier; expected one of reference, hf, triton, megakernel"),
     (["a", "a"], "variant names must differ; got a, a"),
     (["--rounds", "0", "a"], "--rounds 0: expected at least 1"),
+    (["--batch", "0", "a"], "--batch 0: expected at least 1"),
     (["--depth", "5000", "a"], "--depth with --tg needs 5128 positions; config tiny has 4096"),
 ])
 def test_bad_arguments_are_one_line(capsys, argv, message):
