@@ -10,8 +10,10 @@ stamps: csrc/shapes.cuh, `MegakernelTier.decode_step_times`):
   SM's in-flight ring copies, NOTES v30), with the mean fence over all blocks, and how long the ring's
   producers waited for a free slot held by the phase's chunks ("stall", mean over blocks: the stream
   stopped because the compute warps had not yet released that phase's weights; what a core or a
-  barrier before the phase costs the stream lands on the next phase that has chunks); for the attention
-  core also block 0's unit step by step and every unit block's arrival; and the ring's full time a step.
+  barrier before the phase costs the stream lands on the next phase that has chunks); for both cores
+  block 0's first unit step by step (the DeltaNet core's: its inputs convolved and the q, k norms summed,
+  its state rows updated, done: a batch's includes the head's gated norm), for the attention core every
+  unit block's arrival; and the ring's full time a step.
 - `step_time`: µs a step of back-to-back greedy launches, by CUDA events, in any schedule (the
   stream-only one too: what the weight stream alone, K/V rows included, takes at this context).
 - `launch_gaps`: back-to-back launches with no host sync between them (any batch): the period,
@@ -30,6 +32,7 @@ import torch
 
 PHASE_NAMES = ("in-proj", "core", "out-proj", "gate/up", "down")
 UNIT_STEPS = ("unit0 q,k normed", "unit0 warp0 scored", "unit0 output stored", "unit0 merged")
+DN_UNIT_STEPS = ("unit0 convolved", "unit0 rows updated", "unit0 done")
 
 
 def _prompt(tier, n, seed, rows=1):
@@ -74,6 +77,10 @@ def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
             r["stall"] += float(st.ring_full_by_phase[:, q].mean())
             r["unit_last"] += float(int(arr.argmax()) < units)
             r["n"] += 1
+            stamps = st.dn_unit_stamps[layer - k.LAYER_TYPES[:layer].count("full_attention")] if kind == "DeltaNet core" else ()
+            if all(stamps) and stamps:  # (the ring schedule's launches stamp them; the register schedule's do not)
+                for name, t in zip(DN_UNIT_STEPS, stamps):
+                    r[name] = r.get(name, 0.0) + (t - start) / 1000.0
             if kind == "attention core":
                 per_unit = r.setdefault("unit_arrivals", {})  # every unit block's own arrival: [sum, count]
                 for blk in range(min(units, len(arr))):
@@ -104,6 +111,9 @@ def anatomy_lines(an: dict) -> list[str]:
             continue
         lines.append(f"  {kind:22s} {r['first']:6.2f} {r['median']:6.2f} {r['last']:6.2f} {r['exit']:6.2f} {r['fence']:6.2f} "
                      f"{r['fence_mean']:6.2f} {r['stall']:6.2f}  {r['unit_last']:.0%}")
+    dn = an.get("DeltaNet core")
+    if dn and any(k.startswith("unit0") for k in dn):
+        lines.append("  DeltaNet core, block 0's unit: " + ", ".join(f"{k} {v:.2f}" for k, v in dn.items() if k.startswith("unit0")))
     core = an.get("attention core")
     if core:
         lines.append("  attention core, block 0's unit: " + ", ".join(f"{k} {v:.2f}" for k, v in core.items() if k.startswith("unit0")))

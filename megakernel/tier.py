@@ -103,6 +103,7 @@ class StepTimes:
     lm_head_start: int            # the final norm is done
     argmax_done: int              # the next token is written
     unit_stamps: list[list[int]]  # [attention layer][UNIT_STAMPS]: block 0's first attention unit, step by step
+    dn_unit_stamps: list[list[int]]  # [DeltaNet layer][DN_STAMPS]: block 0's first DeltaNet core unit, step by step
     arrivals: torch.Tensor        # [grid, NBARRIERS] float64 ns: every block's arrival at every barrier
     ring_full_us: torch.Tensor    # [grid] float64: µs each block's producer waited for a free ring slot (layers)
     ring_full_by_phase: torch.Tensor  # [grid, NPHASES] float64: the same µs by the phase whose chunk held the slot
@@ -130,6 +131,8 @@ class StepTimes:
         return cls(start=words[0], embed_done=words[k.NPHASES + 2], phase_exits=words[1:nb + 1],
                    lm_head_start=words[k.NPHASES + 1], argmax_done=words[k.NPHASES],
                    unit_stamps=[words[base + i * k.UNIT_STAMPS:base + (i + 1) * k.UNIT_STAMPS] for i in range(k.NFA)],
+                   dn_unit_stamps=[words[k.DN_STAMPS_AT + i * k.DN_STAMPS:k.DN_STAMPS_AT + (i + 1) * k.DN_STAMPS]
+                                   for i in range(k.NDN)],
                    arrivals=arrivals, ring_full_us=full[:, :nb].sum(1), ring_full_by_phase=full, arrived=made)
 
     def phase_start(self, q: int) -> int:

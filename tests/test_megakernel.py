@@ -224,13 +224,17 @@ def test_no_rejected_schedule_variant_is_left():
 def test_step_times_parse_the_stamp_layout():
     """The timing mode's words (csrc/shapes.cuh) → StepTimes → µs per part (no GPU)."""
     class K:
-        NPHASES, NBARRIERS, NTIMES, NFA, UNIT_STAMPS, NLAYER, PHASES_PER_LAYER = 11, 10, 11 + 3 + 2 * 4, 2, 4, 2, 5
+        NPHASES, NBARRIERS, NFA, NDN, UNIT_STAMPS, DN_STAMPS, NLAYER, PHASES_PER_LAYER = 11, 10, 1, 1, 4, 3, 2, 5
+        DN_STAMPS_AT = NPHASES + 3 + NFA * UNIT_STAMPS
+        NTIMES = DN_STAMPS_AT + NDN * DN_STAMPS
     k, grid = K(), 3
     words = [0] * (k.NTIMES + grid * (2 * k.NBARRIERS + k.NPHASES))
     words[0], words[k.NPHASES + 2] = 1000, 3000                            # start, embedding row normed
     for q in range(k.NBARRIERS):
         words[1 + q] = 3000 + 1000 * (q + 1)                                 # barrier exits
     words[k.NPHASES + 1], words[k.NPHASES] = 15000, 20000                    # lm_head start, argmax done
+    words[k.NPHASES + 3:k.NPHASES + 7] = [5100, 5200, 5300, 5400]            # the attention unit's steps
+    words[k.DN_STAMPS_AT:k.DN_STAMPS_AT + 3] = [4100, 4200, 4300]            # the DeltaNet unit's steps
     for b in range(grid):
         words[k.NTIMES + b * k.NBARRIERS] = 3500 + b
         full = k.NTIMES + grid * k.NBARRIERS + b * k.NPHASES                  # ring full by phase, ns:
@@ -240,6 +244,7 @@ def test_step_times_parse_the_stamp_layout():
     words[-1] = 99                                                            # (the last word: block 2, barrier 9)
     st = StepTimes.parse(words, k, grid)
     assert st.phase_start(0) == 1000 and st.phase_start(3) == 6000 and st.arrivals.shape == (grid, k.NBARRIERS)
+    assert st.unit_stamps == [[5100, 5200, 5300, 5400]] and st.dn_unit_stamps == [[4100, 4200, 4300]]
     assert st.arrivals[2, 0] == 3502 and st.ring_full_us.tolist() == [2.0, 4.0, 6.0]
     assert st.ring_full_by_phase.shape == (grid, k.NPHASES) and st.ring_full_by_phase[1].tolist() == [1.0, 0, 0, 0, 3.0] + [0] * 5 + [7.0]
     assert st.arrived.shape == (grid, k.NBARRIERS) and st.arrived[:, 1].tolist() == [4700, 4701, 4702]
@@ -616,6 +621,9 @@ def test_the_clock(mk):
     assert full.shape == (mk.grid,) and torch.isfinite(full).all() and (full >= 0).all()
     assert float(full.max()) < (st.argmax_done - st.start) / 1000.0  # (a wait cannot outlast the launch)
     assert by_phase.shape == (mk.grid, mk.k.NPHASES) and (by_phase >= 0).all()
+    for i, stamps in enumerate(st.dn_unit_stamps):  # block 0's first DeltaNet unit: in order, inside its core phase
+        q = mk.k.PHASES_PER_LAYER * [l for l, t in enumerate(mk.k.LAYER_TYPES) if t != "full_attention"][i] + 1
+        assert st.phase_start(q) <= stamps[0] <= stamps[1] <= stamps[2] <= st.arrivals[0, q], (i, stamps)
     assert torch.equal(by_phase[:, :mk.k.NBARRIERS].sum(1), full)
     assert float(by_phase.sum(1).max()) < (st.argmax_done - st.start) / 1000.0
 
@@ -907,3 +915,8 @@ def test_anatomy_of_a_stream_only_launch_has_no_phase_rows():
     assert "fence" in full[0] and "stall" in full[0] and "DeltaNet in-proj" in full[1] and "50%" in full[1]
     assert full[1].split()[-5:-1] == ["1.50", "0.75", "0.25", "4.12"]  # exit, the last block's fence, the mean fence, stall
     assert "lm_head's chunks 0.5" in full[-1]
+    dn = anatomy_lines({"DeltaNet core": {"first": 0.0, "median": 1.0, "last": 2.0, "exit": 1.0, "fence": 0.5, "fence_mean": 0.5,
+                                          "stall": 0.0, "unit_last": 0.0, "unit0 convolved": 1.25, "unit0 rows updated": 2.5,
+                                          "unit0 done": 2.75},
+                        "ring_full_us": {"min": 1.0, "median": 2.0, "max": 3.0, "lm_head": 0.5}})
+    assert "  DeltaNet core, block 0's unit: unit0 convolved 1.25, unit0 rows updated 2.50, unit0 done 2.75" in dn

@@ -64,6 +64,16 @@ __device__ __forceinline__ int dn_channel(int t, int h, int j) {
   const int kh = h / DN_GROUP;
   return t < DN_DK ? kh * DN_DK + t : t < 2 * DN_DK ? DN_KEY + kh * DN_DK + (t - DN_DK) : 2 * DN_KEY + h * DN_DV + j * 16 + (t - 2 * DN_DK);
 }
+// timing mode: thread 0 of block 0 stamps step k of its first unit of DeltaNet layer l (shapes.cuh DN_STAMPS_AT), after
+// a block barrier; everything it needs is recomputed here, so no register is held for it across the core. STAMPS: the
+// one-step launches of the ring schedule (the kernels with a timing mode the anatomy reads); elsewhere compiled out,
+// which keeps the many-token and register-schedule kernels' registers and spills as they were
+template <bool STAMPS>
+__device__ __forceinline__ void dn_stamp(const Args& a, int l, int u, int k) {
+  if constexpr (STAMPS) {
+    if (a.times && blockIdx.x == 0 && threadIdx.x == 0 && u == 0) a.times[DN_STAMPS_AT + dn_index(l) * DN_STAMPS + k] = globaltimer();
+  }
+}
 // unit u of a launch: batch row u / DN_UNITS, head h, v-slice j
 struct DnUnit {
   int b, h, j;
@@ -98,6 +108,7 @@ __device__ __forceinline__ void core_inputs(const Args& a, int l, int step, int 
 
 // Batch 1: unit u = (head h, v-slice j); in[] of the block's first unit arrive in wv[0..3], loaded
 // before the barrier (core_inputs)
+template <bool STAMPS>
 __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint8_t* sm, const uint4 (&wv)[16]) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);
   float* ks = reinterpret_cast<float*>(sm + SM_DN_K);
@@ -136,6 +147,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
     const float ss = warp_sum(y * y);
     if (lane == 0 && warp < 8) red[warp] = ss;
     sync_warps();
+    dn_stamp<STAMPS>(a, l, u, 0);  // convolved, the norms' sums in
     const float rq = rsqrtf(red[0] + red[1] + red[2] + red[3] + RMS_EPS) * rsqrtf((float)DN_DK);
     const float rk = rsqrtf(red[4] + red[5] + red[6] + red[7] + RMS_EPS);
     // gates: g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b)
@@ -155,6 +167,8 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
     __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, n, v)) + lane, sd);
     if (lane == 0) obuf_of<1>(a)[h * DN_DV + v] = o;
     sync_warps();  // shared memory reused by the next unit
+    dn_stamp<STAMPS>(a, l, u, 1);
+    dn_stamp<STAMPS>(a, l, u, 2);  // (batch 1: no gated norm in the core)
   }
 }
 
@@ -221,7 +235,7 @@ __device__ __forceinline__ void prefetch_core_state_l2(const Args& a, int l) {
 #endif
 }
 
-template <int NB>
+template <int NB, bool STAMPS>
 __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16]) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);  // q | k | v of the head, in the channels' order
   float* os = reinterpret_cast<float*>(sm + SM_DN_O);
@@ -261,6 +275,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
     const float ss = warp_sum(y * y);
     if (lane == 0 && warp < 8) red[warp] = ss;
     sync_warps();
+    dn_stamp<STAMPS>(a, l, u, 0);  // convolved, the norms' sums in
     if (warp == 0) zs[lane] = zv;
     const float rq = rsqrtf(red[0] + red[1] + red[2] + red[3] + RMS_EPS) * rsqrtf((float)DN_DK);
     const float rk = rsqrtf(red[4] + red[5] + red[6] + red[7] + RMS_EPS);
@@ -284,6 +299,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
       if (lane == 0) os[v] = o;
     }
     sync_warps();
+    dn_stamp<STAMPS>(a, l, u, 1);  // every state row updated, o in shared memory
     // the gated RMSNorm of the head: dn_out_proj's batch-1 arithmetic, written out again on purpose
     // (moved into one function shared with dn_out_proj, ptxas rescheduled every batch kernel: ~75
     // instructions at B = 8, not measured; the kernels here are the ones measured in NOTES v16)
@@ -301,13 +317,14 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
       *reinterpret_cast<uint2*>(obuf_of<NB>(a) + b * DN_VAL + h * DN_DV + lane * 4) = make_uint2(pack_bf16(y4[0], y4[1]), pack_bf16(y4[2], y4[3]));
     }
     sync_warps();  // shared memory reused by the next unit
+    dn_stamp<STAMPS>(a, l, u, 2);  // the head's gated norm stored
   }
 }
 
-template <int NB>
+template <int NB, bool STAMPS>
 __device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16]) {
-  if constexpr (NB == 1) dn_core_one(a, l, step, sm, wv);
-  else dn_core_heads<NB>(a, l, step, sm, wv);
+  if constexpr (NB == 1) dn_core_one<STAMPS>(a, l, step, sm, wv);
+  else dn_core_heads<NB, STAMPS>(a, l, step, sm, wv);
 }
 
 template <int NB, class Loader>

@@ -72,7 +72,7 @@ struct LoaderOf<false> {
 };
 
 // phase q of a layer, at step `step` of the launch
-template <bool RING, int NB>
+template <bool RING, int NB, bool MANY>
 __device__ __forceinline__ void run_phase(const Args& a, int q, int step, uint8_t* sm, uint4 (&wv)[16], Stream& st,
                                           const uint4 params) {
   const int l = phase_layer(q);
@@ -84,7 +84,7 @@ __device__ __forceinline__ void run_phase(const Args& a, int q, int step, uint8_
   }
   if (phase_kind(q) == PH_CORE) {
     if (is_full_attention(l)) gated_attention<RING, NB>(a, l, step, sm, params, st);
-    else gated_delta_rule_recurrent<NB>(a, l, step, sm, wv);
+    else gated_delta_rule_recurrent<NB, RING && !MANY>(a, l, step, sm, wv);
     return;
   }
   auto ld = LoaderOf<RING>::make(a, q, step, st);
@@ -148,7 +148,7 @@ __device__ __forceinline__ void decode_warps(const Args& a, uint8_t* sm, const u
       q = -1;
       continue;
     }
-    run_phase<RING, NB>(a, q, step, sm, wv, st, params);
+    run_phase<RING, NB, MANY>(a, q, step, sm, wv, st, params);
     const bool stamps = !MANY && a.times && t == BAR_THREAD;
     if (stamps) a.times[NTIMES + blockIdx.x * NBARRIERS + q] = globaltimer();  // arrival
     const int k = step * STEP_BARRIERS + q;

@@ -252,12 +252,19 @@ enum FaultKind : int { FAULT_NONE = 0, FAULT_TOKEN = 1, FAULT_POSITION = 2 };
 //   [NPHASES + 1]          the final norm is done (lm_head starts)
 //   [NPHASES + 2]          the embedding row is normed (layer 0's in-proj starts)
 //   [NPHASES + 3 + UNIT_STAMPS * i + k]   attention layer i, block 0's first unit (row 0), step k
+//   [DN_STAMPS_AT + DN_STAMPS * i + k]    DeltaNet layer i, block 0's first unit (row 0, head 0), step k:
+//                                         0 its inputs convolved and the q, k norms summed (a block barrier
+//                                         passed), 1 its state rows updated and its outputs in shared memory
+//                                         or obuf, 2 the unit done (a batch: its heads' gated norm stored);
+//                                         the ring schedule's one-step launches only (delta_rule.cuh dn_stamp)
 //   then [grid][NBARRIERS] every block's arrival at every barrier, then [grid][NPHASES] ns each block's
 //   producer waited for a free ring slot held by phase q's chunk (the lm_head's last), then [grid][NBARRIERS] when every block's
 //   arrival had been made (its release's fence passed and the count raised: minus the arrival, what
 //   the fence waited for the SM's writes and in-flight copies, NOTES v30)
 constexpr int UNIT_STAMPS = 4;
-constexpr int NTIMES = NPHASES + 3 + NFA * UNIT_STAMPS;
+constexpr int DN_STAMPS = 3;
+constexpr int DN_STAMPS_AT = NPHASES + 3 + NFA * UNIT_STAMPS;
+constexpr int NTIMES = DN_STAMPS_AT + NDN * DN_STAMPS;
 constexpr int times_full(int grid) { return NTIMES + grid * NBARRIERS; }         // [grid][NPHASES] ring full
 constexpr int times_made(int grid) { return times_full(grid) + grid * NPHASES; }  // [grid][NBARRIERS] arrivals made
 constexpr int times_words(int grid) { return times_made(grid) + grid * NBARRIERS; }
