@@ -105,7 +105,9 @@ class StepTimes:
     unit_stamps: list[list[int]]  # [attention layer][UNIT_STAMPS]: block 0's first attention unit, step by step
     dn_unit_stamps: list[list[int]]  # [DeltaNet layer][DN_STAMPS]: block 0's first DeltaNet core unit, step by step
     arrivals: torch.Tensor        # [grid, NBARRIERS] float64 ns: every block's arrival at every barrier
-    ring_full_us: torch.Tensor    # [grid] float64: µs each block's producer waited for a free ring slot (layers)
+    ring_full_us: torch.Tensor    # [grid] float64: µs each block's producer waited for a free ring slot held by a
+                                  # layer's chunk (since 8abcb24 also the waits of the lm_head's first chunks on the
+                                  # last layer's slots, which the count before left out: NOTES v31)
     ring_full_by_phase: torch.Tensor  # [grid, NPHASES] float64: the same µs by the phase whose chunk held the slot
                                       # (its compute had not released it yet; the lm_head's last)
     arrived: torch.Tensor         # [grid, NBARRIERS] float64 ns: when each arrival had been made (its release's

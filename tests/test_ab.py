@@ -62,16 +62,17 @@ def test_a_whole_run(capsys, tmp_path):
 
 def test_a_batch_run(scaled, capsys, tmp_path):
     """--batch B: the tg rows decode B sequences together (total tokens/s, the row named b{B}), and the
-    bits compare B rows' logits, so a variant that changes one row's numbers is told apart."""
+    bits compare B rows' logits, so a variant that changes only the last row's numbers is told apart."""
     path = tmp_path / "ab.json"
     status, out, err = run(capsys, "--device", "cpu", "--config", "tiny", "--tier", "scaled", "--rounds", "1",
-                           "--reps", "1", "--tg", "2", "--depth", "5", "--batch", "3", "one", "two:scale=2",
-                           "--json", str(path))
+                           "--reps", "1", "--tg", "2", "--depth", "5", "--batch", "3", "one", "last:scale=2,from_row=2",
+                           "same:scale=2,from_row=3", "--json", str(path))
     assert status == 0, err
     assert "| batch 3 |" in out
     doc = json.loads(path.read_text())
     assert doc["batch"] == 3 and doc["rows"] == ["tg2 b3", "tg2 @ d5 b3"]
-    assert not doc["results"]["two"]["same_bits"] and doc["results"]["one"]["median"]["tg2 b3"] > 0
+    assert not doc["results"]["last"]["same_bits"] and doc["results"]["same"]["same_bits"]
+    assert doc["results"]["one"]["median"]["tg2 b3"] > 0
 
 
 def test_a_batch_above_the_tiers_limit_is_one_line(scaled, monkeypatch, capsys):
@@ -100,14 +101,16 @@ def test_bad_arguments_are_one_line(capsys, argv, message):
 
 
 class ScaledTier(ReferenceTier):
-    """The reference tier with one variant attribute: `scale` multiplies the logits (> 0)."""
+    """The reference tier with variant attributes: `scale` multiplies the logits (> 0) of the batch rows from
+    `from_row` on (default 0: every row)."""
 
     name = "scaled"
-    variant_attributes = ("scale",)
+    variant_attributes = ("scale", "from_row")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._scale = 1
+        self.from_row = 0
 
     @property
     def scale(self):
@@ -120,7 +123,9 @@ class ScaledTier(ReferenceTier):
         self._scale = value
 
     def _decode(self, token_ids, state, trace):
-        return super()._decode(token_ids, state, trace) * self._scale
+        logits = super()._decode(token_ids, state, trace)
+        rows = torch.arange(logits.shape[0]).view(-1, *[1] * (logits.dim() - 1)) >= self.from_row
+        return torch.where(rows, logits * self._scale, logits)
 
 
 @pytest.fixture

@@ -621,11 +621,12 @@ def test_the_clock(mk):
     assert full.shape == (mk.grid,) and torch.isfinite(full).all() and (full >= 0).all()
     assert float(full.max()) < (st.argmax_done - st.start) / 1000.0  # (a wait cannot outlast the launch)
     assert by_phase.shape == (mk.grid, mk.k.NPHASES) and (by_phase >= 0).all()
-    for i, stamps in enumerate(st.dn_unit_stamps):  # block 0's first DeltaNet unit: in order, inside its core phase
-        q = mk.k.PHASES_PER_LAYER * [l for l, t in enumerate(mk.k.LAYER_TYPES) if t != "full_attention"][i] + 1
-        assert st.phase_start(q) <= stamps[0] <= stamps[1] <= stamps[2] <= st.arrivals[0, q], (i, stamps)
-    assert torch.equal(by_phase[:, :mk.k.NBARRIERS].sum(1), full)
-    assert float(by_phase.sum(1).max()) < (st.argmax_done - st.start) / 1000.0
+    dn_cores = [mk.k.PHASES_PER_LAYER * l + 1 for l, t in enumerate(mk.k.LAYER_TYPES) if t != "full_attention"]
+    assert (by_phase[:, dn_cores] == 0).all()  # (a DeltaNet core has no ring chunks: no slot can be held by one)
+    assert float(by_phase.sum()) > 0 and float(by_phase.sum(1).max()) < (st.argmax_done - st.start) / 1000.0
+    if mk.schedule == "ring":  # block 0's first DeltaNet unit: in order, inside its core phase, before the arrival made
+        for q, stamps in zip(dn_cores, st.dn_unit_stamps):  # (the arrival's own stamp is another warp's, unordered)
+            assert st.phase_start(q) <= stamps[0] <= stamps[1] <= stamps[2] <= st.arrived[0, q], (q, stamps)
 
 
 @gpu

@@ -187,8 +187,13 @@ __global__ void __launch_bounds__(RING ? RING_THREADS : THREADS, 1) mk_decode_ke
       return;
     }
     if (t >= THREADS) {
-      if (a.times) produce<true, NB, MANY>(a, st, in, sm);
-      else produce<false, NB, MANY>(a, st, in, sm);
+      if constexpr (!MANY) {  // (a many-token launch has no timing mode: the tier and the binding refuse one)
+        if (a.times) {
+          produce<true, NB, MANY>(a, st, in, sm);
+          return;
+        }
+      }
+      produce<false, NB, MANY>(a, st, in, sm);
       return;
     }
   }

@@ -146,7 +146,8 @@ __device__ void produce(const Args& a, const Stream& s, const StepInputs<NB>& in
   const uint64_t pol = ring::evict_first_policy();
   const volatile int* ended = reinterpret_cast<const volatile int*>(sm + SM_MISC) + MISC_ENDED;
   static_assert(RING_MAX_SLOTS <= 32, "timing mode: lane j keeps slot j's phase");
-  unsigned long long* const full_at = a.times + times_full(gridDim.x) + (size_t)blockIdx.x * NPHASES;
+  static_assert(!(TIMED && MANY), "timing mode: one-step launches only (a step's awaited phases only grow)");
+  unsigned long long* const full_at = TIMED ? a.times + times_full(gridDim.x) + (size_t)blockIdx.x * NPHASES : nullptr;
   unsigned long long full_ns = 0;  // (TIMED) the wait for slots that held phase full_q's chunks
   int full_q = -1, slot_q = -1;    // (TIMED) slot_q: the phase of the chunk in slot `lane`
   Cursor c{0, 0, 0, 0, phase_slice(a, 0, 0)};
