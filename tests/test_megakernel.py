@@ -624,7 +624,8 @@ def test_the_clock(mk):
     dn_cores = [mk.k.PHASES_PER_LAYER * l + 1 for l, t in enumerate(mk.k.LAYER_TYPES) if t != "full_attention"]
     assert (by_phase[:, dn_cores] == 0).all()  # (a DeltaNet core has no ring chunks: no slot can be held by one)
     assert float(by_phase.sum()) > 0 and float(by_phase.sum(1).max()) < (st.argmax_done - st.start) / 1000.0
-    if mk.schedule == "ring":  # block 0's first DeltaNet unit: in order, inside its core phase, before the arrival made
+    if mk.schedule == "ring" and torch.cuda.get_device_capability(mk.device)[0] >= 9:  # (dn_stamp: Hopper's kernels)
+        # block 0's first DeltaNet unit: in order, inside its core phase, before the arrival made
         for q, stamps in zip(dn_cores, st.dn_unit_stamps):  # (the arrival's own stamp is another warp's, unordered)
             assert st.phase_start(q) <= stamps[0] <= stamps[1] <= stamps[2] <= st.arrived[0, q], (q, stamps)
 

@@ -67,12 +67,16 @@ __device__ __forceinline__ int dn_channel(int t, int h, int j) {
 // timing mode: thread 0 of block 0 stamps step k of its first unit of DeltaNet layer l (shapes.cuh DN_STAMPS_AT), after
 // a block barrier; everything it needs is recomputed here, so no register is held for it across the core. STAMPS: the
 // one-step launches of the ring schedule (the kernels with a timing mode the anatomy reads); elsewhere compiled out,
-// which keeps the many-token and register-schedule kernels' registers and spills as they were
+// which keeps the many-token and register-schedule kernels' registers and spills as they were. Hopper only: at
+// sm_86 / sm_89 even one stamp took the B = 8 kernel's spills from 16 / 24 to 80 / 60 B (over build.py's bound),
+// where at sm_90a every kernel's registers and spills stay as they were
 template <bool STAMPS>
 __device__ __forceinline__ void dn_stamp(const Args& a, int l, int u, int k) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (STAMPS) {
     if (a.times && blockIdx.x == 0 && threadIdx.x == 0 && u == 0) a.times[DN_STAMPS_AT + dn_index(l) * DN_STAMPS + k] = globaltimer();
   }
+#endif
 }
 // unit u of a launch: batch row u / DN_UNITS, head h, v-slice j
 struct DnUnit {

@@ -256,7 +256,8 @@ enum FaultKind : int { FAULT_NONE = 0, FAULT_TOKEN = 1, FAULT_POSITION = 2 };
 //                                         0 its inputs convolved and the q, k norms summed (a block barrier
 //                                         passed), 1 its state rows updated and its outputs in shared memory
 //                                         or obuf, 2 the unit done (a batch: its heads' gated norm stored);
-//                                         the ring schedule's one-step launches only (delta_rule.cuh dn_stamp)
+//                                         the ring schedule's one-step launches on Hopper only (delta_rule.cuh
+//                                         dn_stamp; elsewhere 0)
 //   then [grid][NBARRIERS] every block's arrival at every barrier, then [grid][NPHASES] ns each block's
 //   producer waited for a free ring slot held by phase q's chunk (the lm_head's last), then [grid][NBARRIERS] when every block's
 //   arrival had been made (its release's fence passed and the count raised: minus the arrival, what
