@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared in session 33, NOT YET RUN: branch variant-core-conv-first (c90800e; patch variant_core_conv_first.patch): a
+# Prepared in session 33, NOT YET RUN: branch variant-core-conv-first (2720598; patch variant_core_conv_first.patch): a
 # batch's DeltaNet core issues its conv input and the gates' a, b (the in-projection's outputs, whose round trip the
 # conv and the norms wait for) before its 64 KB of state rows, not after them (NOTES v31: call 6's unit steps, B = 8
 # convolved at 3.28 µs against batch 1's 1.70; the ncu of call 5: the conv load's `lg` throttle). The SASS of the three
