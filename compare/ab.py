@@ -140,7 +140,10 @@ def run(args) -> int:
         except TierInputError as e:
             raise TierInputError(f"variant {vname!r}: {e}") from e
         ref = logits if ref is None else ref
-        results[vname] = {"attrs": attrs, "same_bits": bool(torch.equal(logits, ref)),
+        notes = tier.variant_notes(B)
+        for note in notes:
+            print(f"variant {vname}: {note}", flush=True)
+        results[vname] = {"attrs": attrs, "notes": notes, "same_bits": bool(torch.equal(logits, ref)),
                           "max_logit_diff": float((logits.float() - ref.float()).abs().max()),
                           **{row: [] for row in rows.values()}}
 

@@ -479,6 +479,13 @@ class MegakernelTier(Tier):
         """The ring's slots at this batch size: tier.ring_slots, or fewer where that many do not fit."""
         return min(self.ring_slots, self.ring_slots_by_batch[batch_size - 1])
 
+    def variant_notes(self, batch_size: int) -> list[str]:
+        slots = self.ring_slots_for(batch_size) if self.schedule != "register" and batch_size <= self.max_batch else None
+        if slots is not None and slots < self.ring_slots:
+            return [f"ring_slots={self.ring_slots} runs with {slots} at batch {batch_size} (the most that fit beside "
+                    f"{batch_size} rows' shared memory)"]
+        return []
+
     def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1,
                 steps=1, stop_ids=(), stream=None, temperature=0.0, seed=0):
         """One decode launch, row b at position state.positions[b] (the caller advances them): one

@@ -44,6 +44,7 @@ nothing is probed with getattr or by the tier's name):
     part_timing         how `decode_timed` measures the parts of a step (None: it cannot)
     decode_timed(ids, state, marks)   one greedy step, like decode_argmax, timing its parts
     variant_attributes  the attributes `compare ab` may set to make a variant of the tier
+    variant_notes(B)    what the tier runs differently from those attributes at batch size B
     clone_state(state)  an independent copy of a state
 """
 
@@ -435,6 +436,11 @@ class Tier(abc.ABC):
 
     def _decode_timed(self, token_ids, state, marks):
         raise TierInputError(f"tier {self.name!r} cannot time the parts of a decode step (part_timing is None)")
+
+    def variant_notes(self, batch_size: int) -> list[str]:
+        """What this tier runs differently from its variant attributes at this batch size (e.g. fewer ring
+        slots than asked where they do not fit), one line each; `compare ab` prints them. None here."""
+        return []
 
     def clone_state(self, state: TierState) -> TierState:
         """An independent copy of `state` (decoding one leaves the other as it was). Default: a

@@ -72,7 +72,17 @@ def test_a_batch_run(scaled, capsys, tmp_path):
     doc = json.loads(path.read_text())
     assert doc["batch"] == 3 and doc["rows"] == ["tg2 b3", "tg2 @ d5 b3"]
     assert not doc["results"]["last"]["same_bits"] and doc["results"]["same"]["same_bits"]
-    assert doc["results"]["one"]["median"]["tg2 b3"] > 0
+    assert doc["results"]["last"]["notes"] == [] and doc["results"]["one"]["median"]["tg2 b3"] > 0
+
+
+def test_what_a_variant_runs_differently_is_printed(scaled, capsys, tmp_path):
+    """A tier's variant_notes (e.g. the megakernel's ring slots clamped at a batch) are printed and kept in the JSON."""
+    path = tmp_path / "ab.json"
+    status, out, err = run(capsys, "--device", "cpu", "--config", "tiny", "--tier", "scaled", "--rounds", "1",
+                           "--reps", "1", "--tg", "2", "--batch", "2", "one", "big:scale=4", "--json", str(path))
+    assert status == 0, err
+    assert "variant big: scale=4 acts as 2 at batch 2" in out.splitlines()
+    assert json.loads(path.read_text())["results"]["big"]["notes"] == ["scale=4 acts as 2 at batch 2"]
 
 
 def test_a_batch_above_the_tiers_limit_is_one_line(scaled, monkeypatch, capsys):
@@ -115,6 +125,9 @@ class ScaledTier(ReferenceTier):
     @property
     def scale(self):
         return self._scale
+
+    def variant_notes(self, batch_size):
+        return [f"scale={self._scale} acts as {self._scale // 2} at batch {batch_size}"] if self._scale > 2 else []
 
     @scale.setter
     def scale(self, value):

@@ -922,3 +922,16 @@ def test_anatomy_of_a_stream_only_launch_has_no_phase_rows():
                                           "unit0 done": 2.75},
                         "ring_full_us": {"min": 1.0, "median": 2.0, "max": 3.0, "lm_head": 0.5}})
     assert "  DeltaNet core, block 0's unit: unit0 convolved 1.25, unit0 rows updated 2.50, unit0 done 2.75" in dn
+
+
+def test_variant_notes_name_the_ring_slots_a_batch_runs_with():
+    """`compare ab` prints tier.variant_notes(B): ring slots asked above what fits beside B rows are clamped by
+    ring_slots_for, and the note says so (no GPU: the tier's attributes set by hand)."""
+    t = object.__new__(tier_mod.MegakernelTier)
+    t.schedule, t.ring_slots, t.ring_slots_by_batch, t.max_batch = "ring", 12, [12, 12, 12, 12, 12, 12, 11, 11], 8
+    assert t.variant_notes(1) == [] and t.variant_notes(6) == []
+    assert t.variant_notes(8) == ["ring_slots=12 runs with 11 at batch 8 (the most that fit beside 8 rows' shared memory)"]
+    t.ring_slots = 11
+    assert t.variant_notes(8) == []
+    t.schedule = "register"
+    assert t.variant_notes(8) == []
