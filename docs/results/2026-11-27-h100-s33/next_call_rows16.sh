@@ -4,7 +4,8 @@
 # core at 16 lanes a state row, 8 k a lane: 4 passes of 2 rows a warp, each dot a 4-level shuffle sum over a half-warp
 # (32 shuffles a warp, not 80; NOTES v31: B = 8's rows take 2.6 µs of its unit's 6.35). Batch rows' bits change (the
 # dots' order), batch 1's kernels are untouched. sm_90a: registers and spills of all kernels unchanged except B = 2's
-# one-step kernel (0 → 52 / 60 B, under build.py's bound); sm_86 / sm_89 build within the bounds.
+# one-step kernel (0 → 52 / 60 B, under build.py's bound; a review read them in head_inputs, the gate thread and the
+# state prefetch, not in the recurrence; if kept, build.py's "~24 B" line needs it); sm_80 / 86 / 89 build within the bounds.
 # Run from a checkout of the branch ("new"), with the conv-first branch archived as .ab_cf (carry .whl, .qla, COMMIT, .ab_cf):
 #   git checkout variant-core-rows16 && rm -rf .ab_cf && mkdir .ab_cf && git archive variant-core-conv-first | tar -x -C .ab_cf \
 #     && rm -rf .ab_cf/docs && git rev-parse --short variant-core-conv-first > .ab_cf/COMMIT && git rev-parse --short HEAD > COMMIT
