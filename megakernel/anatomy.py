@@ -77,9 +77,10 @@ def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
             r["stall"] += float(st.ring_full_by_phase[:, q].mean())
             r["unit_last"] += float(int(arr.argmax()) < units)
             r["n"] += 1
-            stamps = st.dn_unit_stamps[layer - k.LAYER_TYPES[:layer].count("full_attention")] if kind == "DeltaNet core" else ()
-            if all(stamps) and stamps:  # (the ring schedule's launches stamp them; the register schedule's do not)
-                for name, t in zip(DN_UNIT_STEPS, stamps):
+            fa = k.LAYER_TYPES[:layer].count("full_attention")  # attention layers before this one
+            dn_stamps = st.dn_unit_stamps[layer - fa] if kind == "DeltaNet core" else ()
+            if dn_stamps and all(dn_stamps):  # (the ring schedule's launches on Hopper stamp them; others leave 0)
+                for name, t in zip(DN_UNIT_STEPS, dn_stamps):
                     r[name] = r.get(name, 0.0) + (t - start) / 1000.0
             if kind == "attention core":
                 per_unit = r.setdefault("unit_arrivals", {})  # every unit block's own arrival: [sum, count]
@@ -87,8 +88,7 @@ def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
                     acc = per_unit.setdefault(blk, [0.0, 0])
                     acc[0] += (float(arr[blk]) - start) / 1000.0
                     acc[1] += 1
-                stamps = st.unit_stamps[k.LAYER_TYPES[:layer].count("full_attention")]
-                for name, t in zip(UNIT_STEPS, stamps):
+                for name, t in zip(UNIT_STEPS, st.unit_stamps[fa]):
                     r[name] = r.get(name, 0.0) + (t - start) / 1000.0
     out = {kind: {f: v / r["n"] for f, v in r.items() if f not in ("n", "unit_arrivals")} for kind, r in rows.items()}
     core = rows.get("attention core")
