@@ -39,7 +39,7 @@ from reference import ModelConfig, Tier, TierInputError, TierState, TierUnavaila
 from reference import ops as reference_ops
 from reference.model import HybridModel, ModelState, forward_rows
 
-from . import family
+from . import family, lm_bound
 from .prefill import FastPrefill, layer_weights, unavailable_reason as prefill_unavailable_reason
 from .prefill_delta_rule import unavailable_reason as prefill_delta_rule_unavailable
 
@@ -47,6 +47,9 @@ SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh defaults to
 PREFILL_PATHS = ("fast", "reference")
 SCHEDULES = ("ring", "register", "stream-only")  # csrc/shapes.cuh Schedule, in its order
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head (NOTES.md v9)
+# what batch 1's greedy argmax reads of the lm_head: "int8", its int8 copy and the few rows that copy cannot rule
+# out (megakernel/lm_bound.py: the same argmax from half the bytes; where the build has it, LM_I8), or "bf16", every row
+LM_ARGMAX = ("int8", "bf16")
 
 
 def config_refusal(config: ModelConfig) -> str | None:
@@ -172,8 +175,9 @@ class MegakernelTier(Tier):
     device_checks = True  # the kernel refuses an id outside the vocabulary (csrc/step_check.cuh)
     per_row_positions = True  # each row's position, split-K and caches are its own (Args::pos, nsplit)
     # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
-    # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split
-    variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split", "prefill_delta_rule")
+    # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split,
+    # what batch 1's greedy argmax reads of the lm_head (LM_ARGMAX)
+    variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split", "prefill_delta_rule", "lm_argmax")
     positions_per_split = ATT_POSITIONS_PER_SPLIT
 
     @property
@@ -261,7 +265,7 @@ class MegakernelTier(Tier):
             self._pack_weights(weights)
             self.workspace = torch.zeros(self.k.WS_BYTES, dtype=torch.uint8, device=self.device)
             self.sync = torch.zeros(self.k.SYNC_WORDS, dtype=torch.int32, device=self.device)  # never cleared again
-        self._nothing = {dt: torch.empty(0, dtype=dt, device=self.device) for dt in (torch.float32, torch.int64)}
+        self._nothing = {dt: torch.empty(0, dtype=dt, device=self.device) for dt in (torch.float32, torch.int64, torch.uint8)}
         self.model = HybridModel(config, self.weights, reference_ops)
         self.prefill_weights = layer_weights(self)
         self.fast_prefill, self.prefill_note = None, "prefill: the reference's PyTorch ops (prefill='reference')"
@@ -302,6 +306,9 @@ class MegakernelTier(Tier):
         self.lm_head_weight = self.weights.get("lm_head.weight", self.weights["model.embed_tokens.weight"])
         self.weights["model.norm.weight"] = put("model.norm.weight")
         k = self.k
+        # batch 1's greedy argmax reads the lm_head's int8 copy where the build has that pass (megakernel/lm_bound.py)
+        self.lm_q, self.lm_qs = lm_bound.quantize(self.lm_head_weight) if k.LM_I8 else (None, None)
+        self.lm_argmax = "int8" if k.LM_I8 else "bf16"
         table = torch.zeros(c.num_layers, k.NSLOT, dtype=torch.int64)
         for i, kind in enumerate(c.layer_types):
             p = f"model.layers.{i}."
@@ -474,6 +481,10 @@ class MegakernelTier(Tier):
         if isinstance(self.positions_per_split, bool) or not isinstance(self.positions_per_split, int) \
                 or self.positions_per_split < 1:
             raise TierInputError(f"positions_per_split={self.positions_per_split!r}; expected an int >= 1")
+        if self.lm_argmax not in LM_ARGMAX or (self.lm_argmax == "int8" and self.lm_q is None):
+            raise TierInputError(f"lm_argmax={self.lm_argmax!r}; expected "
+                                 + (f"one of {list(LM_ARGMAX)}" if self.lm_q is not None else "'bf16' (this build's lm_head "
+                                    "has no int8 pass: hidden size 1024 only)"))
 
     def ring_slots_for(self, batch_size: int) -> int:
         """The ring's slots at this batch size: tier.ring_slots, or fewer where that many do not fit."""
@@ -508,8 +519,10 @@ class MegakernelTier(Tier):
                     stop_ids=(), stream=None, temperature=0.0, seed=0) -> tuple:
         """The decode op's arguments (megakernel/ops.py) for a launch of `state` (_launch's, unchecked)."""
         none32, none64 = self._nothing[torch.float32], self._nothing[torch.int64]
+        i8 = self.lm_argmax == "int8"
         return (
-            self.layer_table, self.weights["model.embed_tokens.weight"], self.lm_head_weight, self.weights["model.norm.weight"],
+            self.layer_table, self.weights["model.embed_tokens.weight"], self.lm_head_weight,
+            self.lm_q if i8 else self._nothing[torch.uint8], self.lm_qs if i8 else none32, self.weights["model.norm.weight"],
             state.dn_state, state.conv_ring, state.k_cache, state.v_cache, state.rope, self.workspace, self.sync,
             token_ids.contiguous(), out_token, state.fault, none32 if logits is None else logits, none32 if trace is None else trace,
             none64 if times is None else times, none64 if stream is None else stream, state.positions,

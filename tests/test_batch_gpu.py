@@ -366,7 +366,7 @@ def test_megakernel_anatomy_of_a_batch(gpu_tier):
     """`python -m megakernel anatomy --batch 8`'s numbers: every kind of phase stamped, each block's
     arrival after the phase started and before block 0 left the barrier, the attention core's last
     block counted against the units of all 8 rows."""
-    from megakernel.anatomy import PHASE_NAMES, anatomy_lines, phase_anatomy
+    from megakernel.anatomy import DN_UNIT_STEPS, PHASE_NAMES, anatomy_lines, phase_anatomy
 
     tier = rows_tier(gpu_tier, "megakernel", 8)
     an = phase_anatomy(tier, prompt_len=40, steps=2, batch=8)
@@ -376,4 +376,9 @@ def test_megakernel_anatomy_of_a_batch(gpu_tier):
         r = an[kind]
         assert 0 < r["first"] <= r["median"] <= r["last"] and r["exit"] >= 0 and 0 <= r["unit_last"] <= 1, (kind, r)
     assert an["ring_full_us"]["min"] >= 0
-    assert len(anatomy_lines(an)) == len(kinds) + 4
+    # Hopper's ring kernels stamp the DeltaNet core's unit too (dn_stamp), with its own line
+    dn_steps = tier.schedule == "ring" and torch.cuda.get_device_capability(tier.device)[0] >= 9
+    if dn_steps:
+        steps = [an["DeltaNet core"][k] for k in DN_UNIT_STEPS]
+        assert 0 < steps[0] <= steps[1] <= steps[2], steps
+    assert len(anatomy_lines(an)) == len(kinds) + 4 + dn_steps

@@ -426,6 +426,62 @@ def test_fused_argmax_repeatable_and_poison_proof(mk, prompt_len):
     assert torch.equal(s4.dn_state, s1.dn_state)
 
 
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("grid", [None, 97])
+def test_int8_argmax_is_the_bf16_argmax(variant, grid):
+    """Batch 1's greedy argmax from the lm_head's int8 copy (megakernel/lm_bound.py, the default where
+    built) gives the bf16 rows' argmax: 96 greedy steps one launch a step and in one many-token launch,
+    against lm_argmax="bf16" (every row), on the full grid and one with fewer blocks (longer slices, an odd
+    row count); each step's id is the argmax of that step's logits (which read every bf16 row)."""
+    mk = variant
+    if mk.lm_q is None or mk.schedule != "ring":
+        pytest.skip("this build has no int8 lm_head pass (hidden size 1024, the ring schedule)")
+    mk.grid = grid or mk.max_grid
+    prompt, token = ids(24, 31), ids(1, 32)[0]
+    s0 = mk.new_state(max_seq_len=160)
+    mk.prefill(prompt, s0)
+    runs = {}
+    for mode in ("int8", "bf16"):
+        mk.lm_argmax = mode
+        st, t, got = mk.clone_state(s0), token, []
+        for _ in range(96):
+            t = mk.decode_argmax(t, st)
+            got.append(int(t))
+        runs[mode] = got
+        runs[mode + " one launch"] = mk.decode_greedy(token, mk.clone_state(s0), 96).flatten().tolist()
+    assert runs["int8"] == runs["bf16"] == runs["int8 one launch"] == runs["bf16 one launch"]
+    mk.lm_argmax = "int8"
+    st, t = mk.clone_state(s0), token
+    for step in range(8):
+        logits = mk.decode(t, mk.clone_state(st))  # (logits asked for: every bf16 row)
+        t = mk.decode_argmax(t, st)
+        assert int(t) == int(logits.argmax()), step
+
+
+@gpu
+@needs_gpu
+def test_int8_argmax_when_no_row_can_be_ruled_out(model):
+    """Every lm_head row equal (the tied embedding's rows all one vector): every row ties, no bound rules
+    any out, each warp's candidates overflow and it computes all its rows exactly; the argmax is row 0, as
+    the bf16 rows' (ties to the lowest index), on NaN-poisoned buffers too."""
+    config, weights = model
+    same = dict(weights)
+    row = weights["model.embed_tokens.weight"][1234].clone()
+    same["model.embed_tokens.weight"] = row.expand_as(weights["model.embed_tokens.weight"]).contiguous()
+    if "lm_head.weight" in same:
+        same["lm_head.weight"] = same["model.embed_tokens.weight"]
+    tier = MegakernelTier(config, same, device="cuda")
+    if tier.lm_q is None:
+        pytest.skip("this build has no int8 lm_head pass")
+    state = tier.new_state(max_seq_len=32)
+    tier.prefill(ids(5, 33), state)
+    with debug_poisoned(tier):
+        got = tier.decode_argmax(ids(1, 34)[0], tier.clone_state(state))
+    tier.lm_argmax = "bf16"
+    assert int(got) == int(tier.decode_argmax(ids(1, 34)[0], state)) == 0
+
+
 @pytest.fixture
 def variant(mk):
     """Restores the tier's variant attributes (grid, schedule, ring slots, positions per split) after a test."""

@@ -124,7 +124,8 @@ py::dict configure_py(int64_t device) {
 }
 
 // ---- decode -------------------------------------------------------------------------------------
-void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_head, const Tensor& final_norm, const Tensor& dn_state,
+void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_head, const Tensor& lm_q, const Tensor& lm_qs,
+            const Tensor& final_norm, const Tensor& dn_state,
             const Tensor& conv_ring, const Tensor& k_cache, const Tensor& v_cache, const Tensor& rope,
             const Tensor& workspace, const Tensor& sync, const Tensor& token, const Tensor& next_token,
             const Tensor& fault, const Tensor& logits, const Tensor& trace, const Tensor& times, const Tensor& stream,
@@ -139,6 +140,14 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
   check_tensor(layer_table, op, "layer_table", torch::kInt64, {NLAYER, NSLOT});
   check_tensor(embed, op, "embed", bf, {VOCAB, D});
   check_tensor(lm_head, op, "lm_head", bf, {VOCAB, D});
+  MK_CHECK(lm_q.numel() == 0 || LM_I8, op, ": lm_q given, but this build's lm_head reads no int8 rows (LM_I8: D = 1024 only); "
+           "pass empty lm_q and lm_qs");
+  MK_CHECK((lm_q.numel() == 0) == (lm_qs.numel() == 0), op, ": lm_q and lm_qs go together (both given or both empty); got ",
+           lm_q.numel(), " and ", lm_qs.numel(), " elements");
+  if (lm_q.numel()) {
+    check_tensor(lm_q, op, "lm_q", torch::kUInt8, {VOCAB + 1, D});
+    check_tensor(lm_qs, op, "lm_qs", f32, {VOCAB, 2});
+  }
   check_tensor(final_norm, op, "final_norm", bf, {D});
   check_tensor(dn_state, op, "dn_state", f32, {B, NDN, DN_HV, DN_DV, DN_DK});
   check_tensor(conv_ring, op, "conv_ring", bf, {B, NDN, CONV_K, DN_CONV});
@@ -184,6 +193,8 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
   MK_CHECK(positions_per_split >= 1 && positions_per_split <= (1 << 20), op, ": positions_per_split ", positions_per_split,
               " outside [1, 2^20]");
   if (times.numel()) check_tensor(times, op, "times", torch::kInt64, {times_words(static_cast<int>(grid))});
+  for (const Tensor* t : {&lm_q, &lm_qs})
+    MK_CHECK(!t->numel() || t->device() == layer_table.device(), op, ": every tensor must be on ", layer_table.device());
   for (const Tensor* t : {&embed, &lm_head, &final_norm, &dn_state, &conv_ring, &k_cache, &v_cache, &rope, &workspace, &sync, &token,
                           &next_token, &fault})
     MK_CHECK(t->device() == layer_table.device(), op, ": every tensor must be on ", layer_table.device());
@@ -208,6 +219,8 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
   a.layers = ptr<const uint64_t>(layer_table);
   a.embed = ptr<const uint16_t>(embed);
   a.lm_head = ptr<const uint16_t>(lm_head);
+  a.lm_q = lm_q.numel() ? reinterpret_cast<const uint16_t*>(ptr<uint8_t>(lm_q)) : nullptr;
+  a.lm_qs = lm_qs.numel() ? reinterpret_cast<const float2*>(ptr<float>(lm_qs)) : nullptr;
   a.final_norm = ptr<const uint16_t>(final_norm);
   a.dn_state = ptr<float>(dn_state);
   a.conv_ring = ptr<uint16_t>(conv_ring);
@@ -494,7 +507,7 @@ py::dict constants() {
   MK_EXPORT(THREADS); MK_EXPORT(NWARPS); MK_EXPORT(PHASES_PER_LAYER); MK_EXPORT(NPHASES); MK_EXPORT(NBARRIERS);
   MK_EXPORT(DN_VSLICES); MK_EXPORT(DN_UNITS); MK_EXPORT(ATT_MAX_SPLIT); MK_EXPORT(ATT_PART); MK_EXPORT(OUT_MERGE_MAX);
   MK_EXPORT(MAX_GRID); MK_EXPORT(MAX_BATCH); MK_EXPORT(MAX_STOP_IDS); MK_EXPORT(STEP_BARRIERS); MK_EXPORT(ZAB_W); MK_EXPORT(APART_W); MK_EXPORT(RING_SLOT); MK_EXPORT(RING_MIN_SLOTS); MK_EXPORT(RING_MAX_SLOTS);
-  MK_EXPORT(PIECE); MK_EXPORT(D_PIECES); MK_EXPORT(BATCH_SHAPES);
+  MK_EXPORT(PIECE); MK_EXPORT(D_PIECES); MK_EXPORT(BATCH_SHAPES); MK_EXPORT(LM_I8); MK_EXPORT(LM_CAND_CAP);
   MK_EXPORT(SCHEDULE_RING); MK_EXPORT(SCHEDULE_REGISTER); MK_EXPORT(SCHEDULE_STREAM_ONLY);
   MK_EXPORT(SL_IN_NORM); MK_EXPORT(SL_POST_NORM); MK_EXPORT(SL_WIN); MK_EXPORT(SL_CONV_W); MK_EXPORT(SL_A_LOG);
   MK_EXPORT(SL_DT_BIAS); MK_EXPORT(SL_GNORM); MK_EXPORT(SL_Q_NORM); MK_EXPORT(SL_K_NORM); MK_EXPORT(SL_OUT);
@@ -524,7 +537,7 @@ py::dict constants() {
 
 MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
   m.def(
-      "decode(Tensor layer_table, Tensor embed, Tensor lm_head, Tensor final_norm, Tensor(a!) dn_state, Tensor(b!) conv_ring, "
+      "decode(Tensor layer_table, Tensor embed, Tensor lm_head, Tensor lm_q, Tensor lm_qs, Tensor final_norm, Tensor(a!) dn_state, Tensor(b!) conv_ring, "
       "Tensor(c!) k_cache, Tensor(d!) v_cache, Tensor rope, Tensor(e!) workspace, Tensor(f!) sync, Tensor token, "
       "Tensor(g!) next_token, Tensor(k!) fault, Tensor(h!) logits, Tensor(i!) trace, Tensor(j!) times, Tensor(l!) stream, "
       "int[] pos, int positions_per_split, int steps, int[] stop_ids, float temperature, int seed, int grid, int schedule, "

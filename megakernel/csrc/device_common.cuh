@@ -74,6 +74,10 @@ constexpr int sm_ring(int nb) { return (sm_end(nb) + 127) & ~127; }
 constexpr int RING_BARS = 2 * 8 * RING_MAX_SLOTS;
 static_assert(RING_BARS % 128 == 0, "the ring's slots 128-byte aligned");
 static_assert(SM_DN_V + 64 <= sm_end(1) && SM_DN_Z + 4 * DN_DV <= sm_end(2), "smem");
+// batch 1's lm_head from its int8 rows (lm_head.cuh lm_head_bounded): each warp's candidate rows after batch 1's input
+// vector, [NWARPS][LM_CAND_CAP] {row, bound} (the attention core's area, unused in the lm_head)
+constexpr int SM_LM_CAND = SM_XS + xs_bytes(1);
+static_assert(SM_LM_CAND + NWARPS * LM_CAND_CAP * 8 <= sm_end(1), "smem: the lm_head's candidate rows");
 static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)");
 
 // ---- bf16 bits and small math ----------------------------------------------------------------

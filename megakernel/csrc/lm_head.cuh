@@ -1,6 +1,7 @@
 // The last phase: final norm, the lm_head (the tied embedding's VOCAB rows) and the greedy argmax
 // (reference: ops.rms_norm, ops.lm_head, then torch.argmax: ties go to the lowest index).
-//   every block   xs[b] = norm(hidden[b]) per batch row b; its vocabulary rows (matvec_rows); the
+//   every block   xs[b] = norm(hidden[b]) per batch row b; its vocabulary rows (matvec_rows; batch 1's argmax
+//                 with no logits asked for: lm_head_bounded, from their int8 copy); the
 //                 logits (bf16-rounded, fp32 out) when asked; each warp's best (value, index) (at
 //                 batch 1 of its rows; with a batch, warps 2b and 2b+1 see all of row b's), then the
 //                 block's (thread b: row b), in the workspace's amax areas
@@ -10,6 +11,7 @@
 //                 ids to its own next step). Block 0 (or the last block) writes them out: out_token,
 //                 and the host-mapped stream as each step ends.
 #pragma once
+#include <cfloat>
 #include <type_traits>
 #include "matvec.cuh"
 
@@ -32,6 +34,146 @@ constexpr float GUMBEL_MAX = 16.7f;  // above every g (u <= 1 - 2^-24: g <= ~16.
 __device__ __forceinline__ float sampling_key(float logit, float inv_t, uint32_t row_key, int i) {
   const float u = ((float)(fmix32(row_key ^ (uint32_t)i) >> 9) + 0.5f) * (1.f / 8388608.f);  // 2^-23
   return __fadd_rn(__fmul_rn(logit, inv_t), -logf(-logf(u)));
+}
+
+// ---- batch 1's greedy argmax from the int8 rows (LM_I8, schedule.cuh lm_bounded) ----
+// Row r's logit from its int8 row, scale_r (q_r . x), is within err_r |x|_2 of the logit its bf16 row gives as the
+// bf16 pass sums it (the tier's lm_bound.quantize: the rounding's error norm, and the fp32 sums' rounding). So a row
+// whose upper bound, rounded to bf16, is below the block's best lower bound, rounded, can neither be the argmax nor
+// tie it (the logits are bf16: ties go to the lowest index). Pass 1 streams the int8 rows (half the bytes) and keeps
+// each warp's rows that might (at most LM_CAND_CAP); pass 2 computes those rows' logits from their bf16 rows in global
+// memory with the bf16 pass's own dot_regs on the same lanes (the same bits), so the argmax is the bf16 pass's.
+//   warp w: pieces i + 4 w .. + 3 of each item (rows 2 i + 8 w .. + 7; matvec_rows' item of 4 bf16 rows); lane l
+//     holds bytes 16 (32 c + l) .. + 15 of each 2 KB piece: c = 0, 1 the first row's k = 512 c + 16 l .. + 15, c = 2,
+//     3 the second row's same k, so a lane reads its 16 x of c & 1 once for the item's 8 rows;
+//   lane 0 of warp w: its candidate rows in SM_LM_CAND; pass 2 takes them 4 at a time (a warp with more than
+//     LM_CAND_CAP takes all its rows exactly: correct, slower; not seen on the built-in weights).
+// int8 to fp32: prmt puts byte q + 128 under 0x4B00_0000 (the float 2^23 + q + 128, exactly), one fadd takes 2^23 + 128 off.
+__device__ __forceinline__ float dot16_u8(const uint4 w, const float (&x)[16], float acc) {
+  const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      acc = fmaf(__int_as_float((int)__byte_perm(ws[i], 0x4B000000u, 0x7440u + j)) - 8388736.f, x[4 * i + j], acc);
+  return acc;
+}
+// this lane's 16 x of step c: k = 512 (c & 1) + 16 lane .. + 15 (xs_slot keeps each aligned 4 together and in order)
+__device__ __forceinline__ void lane_x16(const float* xs, int c, int lane, float (&x)[16]) {
+  const int k0 = 512 * (c & 1) + 16 * lane;
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const float4 v = *reinterpret_cast<const float4*>(xs + xs_slot(k0 + 4 * m));
+    x[4 * m] = v.x; x[4 * m + 1] = v.y; x[4 * m + 2] = v.z; x[4 * m + 3] = v.w;
+  }
+}
+// rows[r] (of the block's slice from r0) for each r with bit r of `valid` set, exactly as the bf16 pass (matvec_rows)
+// computes them, into the warp's best (every lane the same; a row not valid is loaded, not used)
+__device__ __forceinline__ void lm_exact_rows(const Args& a, int r0, const int (&rows)[4], unsigned valid, const float* xs,
+                                              uint4 (&wv)[16], float& best, int& besti) {
+  if (!valid) return;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const uint16_t* w = a.lm_head + (size_t)(r0 + rows[r]) * D;
+#pragma unroll
+    for (int c = 0; c < PIECE_STEPS; ++c) wv[r * PIECE_STEPS + c] = ld_w(w + (c * 32 + lane) * 8);
+  }
+  float acc[4];
+  dot_regs<PIECE_STEPS, 4, 1, 1>(wv, xs, lane, acc);
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const float v = bfr(acc[r]);
+    if ((valid >> r & 1u) && better(v, r0 + rows[r], best, besti)) { best = v; besti = r0 + rows[r]; }
+  }
+}
+template <class Loader>
+__device__ __forceinline__ void lm_head_bounded(const Args& a, Loader& ld, int r0, int n, const float* xs, uint4 (&wv)[16],
+                                                uint8_t* sm, float& best, int& besti) {
+  static_assert(LM_I8 && PIECE_STEPS == 4 && WARP_PIECES == 4 && D_PIECES == 1, "lm_head_bounded: the 0.8B's pieces");
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  uint2* cand = reinterpret_cast<uint2*>(sm + SM_LM_CAND) + warp * LM_CAND_CAP;  // {row in the slice, its upper bound's bits}
+  float* lows = reinterpret_cast<float*>(sm + SM_RED) + NWARPS;                   // each warp's best lower bound
+  float x[16];
+  float ss = 0.f;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    lane_x16(xs, h, lane, x);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) ss = fmaf(x[j], x[j], ss);
+  }
+  const float xn = sqrtf(warp_sum(ss)) * (1.f + 1.f / 4096);  // |x|_2, rounded up (every lane's 32 x: all of x)
+  const int np = (n + 1) / 2;  // pieces: rows 2 p, 2 p + 1 of the slice
+  float low = -INFINITY;       // the warp's best lower bound so far (every lane the same)
+  int nc = xn <= FLT_MAX ? 0 : LM_CAND_CAP + 1;  // its candidates so far (x not finite: no bound holds, every row exactly)
+  for (int i0 = 0; i0 < np; i0 += NWARPS * WARP_PIECES) {
+    const int i = i0 + warp * WARP_PIECES;
+    if (i < np) {
+      float2 qs = make_float2(0.f, 0.f);  // lane m < 8: row 2 i + m's scale and err (in flight while the chunk lands)
+      if (lane < 8 && 2 * i + lane < n) qs = __ldg(a.lm_qs + r0 + 2 * i + lane);
+      ld.rows4(i, wv);
+      float acc[8];
+#pragma unroll
+      for (int m = 0; m < 8; ++m) acc[m] = 0.f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        lane_x16(xs, h, lane, x);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          acc[2 * r] = dot16_u8(wv[r * 4 + h], x, acc[2 * r]);
+          acc[2 * r + 1] = dot16_u8(wv[r * 4 + 2 + h], x, acc[2 * r + 1]);
+        }
+      }
+#pragma unroll
+      for (int m = 0; m < 8; ++m) {
+        const float dot = warp_sum(acc[m]);
+        const float sc = __shfl_sync(~0u, qs.x, m), e = __shfl_sync(~0u, qs.y, m) * xn;
+        if (2 * i + m < n) {
+          const float s = sc * dot, up = s + e;
+          low = fmaxf(low, s - e);  // (NaN: kept out; a row with a NaN bound is never a candidate)
+          if (bfr(up) >= bfr(low)) {
+            if (lane == 0 && nc < LM_CAND_CAP) cand[nc] = make_uint2(2 * i + m, __float_as_uint(up));
+            ++nc;
+          }
+        }
+      }
+    }
+    ld.release((min(NWARPS * WARP_PIECES, np - i0) + CHUNK_PIECES - 1) / CHUNK_PIECES);
+  }
+  if (lane == 0) lows[warp] = low;
+  sync_warps();
+  float lb = lows[0];
+#pragma unroll
+  for (int w = 1; w < NWARPS; ++w) lb = fmaxf(lb, lows[w]);
+  const float lbr = bfr(lb);
+  if (nc <= LM_CAND_CAP) {  // the candidates whose upper bound reaches the block's best lower bound, 4 at a time
+    for (int e0 = 0; e0 < nc; e0 += 4) {
+      int rows[4];
+      unsigned valid = 0;
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const uint2 cd = cand[e0 + r < nc ? e0 + r : e0];
+        rows[r] = (int)cd.x;
+        if (e0 + r < nc && bfr(__uint_as_float(cd.y)) >= lbr) valid |= 1u << r;
+      }
+      lm_exact_rows(a, r0, rows, valid, xs, wv, best, besti);
+    }
+  } else {  // every row of the warp's pieces
+    for (int i = warp * WARP_PIECES; i < np; i += NWARPS * WARP_PIECES)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int rows[4];
+        unsigned valid = 0;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int row = 2 * i + 4 * h + r;
+          rows[r] = row < n ? row : 0;
+          if (row < n) valid |= 1u << r;
+        }
+        lm_exact_rows(a, r0, rows, valid, xs, wv, best, besti);
+      }
+  }
+  sync_warps();  // (SM_RED: the block's results next)
 }
 
 // (MANY: a many-token launch's kernel, which writes no trace, stamps or logits: compiled out there)
@@ -77,6 +219,8 @@ __device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, ui
   };
   if (MANY && a.temperature > 0.f) {
     if constexpr (MANY) pass(std::true_type{});
+  } else if (NB == 1 && lm_bounded(a)) {
+    if constexpr (NB == 1 && LM_I8 && std::is_same_v<Loader, RingLoader>) lm_head_bounded(a, ld, r0, n, xs, wv, sm, best, besti);
   } else {
     pass(std::false_type{});
   }

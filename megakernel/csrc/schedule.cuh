@@ -10,7 +10,8 @@
 //           = 5 l + 2   out-proj   every block: its rows of the out-projection, + the residual
 //           = 5 l + 3   gate/up    every block: norm(hidden), its units of silu(gate) * up
 //           = 5 l + 4   down       every block: its rows of the down projection, + the residual
-//           = NPHASES-1 lm_head    every block: its vocabulary rows, its best logit; the last block the argmax
+//           = NPHASES-1 lm_head    every block: its vocabulary rows (batch 1's argmax: their int8 copy), its best logit;
+//                                  the last block the argmax
 // A grid barrier follows every layer phase (grid_sync.cuh).
 #pragma once
 #include "device_common.cuh"
@@ -68,13 +69,22 @@ __device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const A
   return {a.k_cache + head, a.v_cache + head, p1 - p0, ATT_RING_ROWS, FA_HD};
 }
 
+// Whether this launch's lm_head reads the int8 rows (lm_head.cuh lm_head_bounded): the ring schedule's greedy argmax
+// of one row with no logits asked for, where the tier passed them. The same for every block, warp and the producer.
+__device__ __forceinline__ bool lm_bounded(const Args& a) {
+  return LM_I8 && a.lm_q != nullptr && a.batch == 1 && a.schedule == SCHEDULE_RING && a.logits == nullptr &&
+         !(a.temperature > 0.f);
+}
+
 // (step: of the launch; only an attention core's slice depends on it)
 __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
   const int G = gridDim.x, b = blockIdx.x;
   if (q >= NPHASES || (a.stop_after >= 0 && q > a.stop_after)) return {nullptr, nullptr, 0, 1, D};
   if (is_lm_head(q)) {
-    const int r0 = part(VOCAB, b, G);
-    return {a.lm_head + (size_t)r0 * D, nullptr, (part(VOCAB, b + 1, G) - r0) * D_PIECES, CHUNK_PIECES, PIECE};
+    const int r0 = part(VOCAB, b, G), n = part(VOCAB, b + 1, G) - r0;
+    if (lm_bounded(a))  // int8 rows r0 .. r0 + n - 1, two a piece (an odd n's last piece also holds row r0 + n: not used)
+      return {a.lm_q + (size_t)r0 * (D / 2), nullptr, (n + 1) / 2, CHUNK_PIECES, PIECE};
+    return {a.lm_head + (size_t)r0 * D, nullptr, n * D_PIECES, CHUNK_PIECES, PIECE};
   }
   const int l = phase_layer(q), r0 = part(D, b, G), r1 = part(D, b + 1, G);
   switch (phase_kind(q)) {

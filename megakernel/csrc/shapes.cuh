@@ -163,6 +163,10 @@ constexpr int WARP_PIECES = ROW_PIECES ? 1 : 4;
 constexpr int CHUNK_PIECES = !ROW_PIECES ? 2 * WARP_PIECES : 8 * D <= 20480 ? 4 : 2;
 constexpr int WARPS_PER_CHUNK = CHUNK_PIECES / WARP_PIECES;
 constexpr int GATE_UP_PER_CHUNK = CHUNK_PIECES / 2;  // gate/up pieces a chunk: gate ones in its first half, their up ones in the second
+// The greedy argmax's lm_head read from an int8 copy of its rows (lm_head.cuh lm_head_bounded; batch 1, the 0.8B's
+// D = 1024 only): a ring piece (PIECE bf16, 2 KB) carries two int8 rows, a warp's item of 4 pieces 8 rows.
+constexpr bool LM_I8 = !ROW_PIECES && D == 1024 && WARP_PIECES == 4;
+constexpr int LM_CAND_CAP = 32;  // a warp's candidate rows (lm_head_bounded); more: the warp's rows all exactly
 
 // the weight ring (the default schedule): slots of RING_SLOT bytes in shared memory: 16 KB (the 0.8B: 8
 // rows of K = 1024, 4 of K = 2048, 2 of K = 3584; 16 positions of an attention core's K and V rows), or a

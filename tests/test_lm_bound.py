@@ -1,0 +1,104 @@
+"""megakernel/lm_bound.py, batch 1's greedy argmax from the lm_head's int8 copy (the kernel's
+lm_head_bounded): the copy's bound holds for every row and any input (so no row it rules out could win),
+the selection gives the argmax of the bf16 logits with ties to the lowest index (rows equal, rows one bf16
+step apart, inputs of any scale, non-finite rows and inputs), and on the built-in model's lm_head it leaves
+only a handful of rows to compute exactly."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from megakernel import lm_bound
+
+
+def exact_argmax(w, x):
+    return lm_bound.first_argmax(lm_bound.bf16_round(w.float() @ x.float()))
+
+
+def matrix(seed, V, D, spread=1.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(V, D, generator=g) * 0.02 * spread).to(torch.bfloat16)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1), V=st.integers(1, 300), D=st.sampled_from([8, 64, 256, 1024]),
+       xscale=st.sampled_from([1e-3, 1.0, 30.0, 1e4]), spread=st.sampled_from([0.1, 1.0, 50.0]))
+def test_the_bound_holds_for_every_row(seed, V, D, xscale, spread):
+    w = matrix(seed, V, D, spread)
+    q, sc = lm_bound.quantize(w)
+    assert q.shape == (V + 1, D) and q.dtype == torch.uint8 and sc.shape == (V, 2) and sc.dtype == torch.float32
+    assert torch.all(q[-1] == 0) and int(q[:-1].min()) >= 1, "q + 128 in [1, 255]; the pad row zeros"
+    x = torch.randn(D, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64) * xscale
+    exact = w.double() @ x
+    approx = sc[:, 0].double() * ((q[:-1].double() - lm_bound.Q_OFFSET) @ x)
+    bound = sc[:, 1].double() * x.norm()
+    assert torch.all((exact - approx).abs() <= bound), float(((exact - approx).abs() - bound).max())
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1), V=st.integers(1, 400), D=st.sampled_from([16, 128, 1024]),
+       ties=st.integers(0, 6), near=st.integers(0, 6))
+def test_the_selection_is_the_bf16_argmax(seed, V, D, ties, near):
+    """Rows copied (exact ties: the lowest index wins) and rows one bf16 step off the best: the
+    selection must agree with the plain argmax of the bf16 logits."""
+    g = torch.Generator().manual_seed(seed)
+    w = matrix(seed, V, D)
+    x = torch.randn(D, generator=g)
+    best = exact_argmax(w, x)
+    for _ in range(ties):
+        w[int(torch.randint(0, V, (1,), generator=g))] = w[best]
+    for _ in range(near):
+        r = int(torch.randint(0, V, (1,), generator=g))
+        w[r] = w[best]
+        k = int(torch.randint(0, D, (1,), generator=g))
+        w[r, k] = torch.nextafter(w[r, k].float(), torch.tensor(float("inf"))).to(torch.bfloat16)
+    q, sc = lm_bound.quantize(w)
+    got, computed = lm_bound.argmax(w, q, sc, x)
+    assert got == exact_argmax(w, x)
+    assert 1 <= computed <= V
+
+
+def test_non_finite_rows_and_inputs():
+    w = matrix(3, 50, 64)
+    x = torch.randn(64, generator=torch.Generator().manual_seed(4))
+    w[7, 3] = float("inf")
+    w[9, 0] = float("nan")
+    q, sc = lm_bound.quantize(w)
+    assert sc[7, 0] == 0 and sc[7, 1] == float("inf") and sc[9, 1] == float("inf"), "a non-finite row is never ruled out"
+    assert lm_bound.argmax(w, q, sc, x)[0] == exact_argmax(w, x)
+    assert lm_bound.argmax(w, q, sc, torch.full((64,), float("nan")))[0] == -1  # all NaN: no argmax
+    xi = x.clone()
+    xi[5] = float("inf")
+    assert lm_bound.argmax(w, q, sc, xi) == (exact_argmax(w, xi), 50)  # no bound: every row exactly
+    z = torch.zeros(50, 64, dtype=torch.bfloat16)
+    qz, scz = lm_bound.quantize(z)
+    assert lm_bound.argmax(z, qz, scz, x)[0] == 0  # all zero logits: the first row
+
+
+def test_quantize_refuses_what_it_cannot_copy():
+    with pytest.raises(ValueError, match="bfloat16"):
+        lm_bound.quantize(torch.zeros(4, 8))
+    with pytest.raises(ValueError, match=r"\[V, D\]"):
+        lm_bound.quantize(torch.zeros(8, dtype=torch.bfloat16))
+
+
+def test_few_rows_left_on_the_built_in_head():
+    """The built-in 0.8B's lm_head (its embedding, seeded random) against hidden states the size the
+    final norm gives: the int8 copy leaves a few rows of 248,320 to compute exactly."""
+    from reference import ModelConfig, perturb_norms, random_weights
+
+    config = ModelConfig.qwen3_5_0_8b()
+    weights = perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16))
+    w = weights.get("lm_head.weight", weights["model.embed_tokens.weight"])
+    q, sc = lm_bound.quantize(w)
+    norm = weights["model.norm.weight"].float()
+    g = torch.Generator().manual_seed(5)
+    for _ in range(3):
+        h = torch.randn(config.hidden_size, generator=g)
+        x = h * torch.rsqrt(h.pow(2).mean() + 1e-6) * (1 + norm)  # Qwen3.5's RMSNorm: x (1 + w)
+        got, computed = lm_bound.argmax(w, q, sc, x)
+        assert got == exact_argmax(w, x)
+        assert computed <= 64, computed
