@@ -23,12 +23,20 @@ import torch
 
 Q_OFFSET = 128  # stored bytes are q + 128 (q in [-127, 127]): the kernel turns a byte into a float with one prmt and one add
 QUANT_CHUNK = 16384  # rows quantized at a time (the fp64 error norms of the whole 0.8B head at once would be 2 GB)
+# A row with a value of HUGE or more is computed exactly, never ruled out: with |x|_2 < 2^64 (a finite fp32 sum of
+# squares) a lane's partial sums of such a row could overflow fp32 and meet as inf - inf = NaN, which no bound covers.
+HUGE = 2.0 ** 58
+# |x|_2^2 below SMALL (squares in fp32's subnormal range: the kernel's |x|_2 would come out low) or not finite: every
+# row exactly. ABS_SLACK: added to every bound (the sums' products that fall below fp32's normal range).
+SMALL = 2.0 ** -96
+ABS_SLACK = 2.0 ** -120
 
 
 def quantize(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """w [V, D] (bf16, any device) -> (q [V + 1, D] uint8: round(w / s) + 128 per row, a last row of zeros
-    the kernel may read past the end; scales [V, 2] fp32: {s_r, err_r}). A row with a non-finite value
-    gets s_r = 0 and err_r = inf (never ruled out: computed exactly); an all-zero row s_r = 1, err_r = 0."""
+    the kernel may read past the end; scales [V, 2] fp32: {s_r, err_r}). A row with a non-finite value or
+    one of HUGE or more gets s_r = 0 and err_r = inf (never ruled out: computed exactly); an all-zero row
+    s_r = 1, err_r = 0."""
     if w.dim() != 2 or w.dtype != torch.bfloat16:
         raise ValueError(f"quantize: expected a [V, D] bfloat16 matrix; got {w.dtype} of shape {tuple(w.shape)}")
     V, D = w.shape
@@ -36,7 +44,8 @@ def quantize(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     scales = torch.empty(V, 2, dtype=torch.float32, device=w.device)
     for r0 in range(0, V, QUANT_CHUNK):
         rows = w[r0:r0 + QUANT_CHUNK].double()
-        finite = torch.isfinite(rows).all(dim=1)
+        # (a row of values past HUGE could overflow the kernel's fp32 sums to a NaN its bound does not see)
+        finite = torch.isfinite(rows).all(dim=1) & (rows.abs().amax(dim=1) < HUGE)
         rows = torch.where(finite[:, None], rows, torch.zeros_like(rows))
         amax = rows.abs().amax(dim=1)
         s = torch.where(amax > 0, (amax / 127).float().double(), torch.ones_like(amax))  # the fp32 scale the kernel multiplies by
@@ -69,13 +78,14 @@ def argmax(w: torch.Tensor, q: torch.Tensor, scales: torch.Tensor, x: torch.Tens
     exactly). The kernel rules rows out per block (against its own best lower bound, which only keeps more);
     this rules them out against the best lower bound of all rows."""
     x = x.float()
-    xn = x.norm() * (1 + 2.0 ** -12)
-    if not torch.isfinite(xn):
-        return first_argmax(bf16_round(w.float() @ x)), w.shape[0]
+    logits = bf16_round(w.float() @ x)  # (the rows kept are read from here: one product, so no row's bits differ)
+    ss = x.pow(2).sum()
+    if not (torch.isfinite(ss) and ss >= SMALL):
+        return first_argmax(logits), w.shape[0]
+    xn = ss.sqrt() * (1 + 2.0 ** -12)
     approx = scales[:, 0] * ((q[:-1].float() - Q_OFFSET) @ x)
-    e = scales[:, 1] * xn
+    e = scales[:, 1] * xn + ABS_SLACK
     low = torch.nan_to_num(approx - e, nan=-float("inf")).max()
     keep = torch.nonzero(bf16_round(approx + e) >= bf16_round(low)).flatten()
-    exact = bf16_round(w[keep].float() @ x)
-    best = first_argmax(exact)
+    best = first_argmax(logits[keep])
     return (int(keep[best]) if best >= 0 else -1), int(keep.numel())

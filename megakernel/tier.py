@@ -308,6 +308,7 @@ class MegakernelTier(Tier):
         k = self.k
         # batch 1's greedy argmax reads the lm_head's int8 copy where the build has that pass (megakernel/lm_bound.py)
         self.lm_q, self.lm_qs = lm_bound.quantize(self.lm_head_weight) if k.LM_I8 else (None, None)
+        self._lm_version = self.lm_head_weight._version  # (a head changed in place is copied again: _check_variant)
         self.lm_argmax = "int8" if k.LM_I8 else "bf16"
         table = torch.zeros(c.num_layers, k.NSLOT, dtype=torch.int64)
         for i, kind in enumerate(c.layer_types):
@@ -481,6 +482,9 @@ class MegakernelTier(Tier):
         if isinstance(self.positions_per_split, bool) or not isinstance(self.positions_per_split, int) \
                 or self.positions_per_split < 1:
             raise TierInputError(f"positions_per_split={self.positions_per_split!r}; expected an int >= 1")
+        if self.lm_q is not None and self.lm_head_weight._version != self._lm_version:
+            self.lm_q, self.lm_qs = lm_bound.quantize(self.lm_head_weight)
+            self._lm_version = self.lm_head_weight._version
         if self.lm_argmax not in LM_ARGMAX or (self.lm_argmax == "int8" and self.lm_q is None):
             raise TierInputError(f"lm_argmax={self.lm_argmax!r}; expected "
                                  + (f"one of {list(LM_ARGMAX)}" if self.lm_q is not None else "'bf16' (this build's lm_head "

@@ -78,6 +78,19 @@ def test_non_finite_rows_and_inputs():
     assert lm_bound.argmax(z, qz, scz, x)[0] == 0  # all zero logits: the first row
 
 
+def test_huge_rows_and_tiny_inputs_are_computed_exactly():
+    """A finite row of values past HUGE (its fp32 sums could overflow to NaN in the kernel) is never ruled
+    out; an input whose squares are subnormal (|x|_2 would come out low) sends every row to the exact pass."""
+    w = matrix(5, 40, 64)
+    w[3, :16] = 2.0 ** 100
+    q, sc = lm_bound.quantize(w)
+    assert sc[3, 0] == 0 and sc[3, 1] == float("inf") and torch.isfinite(sc[[0, 1, 2, 4], 1]).all()
+    x = torch.randn(64, generator=torch.Generator().manual_seed(6))
+    assert lm_bound.argmax(w, q, sc, x)[0] == exact_argmax(w, x)
+    tiny = x * 2.0 ** -60
+    assert lm_bound.argmax(w, q, sc, tiny) == (exact_argmax(w, tiny), 40)
+
+
 def test_quantize_refuses_what_it_cannot_copy():
     with pytest.raises(ValueError, match="bfloat16"):
         lm_bound.quantize(torch.zeros(4, 8))

@@ -102,10 +102,13 @@ __device__ __forceinline__ void lm_head_bounded(const Args& a, Loader& ld, int r
 #pragma unroll
     for (int j = 0; j < 16; ++j) ss = fmaf(x[j], x[j], ss);
   }
-  const float xn = sqrtf(warp_sum(ss)) * (1.f + 1.f / 4096);  // |x|_2, rounded up (every lane's 32 x: all of x)
+  ss = warp_sum(ss);                               // |x|_2^2 (every lane's 32 x: all of x; lm_bound.py SMALL)
+  const float xn = sqrtf(ss) * (1.f + 1.f / 4096);  // |x|_2, rounded up
   const int np = (n + 1) / 2;  // pieces: rows 2 p, 2 p + 1 of the slice
   float low = -INFINITY;       // the warp's best lower bound so far (every lane the same)
-  int nc = xn <= FLT_MAX ? 0 : LM_CAND_CAP + 1;  // its candidates so far (x not finite: no bound holds, every row exactly)
+  // its candidates so far; x not finite or so small that its squares are subnormal (|x|_2 would come out low): no
+  // bound holds, every row exactly
+  int nc = xn <= FLT_MAX && ss >= 0x1p-96f ? 0 : LM_CAND_CAP + 1;
   for (int i0 = 0; i0 < np; i0 += NWARPS * WARP_PIECES) {
     const int i = i0 + warp * WARP_PIECES;
     if (i < np) {
@@ -127,7 +130,8 @@ __device__ __forceinline__ void lm_head_bounded(const Args& a, Loader& ld, int r
 #pragma unroll
       for (int m = 0; m < 8; ++m) {
         const float dot = warp_sum(acc[m]);
-        const float sc = __shfl_sync(~0u, qs.x, m), e = __shfl_sync(~0u, qs.y, m) * xn;
+        // (+ 2^-120, lm_bound.py ABS_SLACK: both sums' products that fall below the normal range)
+        const float sc = __shfl_sync(~0u, qs.x, m), e = fmaf(__shfl_sync(~0u, qs.y, m), xn, 0x1p-120f);
         if (2 * i + m < n) {
           const float s = sc * dot, up = s + e;
           low = fmaxf(low, s - e);  // (NaN: kept out; a row with a NaN bound is never a candidate)
@@ -173,7 +177,6 @@ __device__ __forceinline__ void lm_head_bounded(const Args& a, Loader& ld, int r
         lm_exact_rows(a, r0, rows, valid, xs, wv, best, besti);
       }
   }
-  sync_warps();  // (SM_RED: the block's results next)
 }
 
 // (MANY: a many-token launch's kernel, which writes no trace, stamps or logits: compiled out there)
