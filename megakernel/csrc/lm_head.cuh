@@ -68,7 +68,9 @@ __device__ __forceinline__ void lane_x16(const float* xs, int c, int lane, float
   }
 }
 // rows[r] (of the block's slice from r0) for each r with bit r of `valid` set, exactly as the bf16 pass (matvec_rows)
-// computes them, into the warp's best (every lane the same; a row not valid is loaded, not used)
+// computes them, into the warp's best (every lane the same; a row not valid is loaded, not used). (NCH: PIECE_STEPS
+// where the build has the pass; 1 elsewhere, where this never runs and a wider row's dot_regs would not compile)
+constexpr int LM_NCH = LM_I8 ? PIECE_STEPS : 1;
 __device__ __forceinline__ void lm_exact_rows(const Args& a, int r0, const int (&rows)[4], unsigned valid, const float* xs,
                                               uint4 (&wv)[16], float& best, int& besti) {
   if (!valid) return;
@@ -77,10 +79,10 @@ __device__ __forceinline__ void lm_exact_rows(const Args& a, int r0, const int (
   for (int r = 0; r < 4; ++r) {
     const uint16_t* w = a.lm_head + (size_t)(r0 + rows[r]) * D;
 #pragma unroll
-    for (int c = 0; c < PIECE_STEPS; ++c) wv[r * PIECE_STEPS + c] = ld_w(w + (c * 32 + lane) * 8);
+    for (int c = 0; c < LM_NCH; ++c) wv[r * LM_NCH + c] = ld_w(w + (c * 32 + lane) * 8);
   }
   float acc[4];
-  dot_regs<PIECE_STEPS, 4, 1, 1>(wv, xs, lane, acc);
+  dot_regs<LM_NCH, 4, 1, 1>(wv, xs, lane, acc);
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const float v = bfr(acc[r]);
@@ -90,7 +92,7 @@ __device__ __forceinline__ void lm_exact_rows(const Args& a, int r0, const int (
 template <class Loader>
 __device__ __forceinline__ void lm_head_bounded(const Args& a, Loader& ld, int r0, int n, const float* xs, uint4 (&wv)[16],
                                                 uint8_t* sm, float& best, int& besti) {
-  static_assert(LM_I8 && PIECE_STEPS == 4 && WARP_PIECES == 4 && D_PIECES == 1, "lm_head_bounded: the 0.8B's pieces");
+  static_assert(!LM_I8 || (PIECE_STEPS == 4 && WARP_PIECES == 4 && D_PIECES == 1), "lm_head_bounded: the 0.8B's pieces");
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   uint2* cand = reinterpret_cast<uint2*>(sm + SM_LM_CAND) + warp * LM_CAND_CAP;  // {row in the slice, its upper bound's bits}
   float* lows = reinterpret_cast<float*>(sm + SM_RED) + NWARPS;                   // each warp's best lower bound
