@@ -77,7 +77,7 @@ static_assert(SM_DN_V + 64 <= sm_end(1) && SM_DN_Z + 4 * DN_DV <= sm_end(2), "sm
 // batch 1's lm_head from its int8 rows (lm_head.cuh lm_head_bounded): each warp's candidate rows after batch 1's input
 // vector, [NWARPS][LM_CAND_CAP] {row, bound} (the attention core's area, unused in the lm_head)
 constexpr int SM_LM_CAND = SM_XS + xs_bytes(1);
-static_assert(SM_LM_CAND + NWARPS * LM_CAND_CAP * 8 <= sm_end(1), "smem: the lm_head's candidate rows");
+static_assert(!LM_I8 || SM_LM_CAND + NWARPS * LM_CAND_CAP * 8 <= sm_end(1), "smem: the lm_head's candidate rows");
 static_assert(FA_GROUP == 4, "attention: a unit's 4 q heads (two per warp half)");
 
 // ---- bf16 bits and small math ----------------------------------------------------------------
