@@ -271,6 +271,47 @@ def test_megakernel_batch_bits_on_any_grid(gpu_tier, B):
 
 
 @pytest.mark.parametrize("B", [b for b in BATCHES if b > 1])
+def test_megakernel_int8_argmax_of_a_batch(gpu_tier, B):
+    """A batch's greedy argmax from the lm_head's int8 copy (lm_head.cuh lm_head_bounded_batch) gives the
+    bf16 rows' argmax for every row: 40 steps a launch each and in one many-token launch, against
+    lm_argmax="bf16", on 132 and 96 blocks; each step's ids are the argmax of that step's logits (every
+    bf16 row); then with the copy's scales negated and its bounds zero the ids change (the int8 pass ran)."""
+    tier = rows_tier(gpu_tier, "megakernel", B)
+    if tier.lm_q is None:
+        pytest.skip("this build has no int8 lm_head pass")
+    with variant_restored(tier):
+        state, first = prefilled(tier, B)
+        ids0 = first.argmax(-1)
+        runs = {}
+        for grid in (tier.max_grid, 96):
+            tier.grid = grid
+            for mode in ("int8", "bf16"):
+                tier.lm_argmax = mode
+                st, ids, got = tier.clone_state(state), ids0, []
+                for _ in range(40):
+                    ids = tier.decode_argmax(ids, st)
+                    got.append(ids.tolist())
+                runs[(grid, mode)] = got
+                runs[(grid, mode, "one launch")] = tier.decode_greedy(ids0, tier.clone_state(state), 40).tolist()
+        want = runs[(tier.max_grid, "bf16")]
+        for key, got in runs.items():
+            assert got == want, key
+        tier.grid, tier.lm_argmax = tier.max_grid, "int8"
+        st, ids = tier.clone_state(state), ids0
+        for step in range(6):
+            logits = tier.decode(ids, tier.clone_state(st))
+            ids = tier.decode_argmax(ids, st)
+            assert ids.tolist() == logits.argmax(-1).tolist(), step
+        saved = tier.lm_qs.clone()
+        try:
+            tier.lm_qs[:, 0].neg_()
+            tier.lm_qs[:, 1].zero_()
+            assert tier.decode_argmax(ids0, tier.clone_state(state)).tolist() != want[0]
+        finally:
+            tier.lm_qs.copy_(saved)
+
+
+@pytest.mark.parametrize("B", [b for b in BATCHES if b > 1])
 def test_megakernel_batch_poison_proof(gpu_tier, B):
     """The batch kernels with NaN in the whole workspace, the outputs and the cache rows past every
     row's position before each step (debug_poison): the same logits, trace, state and fused argmax

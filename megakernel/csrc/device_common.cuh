@@ -67,7 +67,12 @@ constexpr int xs_bytes(int nb) { return nb > 1 ? 4 * D * nb : 2 * XS_K1 > 4 * D 
 constexpr int PART_TILE = 8 * 16;
 constexpr int sm_part(int nb) { return SM_XS + xs_bytes(nb); }
 constexpr int sm_xs_end(int nb) { return nb > 1 ? sm_part(nb) + 4 * NWARPS * PART_TILE : sm_part(nb); }
-constexpr int sm_end(int nb) { return sm_xs_end(nb) > SM_END_AT ? sm_xs_end(nb) : SM_END_AT; }
+// a batch's int8 argmax (lm_head.cuh lm_head_bounded_batch): [8] lower bounds, [8] counts, [8] norms, [8][LM_BATCH_CAP]
+// candidates, after the partial tiles
+constexpr int LM_BATCH_BYTES = LM_I8 ? 3 * 8 * 4 + 8 * LM_BATCH_CAP * 8 : 0;
+constexpr int sm_lm_batch(int nb) { return sm_xs_end(nb); }
+constexpr int sm_used(int nb) { return nb > 1 ? sm_xs_end(nb) + LM_BATCH_BYTES : sm_xs_end(nb); }
+constexpr int sm_end(int nb) { return sm_used(nb) > SM_END_AT ? sm_used(nb) : SM_END_AT; }
 // the ring: its mbarriers (RING_MAX_SLOTS "full", then RING_MAX_SLOTS "empty": fixed offsets, so their
 // addresses are constants, not registers), then its slots
 constexpr int sm_ring(int nb) { return (sm_end(nb) + 127) & ~127; }

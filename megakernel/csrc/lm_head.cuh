@@ -181,6 +181,174 @@ __device__ __forceinline__ void lm_head_bounded(const Args& a, Loader& ld, int r
   }
 }
 
+// ---- a batch's greedy argmax from the int8 rows (NB >= 2; the same selection as lm_head_bounded, per batch row) ----
+// Pass 1 on the tensor cores: an item is 8 ring chunks = 128 int8 rows (16 a chunk, two a 2 KB piece); warp w: chunk
+// w / 2 as one 16-row tile, k half w % 2 (512 k: 16 blocks of 32); lane 4 g + t: the tile's rows g and g + 8, 8 bytes
+// at k0 + 8 t of each 32 (turned into bf16 pairs exactly: |q| <= 127) against batch row g's hi and lo planes (the
+// bf16 pass's mma sequence). Thread 64 b + j: batch row b's rows j and j + 64 of the item: the two halves' sum, the
+// bounds, its candidates (a shared list a batch row, LM_BATCH_CAP; the lower bounds' max a batch row in shared
+// memory, raised after each item). Pass 2: the candidates 64 at a time, 4 tiles of 16 rows, each tile's rows read
+// from global memory by 4 warps (k quarters) in the bf16 pass's (mma_rows) lanes and mma order, the quarters summed in
+// its order: the bf16 pass's logits, bit for bit; thread 64 b + (e % 64) takes entry e when it is batch row b's.
+__device__ __forceinline__ uint32_t lds64_lo(uint32_t addr, uint32_t& hi) {
+  uint32_t lo;
+  asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];" : "=r"(lo), "=r"(hi) : "r"(addr) : "memory");
+  return lo;
+}
+__device__ __forceinline__ float q_of(uint32_t w, int j) {  // byte j of w (q + 128) -> q, exactly
+  return __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7440u + j)) - 8388736.f;
+}
+__device__ __forceinline__ uint4 q8_to_bf16(uint32_t w0, uint32_t w1) {
+  return make_uint4(pack_bf16(q_of(w0, 0), q_of(w0, 1)), pack_bf16(q_of(w0, 2), q_of(w0, 3)),
+                    pack_bf16(q_of(w1, 0), q_of(w1, 1)), pack_bf16(q_of(w1, 2), q_of(w1, 3)));
+}
+// tile_dot's K = D mma sequence (hi, lo planes) on weights given as registers
+__device__ __forceinline__ void mma_split(float (&c)[4], const uint4 wl, const uint4 wh, const uint16_t* x) {
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  const uint4 xh = x ? *reinterpret_cast<const uint4*>(x) : zero;
+  const uint4 xl = x ? *reinterpret_cast<const uint4*>(x + D) : zero;
+  mma_bf16(c, wl.x, wh.x, wl.y, wh.y, xh.x, xh.y);
+  mma_bf16(c, wl.x, wh.x, wl.y, wh.y, xl.x, xl.y);
+  mma_bf16(c, wl.z, wh.z, wl.w, wh.w, xh.z, xh.w);
+  mma_bf16(c, wl.z, wh.z, wl.w, wh.w, xl.z, xl.w);
+}
+__device__ __forceinline__ int ordered(float f) {  // a float's order as an int's (atomicMax)
+  const int k = __float_as_int(f);
+  return k >= 0 ? k : k ^ 0x7fffffff;
+}
+__device__ __forceinline__ float unordered(int k) { return __int_as_float(k >= 0 ? k : k ^ 0x7fffffff); }
+
+template <int NB>
+__device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, int r0, int n, const float* xs, uint8_t* sm,
+                                                      float& best, int& besti) {
+  static_assert(!LM_I8 || (NB <= 8 && NWARPS == 16 && RING_SLOT == 16384), "lm_head_bounded_batch: 16 int8 rows a chunk");
+  const int t = threadIdx.x, warp = t >> 5, lane = t & 31, g = lane >> 2, tq = lane & 3;
+  float* part = batch_partials<NB>();
+  int* low_key = reinterpret_cast<int*>(sm + sm_lm_batch(NB));  // [8] each batch row's best lower bound (ordered)
+  int* count = low_key + 8;                                       // [8] its candidates
+  float* norm = reinterpret_cast<float*>(count + 8);              // [8] |x_b|_2, rounded up
+  uint2* list = reinterpret_cast<uint2*>(norm + 8);               // [8][LM_BATCH_CAP] {row, upper bound's bits}
+  if (warp < NB) {  // batch row `warp`'s |x|_2 (x = hi + lo, what the mma multiplies)
+    const uint16_t* xp = xs_planes(xs, warp);
+    float ss = 0.f;
+    for (int k = lane; k < D; k += 32) {
+      const float v = f16b(xp[k]) + f16b(xp[D + k]);
+      ss = fmaf(v, v, ss);
+    }
+    ss = warp_sum(ss);
+    if (lane == 0) {
+      const bool ok = ss >= 0x1p-96f && ss <= FLT_MAX;  // (else: every row of this batch row exactly)
+      norm[warp] = sqrtf(ss) * (1.f + 1.f / 4096);
+      low_key[warp] = ordered(-INFINITY);
+      count[warp] = ok ? 0 : LM_BATCH_CAP + 1;
+    }
+  }
+  sync_warps();
+  const int b = t >> 6, j = t & 63;  // the epilogue's batch row and item rows j, j + 64
+  const float xn = b < NB ? norm[b] : 0.f;
+  const int np = (n + 1) / 2;
+  {
+    const int tile = warp >> 1, k0 = (warp & 1) * (D / 2) + 8 * tq;
+    const uint16_t* x = g < NB ? xs_planes(xs, g) + k0 : nullptr;
+    for (int i0 = 0; i0 < np; i0 += 8 * CHUNK_PIECES) {
+      const int pieces = min(8 * CHUNK_PIECES, np - i0);
+      float c[4] = {0.f, 0.f, 0.f, 0.f};
+      if (tile * CHUNK_PIECES < pieces) {
+        const uint32_t ch = chunk_wait(s, tile);
+        // tile rows g, g + 8: pieces g / 2, g / 2 + 4, halves g % 2 (a piece: 2 KB, two rows)
+        const uint32_t wlo = ch + (g >> 1) * 2048 + (g & 1) * 1024 + k0, whi = wlo + 4 * 2048;
+#pragma unroll 4
+        for (int kb = 0; kb < D / 2 / 32; ++kb) {
+          uint32_t l1, h1;
+          const uint32_t l0 = lds64_lo(wlo + kb * 32, l1), h0 = lds64_lo(whi + kb * 32, h1);
+          mma_split(c, q8_to_bf16(l0, l1), q8_to_bf16(h0, h1), x ? x + kb * 32 : nullptr);
+        }
+      }
+      put_partial(part, c);
+      chunks_done(s, (pieces + CHUNK_PIECES - 1) / CHUNK_PIECES);
+      float low = -INFINITY;
+      if (b < NB) {
+        const float known = unordered(low_key[b]);  // (the items before this one's)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int R = j + 64 * h, row = 2 * i0 + R, tl = R >> 4, tr = R & 15;
+          if (row < n) {
+            const float dot = part[(2 * tl) * PART_TILE + b * 16 + tr] + part[(2 * tl + 1) * PART_TILE + b * 16 + tr];
+            const float2 qs = __ldg(a.lm_qs + r0 + row);
+            const float sv = qs.x * dot, e = fmaf(qs.y, xn, 0x1p-120f), up = sv + e;
+            low = fmaxf(low, sv - e);
+            if (bfr(up) >= bfr(fmaxf(low, known))) {
+              const int at = atomicAdd(count + b, 1);
+              if (at < LM_BATCH_CAP) list[b * LM_BATCH_CAP + at] = make_uint2(row, __float_as_uint(up));
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int o = 16; o; o >>= 1) low = fmaxf(low, __shfl_xor_sync(~0u, low, o));
+      if (b < NB && lane == 0) atomicMax(low_key + b, ordered(low));
+      sync_warps();  // (part: the next item's; the lower bounds and lists in)
+    }
+  }
+  // pass 2: entry e of batch row bb: its list's entry e (or, past LM_BATCH_CAP, row e of the slice)
+  int total = 0, my_start = 0, my_end = 0;  // (my_: this thread's batch row b's entries)
+#pragma unroll
+  for (int bb = 0; bb < NB; ++bb) {
+    const int c = count[bb];
+    if (bb == b) my_start = total;
+    total += c > LM_BATCH_CAP ? n : c;
+    if (bb == b) my_end = total;
+  }
+  const float lbr = b < NB ? bfr(unordered(low_key[b])) : 0.f;
+  const int tile = warp >> 2, k0 = (warp & 3) * (D / 4) + 8 * tq;
+  const uint16_t* x = g < NB ? xs_planes(xs, g) + k0 : nullptr;
+  for (int e0 = 0; e0 < total; e0 += 64) {
+    // this lane's tile rows g, g + 8: entries e0 + 16 tile + g (+ 8) -> their rows
+    int rows2[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int e = e0 + 16 * tile + g + 8 * h;
+      int row = 0;
+      if (e < total) {
+        int k = e;  // the entry within its batch row's
+        for (int bb = 0; bb < NB; ++bb) {
+          const int c = count[bb], m = c > LM_BATCH_CAP ? n : c;
+          if (k < m) {
+            row = c > LM_BATCH_CAP ? k : (int)list[bb * LM_BATCH_CAP + k].x;
+            break;
+          }
+          k -= m;
+        }
+      }
+      rows2[h] = row;
+    }
+    float c[4] = {0.f, 0.f, 0.f, 0.f};
+    const uint16_t* wl = a.lm_head + (size_t)(r0 + rows2[0]) * D + k0;
+    const uint16_t* wh = a.lm_head + (size_t)(r0 + rows2[1]) * D + k0;
+#pragma unroll
+    for (int k4 = 0; k4 < 8; k4 += 4) {  // (tile_dot's groups of 4 blocks; the mmas in its order)
+      uint4 lo[4], hi[4];
+#pragma unroll
+      for (int kb = 0; kb < 4; ++kb) { lo[kb] = ld_w(wl + (k4 + kb) * 32); hi[kb] = ld_w(wh + (k4 + kb) * 32); }
+#pragma unroll
+      for (int kb = 0; kb < 4; ++kb) mma_split(c, lo[kb], hi[kb], x ? x + (k4 + kb) * 32 : nullptr);
+    }
+    put_partial(part, c);
+    sync_warps();
+    const int e = e0 + j;
+    if (b < NB && e >= my_start && e < my_end) {
+      const int k = e - my_start;
+      const bool all = count[b] > LM_BATCH_CAP;
+      const uint2 cd = all ? make_uint2(k, 0u) : list[b * LM_BATCH_CAP + k];
+      if (all || bfr(__uint_as_float(cd.y)) >= lbr) {
+        const float v = bfr(quarter_sum(part + (j >> 4) * 4 * PART_TILE + b * 16 + (j & 15)));
+        if (better(v, r0 + (int)cd.x, best, besti)) { best = v; besti = r0 + (int)cd.x; }
+      }
+    }
+    sync_warps();  // (part: the next round's)
+  }
+}
+
 // (MANY: a many-token launch's kernel, which writes no trace, stamps or logits: compiled out there)
 template <int NB, bool MANY, class Loader>
 __device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
@@ -224,8 +392,11 @@ __device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, ui
   };
   if (MANY && a.temperature > 0.f) {
     if constexpr (MANY) pass(std::true_type{});
-  } else if (NB == 1 && lm_bounded(a)) {
-    if constexpr (NB == 1 && LM_I8 && std::is_same_v<Loader, RingLoader>) lm_head_bounded(a, ld, r0, n, xs, wv, sm, best, besti);
+  } else if (lm_bounded(a)) {
+    if constexpr (LM_I8 && std::is_same_v<Loader, RingLoader>) {
+      if constexpr (NB == 1) lm_head_bounded(a, ld, r0, n, xs, wv, sm, best, besti);
+      else lm_head_bounded_batch<NB>(a, ld.s, r0, n, xs, sm, best, besti);
+    }
   } else {
     pass(std::false_type{});
   }

@@ -69,11 +69,10 @@ __device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const A
   return {a.k_cache + head, a.v_cache + head, p1 - p0, ATT_RING_ROWS, FA_HD};
 }
 
-// Whether this launch's lm_head reads the int8 rows (lm_head.cuh lm_head_bounded): the ring schedule's greedy argmax
-// of one row with no logits asked for, where the tier passed them. The same for every block, warp and the producer.
+// Whether this launch's lm_head reads the int8 rows (lm_head.cuh lm_head_bounded, _batch): the ring schedule's greedy
+// argmax with no logits asked for, where the tier passed them. The same for every block, warp and the producer.
 __device__ __forceinline__ bool lm_bounded(const Args& a) {
-  return LM_I8 && a.lm_q != nullptr && a.batch == 1 && a.schedule == SCHEDULE_RING && a.logits == nullptr &&
-         !(a.temperature > 0.f);
+  return LM_I8 && a.lm_q != nullptr && a.schedule == SCHEDULE_RING && a.logits == nullptr && !(a.temperature > 0.f);
 }
 
 // (step: of the launch; only an attention core's slice depends on it)

@@ -167,6 +167,7 @@ constexpr int GATE_UP_PER_CHUNK = CHUNK_PIECES / 2;  // gate/up pieces a chunk: 
 // D = 1024 only): a ring piece (PIECE bf16, 2 KB) carries two int8 rows, a warp's item of 4 pieces 8 rows.
 constexpr bool LM_I8 = !ROW_PIECES && D == 1024 && WARP_PIECES == 4;
 constexpr int LM_CAND_CAP = 32;  // a warp's candidate rows (lm_head_bounded); more: the warp's rows all exactly
+constexpr int LM_BATCH_CAP = 64;  // a batch row's candidate rows in a block (lm_head_bounded_batch); more: all its rows exactly
 
 // the weight ring (the default schedule): slots of RING_SLOT bytes in shared memory: 16 KB (the 0.8B: 8
 // rows of K = 1024, 4 of K = 2048, 2 of K = 3584; 16 positions of an attention core's K and V rows), or a
