@@ -266,29 +266,40 @@ __device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, 
       }
       put_partial(part, c);
       chunks_done(s, (pieces + CHUNK_PIECES - 1) / CHUNK_PIECES);
-      float low = -INFINITY;
-      if (b < NB) {
-        const float known = unordered(low_key[b]);  // (the items before this one's)
+      // the item's rows' bounds; the batch row's best lower bound raised by them first (its 64 threads' max); then the
+      // rows whose upper bound reaches it (a filter against a thread's own rows alone kept every first row)
+      float sv[2], e[2], low = -INFINITY;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int R = j + 64 * h, row = 2 * i0 + R, tl = R >> 4, tr = R & 15;
-          if (row < n) {
-            const float dot = part[(2 * tl) * PART_TILE + b * 16 + tr] + part[(2 * tl + 1) * PART_TILE + b * 16 + tr];
-            const float2 qs = __ldg(a.lm_qs + r0 + row);
-            const float sv = qs.x * dot, e = fmaf(qs.y, xn, 0x1p-120f), up = sv + e;
-            low = fmaxf(low, sv - e);
-            if (bfr(up) >= bfr(fmaxf(low, known))) {
-              const int at = atomicAdd(count + b, 1);
-              if (at < LM_BATCH_CAP) list[b * LM_BATCH_CAP + at] = make_uint2(row, __float_as_uint(up));
-            }
-          }
+      for (int h = 0; h < 2; ++h) {
+        const int R = j + 64 * h, row = 2 * i0 + R, tl = R >> 4, tr = R & 15;
+        sv[h] = -INFINITY;
+        e[h] = 0.f;
+        if (b < NB && row < n) {
+          const float dot = part[(2 * tl) * PART_TILE + b * 16 + tr] + part[(2 * tl + 1) * PART_TILE + b * 16 + tr];
+          const float2 qs = __ldg(a.lm_qs + r0 + row);
+          sv[h] = qs.x * dot;
+          e[h] = fmaf(qs.y, xn, 0x1p-120f);
+          low = fmaxf(low, sv[h] - e[h]);
         }
       }
 #pragma unroll
       for (int o = 16; o; o >>= 1) low = fmaxf(low, __shfl_xor_sync(~0u, low, o));
       if (b < NB && lane == 0) atomicMax(low_key + b, ordered(low));
-      sync_warps();  // (part: the next item's; the lower bounds and lists in)
+      sync_warps();  // (the lower bounds in; part read: the next item's)
+      if (b < NB) {
+        const float lr = bfr(unordered(low_key[b]));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = 2 * i0 + j + 64 * h;
+          const float up = sv[h] + e[h];
+          if (row < n && bfr(up) >= lr) {  // (NaN: never)
+            const int at = atomicAdd(count + b, 1);
+            if (at < LM_BATCH_CAP) list[b * LM_BATCH_CAP + at] = make_uint2(row, __float_as_uint(up));
+          }
+        }
+      }
     }
+    sync_warps();  // (the lists in)
   }
   // pass 2: entry e of batch row bb: its list's entry e (or, past LM_BATCH_CAP, row e of the slice)
   int total = 0, my_start = 0, my_end = 0;  // (my_: this thread's batch row b's entries)
