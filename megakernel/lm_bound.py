@@ -1,5 +1,5 @@
-"""Batch 1's greedy argmax from an int8 copy of the lm_head (csrc/lm_head.cuh lm_head_bounded): the
-argmax of the bf16 logits, read from half the bytes.
+"""The greedy argmax from an int8 copy of the lm_head (csrc/lm_head.cuh lm_head_bounded at batch 1,
+lm_head_bounded_batch for a batch, per row): the argmax of the bf16 logits, read from half the bytes.
 
 The lm_head is the step's largest matrix (the 0.8B: 248,320 x 1,024 bf16, 508 MB of a step's 1.5 GB).
 The greedy argmax needs the largest logit, not every logit: row r's int8 copy q_r (per-row scale s_r)

@@ -7,7 +7,7 @@ another size's build has its own namespace, `qwen35_megakernel_<shape tag>`, meg
            workspace!, sync!, token, next_token!, fault!, logits!, trace!, times!, stream!,
            pos[B], positions_per_split, steps, stop_ids, grid, schedule, ring_slots, stop_after) -> ()
         `steps` decode steps of B = dn_state.shape[0] rows (lm_head: the embedding where the config ties them;
-        lm_q, lm_qs: its int8 copy for batch 1's argmax, megakernel/lm_bound.py, or both empty), row b at position pos[b] at the first
+        lm_q, lm_qs: its int8 copy for the greedy argmax, megakernel/lm_bound.py, or both empty), row b at position pos[b] at the first
         (csrc/megakernel.cu), each later step fed the last one's argmax; next_token [steps, B];
         ends after the step where every row has produced one of stop_ids. `!` marks what it
         writes. logits / trace / times (one-step launches) and stream (pinned host memory

@@ -47,7 +47,7 @@ SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh defaults to
 PREFILL_PATHS = ("fast", "reference")
 SCHEDULES = ("ring", "register", "stream-only")  # csrc/shapes.cuh Schedule, in its order
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head (NOTES.md v9)
-# what batch 1's greedy argmax reads of the lm_head: "int8", its int8 copy and the few rows that copy cannot rule
+# what the greedy argmax (any batch) reads of the lm_head: "int8", its int8 copy and the few rows that copy cannot rule
 # out (megakernel/lm_bound.py: the same argmax from half the bytes; where the build has it, LM_I8), or "bf16", every row
 LM_ARGMAX = ("int8", "bf16")
 
@@ -176,7 +176,7 @@ class MegakernelTier(Tier):
     per_row_positions = True  # each row's position, split-K and caches are its own (Args::pos, nsplit)
     # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
     # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split,
-    # what batch 1's greedy argmax reads of the lm_head (LM_ARGMAX)
+    # what the greedy argmax reads of the lm_head (LM_ARGMAX)
     variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split", "prefill_delta_rule", "lm_argmax")
     positions_per_split = ATT_POSITIONS_PER_SPLIT
 
@@ -306,7 +306,7 @@ class MegakernelTier(Tier):
         self.lm_head_weight = self.weights.get("lm_head.weight", self.weights["model.embed_tokens.weight"])
         self.weights["model.norm.weight"] = put("model.norm.weight")
         k = self.k
-        # batch 1's greedy argmax reads the lm_head's int8 copy where the build has that pass (megakernel/lm_bound.py)
+        # the greedy argmax reads the lm_head's int8 copy where the build has that pass (megakernel/lm_bound.py)
         self.lm_q, self.lm_qs = lm_bound.quantize(self.lm_head_weight) if k.LM_I8 else (None, None)
         self._lm_version = self.lm_head_weight._version  # (a head changed in place is copied again: _check_variant)
         self.lm_argmax = "int8" if k.LM_I8 else "bf16"

@@ -1,7 +1,7 @@
 // The last phase: final norm, the lm_head (the tied embedding's VOCAB rows) and the greedy argmax
 // (reference: ops.rms_norm, ops.lm_head, then torch.argmax: ties go to the lowest index).
-//   every block   xs[b] = norm(hidden[b]) per batch row b; its vocabulary rows (matvec_rows; batch 1's argmax
-//                 with no logits asked for: lm_head_bounded, from their int8 copy); the
+//   every block   xs[b] = norm(hidden[b]) per batch row b; its vocabulary rows (matvec_rows; the greedy argmax
+//                 with no logits asked for: lm_head_bounded(_batch), from their int8 copy); the
 //                 logits (bf16-rounded, fp32 out) when asked; each warp's best (value, index) (at
 //                 batch 1 of its rows; with a batch, warps 2b and 2b+1 see all of row b's), then the
 //                 block's (thread b: row b), in the workspace's amax areas

@@ -56,7 +56,7 @@ struct Args {
   int schedule;               // Schedule
   int ring_slots;             // the ring's slots (RING_MIN_SLOTS..the most configure() found room for)
   const uint16_t* lm_head;    // [VOCAB][D] bf16: the tier passes the embedding itself where the config ties them (shapes.cuh TIED)
-  // the lm_head as int8 for the greedy argmax at batch 1 (LM_I8; lm_head.cuh lm_head_bounded), or null: the bf16 rows only
+  // the lm_head as int8 for the greedy argmax (LM_I8; lm_head.cuh lm_head_bounded, _batch), or null: the bf16 rows only
   const uint16_t* lm_q;       // [VOCAB + 1][D] uint8, q + 128 (q = round(w / scale) in [-127, 127]; the last row zeros), read as
                               //   pieces of PIECE bf16 (two rows each)
   const float2* lm_qs;        // [VOCAB] {scale, err}: |w . x - scale q . x| (as the kernel sums them in fp32) <= err |x|_2

@@ -10,7 +10,7 @@
 //           = 5 l + 2   out-proj   every block: its rows of the out-projection, + the residual
 //           = 5 l + 3   gate/up    every block: norm(hidden), its units of silu(gate) * up
 //           = 5 l + 4   down       every block: its rows of the down projection, + the residual
-//           = NPHASES-1 lm_head    every block: its vocabulary rows (batch 1's argmax: their int8 copy), its best logit;
+//           = NPHASES-1 lm_head    every block: its vocabulary rows (the greedy argmax: their int8 copy), its best logit;
 //                                  the last block the argmax
 // A grid barrier follows every layer phase (grid_sync.cuh).
 #pragma once
