@@ -406,7 +406,7 @@ __device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, ui
   } else if (lm_bounded(a)) {
     if constexpr (LM_I8 && std::is_same_v<Loader, RingLoader>) {
       if constexpr (NB == 1) lm_head_bounded(a, ld, r0, n, xs, wv, sm, best, besti);
-      else lm_head_bounded_batch<NB>(a, ld.s, r0, n, xs, sm, best, besti);
+      else if constexpr (LM_I8_BATCH) lm_head_bounded_batch<NB>(a, ld.s, r0, n, xs, sm, best, besti);
     }
   } else {
     pass(std::false_type{});
