@@ -302,6 +302,8 @@ def test_megakernel_int8_argmax_of_a_batch(gpu_tier, B):
             logits = tier.decode(ids, tier.clone_state(st))
             ids = tier.decode_argmax(ids, st)
             assert ids.tolist() == logits.argmax(-1).tolist(), step
+        if torch.cuda.get_device_capability(tier.device)[0] < 9:
+            return  # (a batch's int8 pass is compiled for Hopper only: schedule.cuh LM_I8_BATCH; elsewhere every bf16 row)
         saved = tier.lm_qs.clone()
         try:
             tier.lm_qs[:, 0].neg_()
