@@ -115,3 +115,67 @@ def test_few_rows_left_on_the_built_in_head():
         got, computed = lm_bound.argmax(w, q, sc, x)
         assert got == exact_argmax(w, x)
         assert computed <= 64, computed
+
+
+def f32_fma(a, b, c):
+    """fmaf in float32 (the product exact in float64, one rounding of the sum: at most a double rounding off)."""
+    import numpy as np
+
+    return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+
+
+def warp_sum(lanes):
+    """device_common.cuh warp_sum: the xor butterfly over 32 lanes (axis 0), in float32."""
+    v = lanes.copy()
+    for o in (16, 8, 4, 2, 1):
+        v = (v + v[[l ^ o for l in range(32)]]).astype(v.dtype)
+    return v[0]
+
+
+@pytest.mark.parametrize("case", ["gaussian", "spiky x", "wide rows", "tiny x"])
+def test_the_bound_holds_in_the_kernels_fp32_order(case):
+    """Both of batch 1's sums as the kernel orders them in fp32 (lm_head_bounded: lane l's 16 k of each half,
+    16 l .. and 512 + 16 l .., fma after fma, then the butterfly, times the scale; the bf16 pass: lane l's 8 k
+    of each quarter, 8 (32 c + l) .., dot8's fmas, the butterfly) against the bound the kernel uses: err_r |x|_2
+    (1 + 2^-12) + 2^-120. The float64 test above checks the rounding's part; this the fp32 sums' allowance."""
+    import numpy as np
+
+    D, V = 1024, 600
+    g = torch.Generator().manual_seed({"gaussian": 1, "spiky x": 2, "wide rows": 3, "tiny x": 4}[case])
+    w = matrix(7, V, D, spread=30.0 if case == "wide rows" else 1.0)
+    if case == "wide rows":
+        w[:, :8] *= 15
+    x = torch.randn(D, generator=g)
+    if case == "spiky x":
+        x[:3] *= 300
+    if case == "tiny x":
+        x *= 2.0 ** -40
+    q, sc = lm_bound.quantize(w)
+    W, X = w.float().numpy(), x.numpy().astype(np.float32)
+    Q = (q[:-1].numpy().astype(np.float32) - lm_bound.Q_OFFSET)
+    # the bf16 pass: lane l, c = 0..3, j = 0..7: k = 8 (32 c + l) + j
+    acc = np.zeros((32, V), np.float32)
+    for c in range(4):
+        for j in range(8):
+            k = 8 * (32 * c + np.arange(32)) + j
+            acc = f32_fma(W[:, k].T, X[k][:, None], acc)
+    exact = warp_sum(acc)
+    # the int8 pass: lane l, h = 0, 1, j = 0..15: k = 512 h + 16 l + j
+    acc = np.zeros((32, V), np.float32)
+    for h in range(2):
+        for j in range(16):
+            k = 512 * h + 16 * np.arange(32) + j
+            acc = f32_fma(Q[:, k].T, X[k][:, None], acc)
+    approx = (sc[:, 0].numpy() * warp_sum(acc)).astype(np.float32)
+    ss = np.zeros(32, np.float32)  # |x|_2^2 as the kernel sums it: lane l's 32 x in the same order, then the butterfly
+    for h in range(2):
+        for j in range(16):
+            k = 512 * h + 16 * np.arange(32) + j
+            ss = f32_fma(X[k], X[k], ss)
+    ss = warp_sum(ss)
+    if not ss >= lm_bound.SMALL:
+        return  # (the kernel takes every row exactly)
+    xn = np.float32(np.sqrt(ss) * np.float32(1 + 2.0 ** -12))
+    e = f32_fma(sc[:, 1].numpy(), np.full(V, xn, np.float32), np.full(V, 2.0 ** -120, np.float32))
+    gap = np.abs(exact.astype(np.float64) - approx.astype(np.float64))
+    assert np.all(gap <= e), float((gap - e).max())
