@@ -49,13 +49,15 @@ __device__ __forceinline__ float sampling_key(float logit, float inv_t, uint32_t
 //   lane 0 of warp w: its candidate rows in SM_LM_CAND; pass 2 takes them 4 at a time (a warp with more than
 //     LM_CAND_CAP takes all its rows exactly: correct, slower; not seen on the built-in weights).
 // int8 to fp32: prmt puts byte q + 128 under 0x4B00_0000 (the float 2^23 + q + 128, exactly), one fadd takes 2^23 + 128 off.
+__device__ __forceinline__ float q_of(uint32_t w, int j) {  // byte j of w (q + 128) -> q, exactly
+  return __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7440u + j)) - 8388736.f;
+}
 __device__ __forceinline__ float dot16_u8(const uint4 w, const float (&x)[16], float acc) {
   const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      acc = fmaf(__int_as_float((int)__byte_perm(ws[i], 0x4B000000u, 0x7440u + j)) - 8388736.f, x[4 * i + j], acc);
+    for (int j = 0; j < 4; ++j) acc = fmaf(q_of(ws[i], j), x[4 * i + j], acc);
   return acc;
 }
 // this lane's 16 x of step c: k = 512 (c & 1) + 16 lane .. + 15 (xs_slot keeps each aligned 4 together and in order)
@@ -195,14 +197,9 @@ __device__ __forceinline__ uint32_t lds64_lo(uint32_t addr, uint32_t& hi) {
   asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];" : "=r"(lo), "=r"(hi) : "r"(addr) : "memory");
   return lo;
 }
-__device__ __forceinline__ float q_of(uint32_t w, int j) {  // byte j of w (q + 128) -> q, exactly
-  return __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7440u + j)) - 8388736.f;
-}
-__device__ __forceinline__ uint4 q8_to_bf16(uint32_t w0, uint32_t w1) {
-  return make_uint4(pack_bf16(q_of(w0, 0), q_of(w0, 1)), pack_bf16(q_of(w0, 2), q_of(w0, 3)),
-                    pack_bf16(q_of(w1, 0), q_of(w1, 1)), pack_bf16(q_of(w1, 2), q_of(w1, 3)));
-}
-// tile_dot's K = D mma sequence (hi, lo planes) on weights given as registers
+// tile_dot's K = D mma sequence (matvec_mma.cuh: hi, lo planes) on weights given as registers. (Written out again:
+// tile_dot calling this changed ptxas' allocation of every batch kernel, B = 3-5's one-step kernels then spilling,
+// s34; pass 2's bits depend on the two staying the same sequence.)
 __device__ __forceinline__ void mma_split(float (&c)[4], const uint4 wl, const uint4 wh, const uint16_t* x) {
   const uint4 zero = make_uint4(0, 0, 0, 0);
   const uint4 xh = x ? *reinterpret_cast<const uint4*>(x) : zero;
@@ -211,6 +208,10 @@ __device__ __forceinline__ void mma_split(float (&c)[4], const uint4 wl, const u
   mma_bf16(c, wl.x, wh.x, wl.y, wh.y, xl.x, xl.y);
   mma_bf16(c, wl.z, wh.z, wl.w, wh.w, xh.z, xh.w);
   mma_bf16(c, wl.z, wh.z, wl.w, wh.w, xl.z, xl.w);
+}
+__device__ __forceinline__ uint4 q8_to_bf16(uint32_t w0, uint32_t w1) {
+  return make_uint4(pack_bf16(q_of(w0, 0), q_of(w0, 1)), pack_bf16(q_of(w0, 2), q_of(w0, 3)),
+                    pack_bf16(q_of(w1, 0), q_of(w1, 1)), pack_bf16(q_of(w1, 2), q_of(w1, 3)));
 }
 __device__ __forceinline__ int ordered(float f) {  // a float's order as an int's (atomicMax)
   const int k = __float_as_int(f);
