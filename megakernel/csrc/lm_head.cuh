@@ -189,7 +189,8 @@ __device__ __forceinline__ void lm_head_bounded(const Args& a, Loader& ld, int r
 // at k0 + 8 t of each 32 (turned into bf16 pairs exactly: |q| <= 127) against batch row g's hi and lo planes (the
 // bf16 pass's mma sequence). Thread 64 b + j: batch row b's rows j and j + 64 of the item: the two halves' sum, the
 // bounds, its candidates (a shared list a batch row, LM_BATCH_CAP; the lower bounds' max a batch row in shared
-// memory, raised after each item). Pass 2: the candidates 64 at a time, 4 tiles of 16 rows, each tile's rows read
+// memory, raised after each item); then warp b keeps in batch row b's list only the rows whose upper bound reaches its
+// final best lower bound (after bf16 rounding, as each row was listed). Pass 2: the candidates 64 at a time, 4 tiles of 16 rows, each tile's rows read
 // from global memory by 4 warps (k quarters) in the bf16 pass's (mma_rows) lanes and mma order, the quarters summed in
 // its order: the bf16 pass's logits, bit for bit; thread 64 b + (e % 64) takes entry e when it is batch row b's.
 __device__ __forceinline__ uint32_t lds64_lo(uint32_t addr, uint32_t& hi) {
@@ -302,6 +303,25 @@ __device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, 
     }
     sync_warps();  // (the lists in)
   }
+  // each batch row's list kept to the rows whose upper bound reaches its final best lower bound (a row listed
+  // against an earlier, lower one cannot win): warp b compacts batch row b's, in order, 32 entries a round
+  if (warp < NB && count[warp] <= LM_BATCH_CAP) {
+    const int c = count[warp];
+    const float lr = bfr(unordered(low_key[warp]));
+    uint2* mine = list + warp * LM_BATCH_CAP;
+    int kept = 0;
+    for (int e0 = 0; e0 < c; e0 += 32) {
+      const int e = e0 + lane;
+      const uint2 cd = e < c ? mine[e] : make_uint2(0u, 0u);
+      const bool keep = e < c && bfr(__uint_as_float(cd.y)) >= lr;  // (NaN: never)
+      const unsigned m = __ballot_sync(~0u, keep);
+      __syncwarp();  // (every entry of the round read before any is moved: a kept entry moves to kept + its rank <= e)
+      if (keep) mine[kept + __popc(m & ((1u << lane) - 1u))].x = cd.x;
+      kept += __popc(m);
+    }
+    if (lane == 0) count[warp] = kept;
+  }
+  sync_warps();  // (the kept lists in)
   // pass 2: entry e of batch row bb: its list's entry e (or, past LM_BATCH_CAP, row e of the slice)
   int total = 0, my_start = 0, my_end = 0;  // (my_: this thread's batch row b's entries)
 #pragma unroll
@@ -311,7 +331,6 @@ __device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, 
     total += c > LM_BATCH_CAP ? n : c;
     if (bb == b) my_end = total;
   }
-  const float lbr = b < NB ? bfr(unordered(low_key[b])) : 0.f;
   const int tile = warp >> 2, k0 = (warp & 3) * (D / 4) + 8 * tq;
   const uint16_t* x = g < NB ? xs_planes(xs, g) + k0 : nullptr;
   for (int e0 = 0; e0 < total; e0 += 64) {
@@ -350,12 +369,9 @@ __device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, 
     const int e = e0 + j;
     if (b < NB && e >= my_start && e < my_end) {
       const int k = e - my_start;
-      const bool all = count[b] > LM_BATCH_CAP;
-      const uint2 cd = all ? make_uint2(k, 0u) : list[b * LM_BATCH_CAP + k];
-      if (all || bfr(__uint_as_float(cd.y)) >= lbr) {
-        const float v = bfr(quarter_sum(part + (j >> 4) * 4 * PART_TILE + b * 16 + (j & 15)));
-        if (better(v, r0 + (int)cd.x, best, besti)) { best = v; besti = r0 + (int)cd.x; }
-      }
+      const int row = count[b] > LM_BATCH_CAP ? k : (int)list[b * LM_BATCH_CAP + k].x;
+      const float v = bfr(quarter_sum(part + (j >> 4) * 4 * PART_TILE + b * 16 + (j & 15)));
+      if (better(v, r0 + row, best, besti)) { best = v; besti = r0 + row; }
     }
     sync_warps();  // (part: the next round's)
   }
