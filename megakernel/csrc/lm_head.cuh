@@ -229,7 +229,7 @@ __device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, 
   int* low_key = reinterpret_cast<int*>(sm + sm_lm_batch(NB));  // [8] each batch row's best lower bound (ordered)
   int* count = low_key + 8;                                       // [8] its candidates
   float* norm = reinterpret_cast<float*>(count + 8);              // [8] |x_b|_2, rounded up
-  uint2* list = reinterpret_cast<uint2*>(norm + 8);               // [8][LM_BATCH_CAP] {row, upper bound's bits}
+  uint2* list = reinterpret_cast<uint2*>(norm + 8);               // [8][LM_BATCH_CAP] {row, upper bound's bits} (.y: pass 1 and the compaction only)
   if (warp < NB) {  // batch row `warp`'s |x|_2 (x = hi + lo, what the mma multiplies)
     const uint16_t* xp = xs_planes(xs, warp);
     float ss = 0.f;
