@@ -98,9 +98,10 @@ def test_quantize_refuses_what_it_cannot_copy():
         lm_bound.quantize(torch.zeros(8, dtype=torch.bfloat16))
 
 
-def test_few_rows_left_on_the_built_in_head():
-    """The built-in 0.8B's lm_head (its embedding, seeded random) against hidden states the size the
-    final norm gives: the int8 copy leaves a few rows of 248,320 to compute exactly."""
+@pytest.fixture(scope="module")
+def built_in_head():
+    """The built-in 0.8B's lm_head (its embedding, seeded random), its int8 copy, and hidden states the size the
+    final norm gives (Qwen3.5's RMSNorm: x (1 + w))."""
     from reference import ModelConfig, perturb_norms, random_weights
 
     config = ModelConfig.qwen3_5_0_8b()
@@ -109,12 +110,56 @@ def test_few_rows_left_on_the_built_in_head():
     q, sc = lm_bound.quantize(w)
     norm = weights["model.norm.weight"].float()
     g = torch.Generator().manual_seed(5)
-    for _ in range(3):
+    xs = []
+    for _ in range(4):
         h = torch.randn(config.hidden_size, generator=g)
-        x = h * torch.rsqrt(h.pow(2).mean() + 1e-6) * (1 + norm)  # Qwen3.5's RMSNorm: x (1 + w)
+        xs.append(h * torch.rsqrt(h.pow(2).mean() + 1e-6) * (1 + norm))
+    return w, q, sc, xs
+
+
+def test_few_rows_left_on_the_built_in_head(built_in_head):
+    """Against hidden states the size the final norm gives, the int8 copy leaves a few rows of 248,320 to compute
+    exactly."""
+    w, q, sc, xs = built_in_head
+    for x in xs[:3]:
         got, computed = lm_bound.argmax(w, q, sc, x)
         assert got == exact_argmax(w, x)
         assert computed <= 64, computed
+
+
+def test_a_batch_rows_lists_fit_their_cap_on_the_built_in_head(built_in_head):
+    """lm_head_bounded_batch's lists, as the kernel makes them (a block's slice of the vocabulary at 132 blocks, items
+    of 128 rows, a row listed when its bf16 upper bound reaches the best lower bound so far, its item's included): on
+    the built-in head every block's list fits LM_BATCH_CAP (csrc/shapes.cuh; a list past it sends the block's whole
+    slice, ~1,880 rows, to the exact pass: session 35 measured a cap of 40 at -15% at B = 8; here the lists reach 44),
+    and the rows kept for the exact pass (those reaching the block's final best lower bound, ~700 of ~1,900 listed)
+    hold the argmax."""
+    from test_megakernel import shapes_header
+
+    cap = shapes_header()["LM_BATCH_CAP"]
+    w, q, sc, xs = built_in_head
+    V, G, ITEM = w.shape[0], 132, 128
+    qf = q[:-1].float() - lm_bound.Q_OFFSET
+    for x in xs:
+        approx = sc[:, 0] * (qf @ x)
+        e = sc[:, 1] * (x.norm() * (1 + 2.0 ** -12)) + lm_bound.ABS_SLACK
+        low, up = approx - e, lm_bound.bf16_round(approx + e)
+        exact = lm_bound.bf16_round(w.float() @ x)
+        listed, kept = [], []
+        for blk in range(G):
+            r0, r1 = V * blk // G, V * (blk + 1) // G
+            lr, rows = -float("inf"), []
+            for i0 in range(r0, r1, ITEM):
+                i1 = min(r1, i0 + ITEM)
+                lr = max(lr, float(low[i0:i1].max()))
+                rows.append(i0 + torch.nonzero(up[i0:i1] >= lm_bound.bf16_round(torch.tensor(lr))).flatten())
+            rows = torch.cat(rows)
+            listed.append(rows.numel())
+            kept.append(rows[up[rows] >= lm_bound.bf16_round(torch.tensor(lr))])
+        assert max(listed) <= cap, (max(listed), cap)
+        kept = torch.cat(kept)
+        assert kept.numel() < sum(listed) / 2  # (the compaction's point: most listed rows cannot win)
+        assert int(kept[lm_bound.first_argmax(exact[kept])]) == exact_argmax(w, x)
 
 
 def f32_fma(a, b, c):
