@@ -45,8 +45,8 @@ SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 # token (nvcc 13.0, 2026-11-23); 52 / 68 B on sm_90a since the attention core's __expf (session 20,
 # NOTES v22: it made the ring kernels faster; the register kernel does not run on the H100). The
 # batched ring kernels (B = 2..8, issue 19) spill at most ~24 B since v16 (NOTES: their 200-364 B of
-# spills cost B = 8 10%), so one bound holds for every kernel; B = 8's one-step kernel 68 / 40 B since the batch's
-# int8 argmax (session 34: measured with them, B = 8 +6.2%).
+# spills cost B = 8 10%), so one bound holds for every kernel (B = 8's one-step kernel: 68 / 40 B with session 34's
+# batch int8 argmax, 0 / 0 since session 35 kept its lists to the final bound).
 MAX_SPILL_BYTES = 72
 # The many-token kernels (a launch of many steps, MANY) spill more since the attention core by
 # groups (session 16, NOTES v19): 44-164 B at B = 1..8 on sm_90a (nvcc 13.0), reloaded in the argmax

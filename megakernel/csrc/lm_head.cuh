@@ -48,6 +48,10 @@ __device__ __forceinline__ float sampling_key(float logit, float inv_t, uint32_t
 //     3 the second row's same k, so a lane reads its 16 x of c & 1 once for the item's 8 rows;
 //   lane 0 of warp w: its candidate rows in SM_LM_CAND; pass 2 takes them 4 at a time (a warp with more than
 //     LM_CAND_CAP takes all its rows exactly: correct, slower; not seen on the built-in weights).
+// the bounds' constants (megakernel/lm_bound.py): |x|_2 rounded up by LM_NORM_UP (argmax's 1 + 2^-12); |x|_2^2 below
+// LM_SMALL (SMALL: squares in fp32's subnormal range) or not finite: every row exactly; LM_ABS_SLACK (ABS_SLACK) added
+// to every bound (the sums' products below fp32's normal range)
+constexpr float LM_NORM_UP = 1.f + 1.f / 4096, LM_SMALL = 0x1p-96f, LM_ABS_SLACK = 0x1p-120f;
 // int8 to fp32: prmt puts byte q + 128 under 0x4B00_0000 (the float 2^23 + q + 128, exactly), one fadd takes 2^23 + 128 off.
 __device__ __forceinline__ float q_of(uint32_t w, int j) {  // byte j of w (q + 128) -> q, exactly
   return __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7440u + j)) - 8388736.f;
@@ -106,13 +110,13 @@ __device__ __forceinline__ void lm_head_bounded(const Args& a, Loader& ld, int r
 #pragma unroll
     for (int j = 0; j < 16; ++j) ss = fmaf(x[j], x[j], ss);
   }
-  ss = warp_sum(ss);                               // |x|_2^2 (every lane's 32 x: all of x; lm_bound.py SMALL)
-  const float xn = sqrtf(ss) * (1.f + 1.f / 4096);  // |x|_2, rounded up
+  ss = warp_sum(ss);                       // |x|_2^2 (every lane's 32 x: all of x)
+  const float xn = sqrtf(ss) * LM_NORM_UP;  // |x|_2, rounded up
   const int np = (n + 1) / 2;  // pieces: rows 2 p, 2 p + 1 of the slice
   float low = -INFINITY;       // the warp's best lower bound so far (every lane the same)
   // its candidates so far; x not finite or so small that its squares are subnormal (|x|_2 would come out low): no
   // bound holds, every row exactly
-  int nc = xn <= FLT_MAX && ss >= 0x1p-96f ? 0 : LM_CAND_CAP + 1;
+  int nc = xn <= FLT_MAX && ss >= LM_SMALL ? 0 : LM_CAND_CAP + 1;
   for (int i0 = 0; i0 < np; i0 += NWARPS * WARP_PIECES) {
     const int i = i0 + warp * WARP_PIECES;
     if (i < np) {
@@ -134,8 +138,7 @@ __device__ __forceinline__ void lm_head_bounded(const Args& a, Loader& ld, int r
 #pragma unroll
       for (int m = 0; m < 8; ++m) {
         const float dot = warp_sum(acc[m]);
-        // (+ 2^-120, lm_bound.py ABS_SLACK: both sums' products that fall below the normal range)
-        const float sc = __shfl_sync(~0u, qs.x, m), e = fmaf(__shfl_sync(~0u, qs.y, m), xn, 0x1p-120f);
+        const float sc = __shfl_sync(~0u, qs.x, m), e = fmaf(__shfl_sync(~0u, qs.y, m), xn, LM_ABS_SLACK);
         if (2 * i + m < n) {
           const float s = sc * dot, up = s + e;
           low = fmaxf(low, s - e);  // (NaN: kept out; a row with a NaN bound is never a candidate)
@@ -239,8 +242,8 @@ __device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, 
     }
     ss = warp_sum(ss);
     if (lane == 0) {
-      const bool ok = ss >= 0x1p-96f && ss <= FLT_MAX;  // (else: every row of this batch row exactly)
-      norm[warp] = sqrtf(ss) * (1.f + 1.f / 4096);
+      const bool ok = ss >= LM_SMALL && ss <= FLT_MAX;  // (else: every row of this batch row exactly)
+      norm[warp] = sqrtf(ss) * LM_NORM_UP;
       low_key[warp] = ordered(-INFINITY);
       count[warp] = ok ? 0 : LM_BATCH_CAP + 1;
     }
@@ -280,7 +283,7 @@ __device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, 
           const float dot = part[(2 * tl) * PART_TILE + b * 16 + tr] + part[(2 * tl + 1) * PART_TILE + b * 16 + tr];
           const float2 qs = __ldg(a.lm_qs + r0 + row);
           sv[h] = qs.x * dot;
-          e[h] = fmaf(qs.y, xn, 0x1p-120f);
+          e[h] = fmaf(qs.y, xn, LM_ABS_SLACK);
           low = fmaxf(low, sv[h] - e[h]);
         }
       }

@@ -72,7 +72,7 @@ __device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const A
 // Whether this launch's lm_head reads the int8 rows (lm_head.cuh lm_head_bounded, _batch): the ring schedule's greedy
 // argmax with no logits asked for, where the tier passed them. The same for every block, warp and the producer.
 // A batch's int8 pass is compiled for Hopper only: at sm_86 / sm_89 it took B = 8's one-step kernel's spills past
-// build.py's bound (104 / 72 B; sm_90a 68 / 40), and no such GPU measured it.
+// build.py's bound (104 / 72 B; sm_90a then 68 / 40, since session 35 0 / 0), and no such GPU measured it.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 constexpr bool LM_I8_BATCH = false;
 #else
