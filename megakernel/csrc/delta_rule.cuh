@@ -197,6 +197,8 @@ constexpr int GATE_THREAD = DN_HEAD_CH;                     // the first thread 
 static_assert(DN_HEAD_CH % 32 == 0 && GATE_THREAD < THREADS && DN_ROWS_PER_WARP == 8, "dn_core_heads' thread map");
 static_assert(SM_DN_K == SM_DN_Q + 4 * DN_DK && SM_DN_V == SM_DN_K + 4 * DN_DK, "dn_core_heads: q | k | v contiguous");
 static_assert(DN_DV == 32 * 4, "the gated norm: a lane owns 4 v of the head");
+static_assert(DN_STATE_ROWS_PER_CHUNK % DN_ROWS_PER_WARP == 0 && DN_DV / DN_STATE_ROWS_PER_CHUNK <= 8,
+              "dn_core_heads: a warp's rows in one ring chunk, a unit's chunks one item");
 
 // conv channel t < DN_HEAD_CH of head h: q, k of head h, then its 128 v
 __device__ __forceinline__ int dn_head_channel(int t, int h) {
@@ -240,7 +242,7 @@ __device__ __forceinline__ void prefetch_core_state_l2(const Args& a, int l) {
 }
 
 template <int NB, bool STAMPS>
-__device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16]) {
+__device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);  // q | k | v of the head, in the channels' order
   float* os = reinterpret_cast<float*>(sm + SM_DN_O);
   float* gates = reinterpret_cast<float*>(sm + SM_DN_GATES);
@@ -249,11 +251,22 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
   for (int u = blockIdx.x; u < NB * DN_HV; u += gridDim.x) {
     const int b = u / DN_HV, h = u % DN_HV;
-    if (u != (int)blockIdx.x) head_inputs(a, l, step, u, wv[0]);  // (the first unit's came before the barrier)
-    uint4 st[DN_ROWS_PER_WARP];  // this warp's state rows (lane: 4 k), in flight during the conv and the norms
+    // this warp's state rows (lane: 4 k): the block's first unit's from the ring (schedule.cuh dn_state_slice: rows 8 w ..
+    // 8 w + 7 in chunk 8 w / DN_STATE_ROWS_PER_CHUNK, copied during the in-proj), a later unit's (grids of fewer than
+    // NB * DN_HV blocks) from global memory, in flight during the conv and the norms
+    const bool ring_rows = u == (int)blockIdx.x;
+    if (!ring_rows) head_inputs(a, l, step, u, wv[0]);  // (the first unit's came before the barrier)
+    uint4 rows[DN_ROWS_PER_WARP];
+    if (ring_rows) {
+      constexpr int W_PER_CHUNK = DN_STATE_ROWS_PER_CHUNK / DN_ROWS_PER_WARP;
+      const uint32_t ch = chunk_wait(st, warp / W_PER_CHUNK) + ((warp % W_PER_CHUNK) * DN_ROWS_PER_WARP * DN_DK + 4 * lane) * 4;
 #pragma unroll
-    for (int i = 0; i < DN_ROWS_PER_WARP; ++i)
-      st[i] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, 0}, warp * DN_ROWS_PER_WARP + i)) + lane);
+      for (int i = 0; i < DN_ROWS_PER_WARP; ++i) rows[i] = lds128(ch + i * DN_DK * 4);
+    } else {
+#pragma unroll
+      for (int i = 0; i < DN_ROWS_PER_WARP; ++i)
+        rows[i] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, 0}, warp * DN_ROWS_PER_WARP + i)) + lane);
+    }
     const float* zab = a.zab + b * ZAB_W;
     // issued first, used last: warp 0's z (kept in shared memory from the first block barrier on) and
     // gated-norm weights of its 4 v
@@ -278,7 +291,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
     }
     const float ss = warp_sum(y * y);
     if (lane == 0 && warp < 8) red[warp] = ss;
-    sync_warps();
+    chunks_done(st, ring_rows ? DN_DV / DN_STATE_ROWS_PER_CHUNK : 0);  // (a block barrier: every row read, its slots released)
     dn_stamp<STAMPS>(a, l, u, 0);  // convolved, the norms' sums in
     if (warp == 0) zs[lane] = zv;
     const float rq = rsqrtf(red[0] + red[1] + red[2] + red[3] + RMS_EPS) * rsqrtf((float)DN_DK);
@@ -292,7 +305,7 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
 #pragma unroll
     for (int i = 0; i < DN_ROWS_PER_WARP; ++i) {  // S = alpha S + k beta (v - alpha S.k), o = S.q
       const int v = warp * DN_ROWS_PER_WARP + i;
-      const uint4 r = st[i];
+      const uint4 r = rows[i];
       float4 sd = make_float4(alpha * __uint_as_float(r.x), alpha * __uint_as_float(r.y), alpha * __uint_as_float(r.z),
                               alpha * __uint_as_float(r.w));
       const float sk = warp_sum(sd.x * kx + sd.y * ky + sd.z * kz + sd.w * kw);
@@ -326,9 +339,9 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
 }
 
 template <int NB, bool STAMPS>
-__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16]) {
+__device__ __forceinline__ void gated_delta_rule_recurrent(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   if constexpr (NB == 1) dn_core_one<STAMPS>(a, l, step, sm, wv);
-  else dn_core_heads<NB, STAMPS>(a, l, step, sm, wv);
+  else dn_core_heads<NB, STAMPS>(a, l, step, sm, wv, st);
 }
 
 template <int NB, class Loader>

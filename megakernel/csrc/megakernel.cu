@@ -54,7 +54,7 @@ __device__ __forceinline__ void prepare_phase(const Args& a, int q, int step, ui
     head_inputs(a, l, step, blockIdx.x, wv[0]);
   }
   if constexpr (RING) wv[4] = phase_params(a, q, step);
-  else if (is_lm_head(q) || kind != PH_CORE) issue_first_item(is_lm_head(q) ? PH_IN_PROJ : kind, phase_slice(a, q, step), wv);
+  else if (is_lm_head(q) || kind != PH_CORE) issue_first_item(is_lm_head(q) ? PH_IN_PROJ : kind, phase_slice<NB>(a, q, step), wv);
 }
 
 // where phase q's weights come from in this schedule (matvec.cuh)
@@ -67,7 +67,7 @@ struct LoaderOf<true> {
 template <>
 struct LoaderOf<false> {
   __device__ __forceinline__ static RegisterLoader make(const Args& a, int q, int step, Stream&) {
-    return RegisterLoader{phase_slice(a, q, step), true};
+    return RegisterLoader{phase_slice<1>(a, q, step), true};
   }
 };
 
@@ -84,7 +84,7 @@ __device__ __forceinline__ void run_phase(const Args& a, int q, int step, uint8_
   }
   if (phase_kind(q) == PH_CORE) {
     if (is_full_attention(l)) gated_attention<RING, NB>(a, l, step, sm, params, st);
-    else gated_delta_rule_recurrent<NB, RING && !MANY>(a, l, step, sm, wv);
+    else gated_delta_rule_recurrent<NB, RING && !MANY>(a, l, step, sm, wv, st);
     return;
   }
   auto ld = LoaderOf<RING>::make(a, q, step, st);
@@ -114,7 +114,7 @@ __device__ __forceinline__ void decode_warps(const Args& a, uint8_t* sm, const u
     if (a.schedule == SCHEDULE_STREAM_ONLY) {
       if (step_refused(a, in)) return record_refused_step(a, in);
       keep_epoch(epoch, sm);
-      last_block_done(a.sync, sm, consume_stream_only(a, st));
+      last_block_done(a.sync, sm, consume_stream_only<NB>(a, st));
       return;
     }
   }

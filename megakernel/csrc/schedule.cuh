@@ -4,9 +4,11 @@
 // loop that runs them in megakernel.cu.
 //
 //   phase q = 5 l + 0   in-proj    every block: norm(hidden), its rows of the packed in-projection
-//           = 5 l + 1   core       DeltaNet: 128 recurrence units (no matrix); attention: 2 x row_splits
-//                                  split-K units, the block's first unit's past K/V rows streamed
-//                                  through the ring like a matrix's (att_kv_slice)
+//           = 5 l + 1   core       DeltaNet: 128 recurrence units (no matrix; a batch: the block's first
+//                                  (row, head) unit's fp32 state streamed through the ring like a
+//                                  matrix's, dn_state_slice); attention: 2 x row_splits split-K units,
+//                                  the block's first unit's past K/V rows streamed through the ring
+//                                  (att_kv_slice)
 //           = 5 l + 2   out-proj   every block: its rows of the out-projection, + the residual
 //           = 5 l + 3   gate/up    every block: norm(hidden), its units of silu(gate) * up
 //           = 5 l + 4   down       every block: its rows of the down projection, + the residual
@@ -69,6 +71,24 @@ __device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const A
   return {a.k_cache + head, a.v_cache + head, p1 - p0, ATT_RING_ROWS, FA_HD};
 }
 
+// A batch's DeltaNet core (NB >= 2: unit u = (row u / DN_HV, head u % DN_HV), the block's first unit u = blockIdx.x):
+// the head's DN_DV state rows of DN_DK floats as a ring slice, DN_STATE_ROWS_PER_CHUNK rows a chunk (one piece). Only
+// this layer's core writes them, after its barrier, so the producer copies them during the in-proj before it, and the
+// core reads them from shared memory instead of through L2 after its barrier (delta_rule.cuh dn_core_heads).
+constexpr int DN_STATE_ROWS_PER_CHUNK = RING_SLOT / (DN_DK * 4);
+static_assert(DN_STATE_ROWS_PER_CHUNK * DN_DK * 4 == RING_SLOT && DN_DV % DN_STATE_ROWS_PER_CHUNK == 0,
+              "dn_state_slice: whole state rows a chunk, whole chunks a head");
+__device__ __forceinline__ const float* dn_head_state(const Args& a, int l, int b, int h) {  // row b's head h of layer l
+  return a.dn_state + (size_t)b * DN_ROW_FLOATS + (size_t)(dn_index(l) * DN_HV + h) * DN_DV * DN_DK;
+}
+template <int NB>
+__device__ __forceinline__ PhaseSlice dn_state_slice(const Args& a, int l) {
+  const int u = blockIdx.x;
+  if (u >= NB * DN_HV) return {nullptr, nullptr, 0, 1, D};
+  return {reinterpret_cast<const uint16_t*>(dn_head_state(a, l, u / DN_HV, u % DN_HV)), nullptr, DN_DV / DN_STATE_ROWS_PER_CHUNK, 1,
+          RING_SLOT / 2};
+}
+
 // Whether this launch's lm_head reads the int8 rows (lm_head.cuh lm_head_bounded, _batch): the ring schedule's greedy
 // argmax with no logits asked for, where the tier passed them. The same for every block, warp and the producer.
 // A batch's int8 pass is compiled for Hopper only: at sm_86 / sm_89 it took B = 8's one-step kernel's spills past
@@ -83,7 +103,9 @@ __device__ __forceinline__ bool lm_bounded(const Args& a) {
          !(a.temperature > 0.f);
 }
 
-// (step: of the launch; only an attention core's slice depends on it)
+// (step: of the launch; only an attention core's slice depends on it. NB: the kernel's batch; the batch-1 kernels'
+// DeltaNet cores read no ring chunks)
+template <int NB>
 __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
   const int G = gridDim.x, b = blockIdx.x;
   if (q >= NPHASES || (a.stop_after >= 0 && q > a.stop_after)) return {nullptr, nullptr, 0, 1, D};
@@ -110,9 +132,13 @@ __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
     case PH_DOWN:
       return {lw<uint16_t>(a, l, SL_DOWN) + (size_t)r0 * INTER, nullptr, (r1 - r0) * row_parts(INTER), parts_per_chunk(INTER),
               INTER / row_parts(INTER)};
-    default: {  // a core: the DeltaNet's reads no matrix; an attention core's first unit its past K/V
+    default: {  // a core: the DeltaNet's reads no matrix (a batch: its first unit's state); an attention core's first unit its past K/V
       AttUnit un;
-      if (is_full_attention(l) && first_att_unit(a, step, un)) return att_kv_slice(a, l, un, step);
+      if (is_full_attention(l)) {
+        if (first_att_unit(a, step, un)) return att_kv_slice(a, l, un, step);
+      } else if constexpr (NB > 1) {
+        return dn_state_slice<NB>(a, l);
+      }
       return {nullptr, nullptr, 0, 1, D};
     }
   }

@@ -81,7 +81,7 @@ struct Cursor {
 };
 // move past phases with no chunks left (after the lm_head: the next step's first phase); false at
 // the end of the launch's stream (MANY: a many-token launch's kernel, else one step)
-template <bool MANY>
+template <int NB, bool MANY>
 __device__ __forceinline__ bool cursor_valid(const Args& a, Cursor& c) {
   const int steps = MANY ? a.steps : 1;
   while (c.step < steps && c.i >= nchunks(c.p)) {
@@ -89,7 +89,7 @@ __device__ __forceinline__ bool cursor_valid(const Args& a, Cursor& c) {
       c.q = 0;
       ++c.step;
     }
-    c.p = phase_slice(a, c.q, c.step);
+    c.p = phase_slice<NB>(a, c.q, c.step);
     c.i = 0;
   }
   return c.step < steps;
@@ -150,10 +150,10 @@ __device__ void produce(const Args& a, const Stream& s, const StepInputs<NB>& in
   unsigned long long* const full_at = TIMED ? a.times + times_full(gridDim.x) + (size_t)blockIdx.x * NPHASES : nullptr;
   unsigned long long full_ns = 0;  // (TIMED) the wait for slots that held phase full_q's chunks
   int full_q = -1, slot_q = -1;    // (TIMED) slot_q: the phase of the chunk in slot `lane`
-  Cursor c{0, 0, 0, 0, phase_slice(a, 0, 0)};
+  Cursor c{0, 0, 0, 0, phase_slice<NB>(a, 0, 0)};
   int slot = 0;       // chunk n's slot, n mod S
   unsigned fill = 0;  // how often that slot was filled before chunk n, mod 2: (n / S) mod 2
-  for (; cursor_valid<MANY>(a, c); c.n += c.n <= S, ++c.i, slot = next_slot(slot, S, fill)) {
+  for (; cursor_valid<NB, MANY>(a, c); c.n += c.n <= S, ++c.i, slot = next_slot(slot, S, fill)) {
     const bool lm = is_lm_head(c.q);
     if (c.n >= S) {  // wait until chunk n - S has been released
       if (c.n == S && step_refused(a, in)) return ring::wait_all_copies();
@@ -221,12 +221,13 @@ __device__ __forceinline__ void chunks_done(Stream& s, int n) {
 // SCHEDULE_STREAM_ONLY (measurement), the compute warps' whole launch: take every phase's chunks
 // as soon as they land and release them (8 at a time); arrive at every grid barrier without
 // waiting; hand the input ids back as the output. -> the grid barriers the launch counted.
+template <int NB>
 __device__ int consume_stream_only(const Args& a, Stream& s) {
   const int warp = threadIdx.x >> 5;
   int barriers = 0;
   for (int q = 0; q < NPHASES; ++q) {
     if (a.stop_after >= 0 && q > a.stop_after) break;
-    const int n = nchunks(phase_slice(a, q, 0));
+    const int n = nchunks(phase_slice<NB>(a, q, 0));
     for (int c = 0; c < n; c += 8) {
       const int k = min(8, n - c);
       if (warp < k) chunk_wait(s, warp);
