@@ -226,21 +226,6 @@ __device__ __forceinline__ void head_inputs(const Args& a, int l, int step, int 
                   __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h)));
 }
 
-// A batch: the state of the block's (row, head) units of DeltaNet layer l pulled into L2 (one bulk
-// prefetch of a unit's 64 KB by one thread, no registers held), so that the core's loads of it hit L2
-// instead of waiting for HBM after its barrier. Issued (megakernel.cu run_phase) as the gate/up phase of
-// the layer before begins: there the ring fills and its producer waits, so the HBM has room for it;
-// issued in a barrier's wait instead, the burst slowed the phase's last blocks more than it saved
-// (NOTES v24: B = 8's DeltaNet cores -42 µs a step, the gate/ups +15, tg128 +1.7%).
-template <int NB>
-__device__ __forceinline__ void prefetch_core_state_l2(const Args& a, int l) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  for (int u = blockIdx.x; u < NB * DN_HV; u += gridDim.x)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(dn_state_row(a, l, DnUnit{u / DN_HV, u % DN_HV, 0}, 0)),
-                 "r"(DN_DV * DN_DK * 4) : "memory");
-#endif
-}
-
 template <int NB, bool STAMPS>
 __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);  // q | k | v of the head, in the channels' order
