@@ -186,8 +186,12 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
 //   thread t < DN_HEAD_CH: conv channel t of the head (q | k | the head's 128 v): conv + SiLU;
 //     the sum of its three past taps came before the barrier (head_inputs);
 //   thread GATE_THREAD (a warp with no channel): the head's gates alpha, beta;
-//   warp w: state rows v = 8 w .. 8 w + 7 (lane: k = 4 lane .. 4 lane + 3; loaded first), eight
-//     independent recurrences; lane 0 puts each row's output o in shared memory;
+//   warp w: state rows v = 8 w .. 8 w + 7 (lane: k = 4 lane .. 4 lane + 3), eight independent
+//     recurrences; lane 0 puts each row's output o in shared memory. The block's first unit's rows
+//     come from the weight ring (schedule.cuh dn_state_slice: the producer copies them from HBM
+//     during the in-proj; read first, the 4 slots released at the conv's barrier), so the core's
+//     start no longer waits for 64 KB a block through L2 (NOTES v34: a B = 8 unit 6.3 -> 4.1 µs);
+//     a later unit's (grids of fewer than NB * DN_HV blocks) are loaded from global memory;
 //   warp 0 then: the gated RMSNorm of the head (lane: v = 4 lane .. 4 lane + 3) into obuf.
 // Shared memory: SM_DN_Q, _K, _V (contiguous: channel t's output at SM_DN_Q + 4 t), SM_DN_O, SM_DN_GATES, SM_DN_Z;
 // red[0..7] the q and k channels' sums of squares (warps 0-3: q, 4-7: k).
@@ -208,8 +212,8 @@ __device__ __forceinline__ int dn_head_channel(int t, int h) {
 // A batch unit's conv and gate inputs that this launch's in-proj does not write (loaded before the
 // barrier that precedes the core, by prepare_phase for the block's first unit): in = {this thread's
 // channel's past three taps summed (taps 0-2 times positions pos-3 .. pos-1, in that order), tap 3,
-// dt_bias[h], A_log[h]}. (The state rows are loaded at the core's start: held across the barrier
-// they made every batch kernel spill, and the phase before the core waited for them: NOTES v16.)
+// dt_bias[h], A_log[h]}. (The state rows are read at the core's start: held in registers across the
+// barrier they made every batch kernel spill, and the phase before the core waited for them: NOTES v16.)
 __device__ __forceinline__ void head_inputs(const Args& a, int l, int step, int u, uint4& in) {
   const int t = threadIdx.x, b = u / DN_HV, h = u % DN_HV;
   float past = 0.f, tap3 = 0.f;

@@ -17,7 +17,8 @@
 // stream while this step's lm_head and argmax run); a
 // chunk is whole pieces of one matrix's rows (shapes.cuh PIECE, row_parts; at the 0.8B 8 rows of
 // K = 1024, 4 of K = 2048, 2 of K = 3584, or 4 gate rows in the first half of the slot with the same
-// 4 up rows in the second). Chunk n lives in slot
+// 4 up rows in the second), or a core's inputs (an attention unit's past K/V rows, a batch's DeltaNet
+// unit's 32 fp32 state rows: schedule.cuh att_kv_slice, dn_state_slice). Chunk n lives in slot
 // n mod S, fill n / S of that slot; neither side divides: the producer steps its slot and fill
 // parity along with n, the compute warps count the chunks they consumed mod 2S.
 #pragma once
