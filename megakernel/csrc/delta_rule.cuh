@@ -187,11 +187,12 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
 //     the sum of its three past taps came before the barrier (head_inputs);
 //   thread GATE_THREAD (a warp with no channel): the head's gates alpha, beta;
 //   warp w: state rows v = 8 w .. 8 w + 7 (lane: k = 4 lane .. 4 lane + 3), eight independent
-//     recurrences; lane 0 puts each row's output o in shared memory. The block's first unit's rows
-//     come from the weight ring (schedule.cuh dn_state_slice: the producer copies them from HBM
-//     during the in-proj; read first, the 4 slots released at the conv's barrier), so the core's
-//     start no longer waits for 64 KB a block through L2 (NOTES v34: a B = 8 unit 6.3 -> 4.1 µs);
-//     a later unit's (grids of fewer than NB * DN_HV blocks) are loaded from global memory;
+//     recurrences; lane 0 puts each row's output o in shared memory. From DN_STATE_RING_MIN_BATCH rows on
+//     the block's first unit's rows come from the weight ring (schedule.cuh dn_state_slice: the producer
+//     copies them from HBM during the in-proj; read first, the 4 slots released at the conv's barrier),
+//     so the core's start no longer waits for 64 KB a block through L2 (NOTES v34: a B = 8 unit 6.3 ->
+//     4.1 µs); a later unit's (grids of fewer than NB * DN_HV blocks), and a smaller batch's, from global
+//     memory (prefetched into L2: prefetch_core_state_l2);
 //   warp 0 then: the gated RMSNorm of the head (lane: v = 4 lane .. 4 lane + 3) into obuf.
 // Shared memory: SM_DN_Q, _K, _V (contiguous: channel t's output at SM_DN_Q + 4 t), SM_DN_O, SM_DN_GATES, SM_DN_Z;
 // red[0..7] the q and k channels' sums of squares (warps 0-3: q, 4-7: k).
@@ -230,6 +231,21 @@ __device__ __forceinline__ void head_inputs(const Args& a, int l, int step, int 
                   __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h)));
 }
 
+// A batch of fewer than DN_STATE_RING_MIN_BATCH rows: the state of the block's (row, head) units of DeltaNet layer l
+// pulled into L2 (one bulk prefetch of a unit's 64 KB by one thread, no registers held), so that the core's loads of it
+// hit L2 instead of waiting for HBM after its barrier. Issued (megakernel.cu run_phase) as the gate/up phase of the layer
+// before begins: there the ring fills and its producer waits, so the HBM has room for it; issued in a barrier's wait
+// instead, the burst slowed the phase's last blocks more than it saved (NOTES v24: B = 8's DeltaNet cores -42 µs a
+// step, the gate/ups +15, tg128 +1.7%; since v34 larger batches take the state through the ring instead).
+template <int NB>
+__device__ __forceinline__ void prefetch_core_state_l2(const Args& a, int l) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  for (int u = blockIdx.x; u < NB * DN_HV; u += gridDim.x)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(dn_state_row(a, l, DnUnit{u / DN_HV, u % DN_HV, 0}, 0)),
+                 "r"(DN_DV * DN_DK * 4) : "memory");
+#endif
+}
+
 template <int NB, bool STAMPS>
 __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, uint8_t* sm, uint4 (&wv)[16], Stream& st) {
   float* qs = reinterpret_cast<float*>(sm + SM_DN_Q);  // q | k | v of the head, in the channels' order
@@ -243,8 +259,8 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
     // this warp's state rows (lane: 4 k): the block's first unit's from the ring (schedule.cuh dn_state_slice: rows 8 w ..
     // 8 w + 7 in chunk 8 w / DN_STATE_ROWS_PER_CHUNK, copied during the in-proj), a later unit's (grids of fewer than
     // NB * DN_HV blocks) from global memory, in flight during the conv and the norms
-    const bool ring_rows = u == (int)blockIdx.x;
-    if (!ring_rows) head_inputs(a, l, step, u, wv[0]);  // (the first unit's came before the barrier)
+    const bool first = u == (int)blockIdx.x, ring_rows = NB >= DN_STATE_RING_MIN_BATCH && first;
+    if (!first) head_inputs(a, l, step, u, wv[0]);  // (the first unit's came before the barrier)
     uint4 rows[DN_ROWS_PER_WARP];
     if (ring_rows) {
       constexpr int W_PER_CHUNK = DN_STATE_ROWS_PER_CHUNK / DN_ROWS_PER_WARP;
@@ -280,7 +296,8 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
     }
     const float ss = warp_sum(y * y);
     if (lane == 0 && warp < 8) red[warp] = ss;
-    chunks_done(st, ring_rows ? DN_DV / DN_STATE_ROWS_PER_CHUNK : 0);  // (a block barrier: every row read, its slots released)
+    if constexpr (NB >= DN_STATE_RING_MIN_BATCH) chunks_done(st, ring_rows ? DN_DV / DN_STATE_ROWS_PER_CHUNK : 0);  // (a block barrier: every row read, its slots released)
+    else sync_warps();
     dn_stamp<STAMPS>(a, l, u, 0);  // convolved, the norms' sums in
     if (warp == 0) zs[lane] = zv;
     const float rq = rsqrtf(red[0] + red[1] + red[2] + red[3] + RMS_EPS) * rsqrtf((float)DN_DK);

@@ -76,6 +76,12 @@ template <bool RING, int NB, bool MANY>
 __device__ __forceinline__ void run_phase(const Args& a, int q, int step, uint8_t* sm, uint4 (&wv)[16], Stream& st,
                                           const uint4 params) {
   const int l = phase_layer(q);
+  if constexpr (NB > 1 && NB < DN_STATE_RING_MIN_BATCH) {  // a small batch: the next DeltaNet core's state into L2 as the gate/up before it begins
+    if (threadIdx.x == 0) {
+      if (q == 0 && !is_full_attention(0)) prefetch_core_state_l2<NB>(a, 0);  // (layer 0's as its in-proj begins)
+      if (phase_kind(q) == PH_GATE_UP && l + 1 < NLAYER && !is_full_attention(l + 1)) prefetch_core_state_l2<NB>(a, l + 1);
+    }
+  }
   if (phase_kind(q) == PH_CORE) {
     if (is_full_attention(l)) gated_attention<RING, NB>(a, l, step, sm, params, st);
     else gated_delta_rule_recurrent<NB, RING && !MANY>(a, l, step, sm, wv, st);

@@ -71,10 +71,14 @@ __device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const A
   return {a.k_cache + head, a.v_cache + head, p1 - p0, ATT_RING_ROWS, FA_HD};
 }
 
-// A batch's DeltaNet core (NB >= 2: unit u = (row u / DN_HV, head u % DN_HV), the block's first unit u = blockIdx.x):
+// A batch's DeltaNet core (unit u = (row u / DN_HV, head u % DN_HV), the block's first unit u = blockIdx.x):
 // the head's DN_DV state rows of DN_DK floats as a ring slice, DN_STATE_ROWS_PER_CHUNK rows a chunk (one piece). Only
 // this layer's core writes them, after its barrier, so the producer copies them during the in-proj before it, and the
 // core reads them from shared memory instead of through L2 after its barrier (delta_rule.cuh dn_core_heads).
+// From DN_STATE_RING_MIN_BATCH rows on (64+ unit blocks); a smaller batch's units are on a few blocks only, whose streams
+// the 4 chunks a layer would hold back against every other block's (B = 2: -2%, s36 call 3): their cores load the state
+// through L2, prefetched there (delta_rule.cuh prefetch_core_state_l2).
+constexpr int DN_STATE_RING_MIN_BATCH = 4;
 constexpr int DN_STATE_ROWS_PER_CHUNK = RING_SLOT / (DN_DK * 4);
 static_assert(DN_STATE_ROWS_PER_CHUNK * DN_DK * 4 == RING_SLOT && DN_DV % DN_STATE_ROWS_PER_CHUNK == 0,
               "dn_state_slice: whole state rows a chunk, whole chunks a head");
@@ -136,7 +140,7 @@ __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
       AttUnit un;
       if (is_full_attention(l)) {
         if (first_att_unit(a, step, un)) return att_kv_slice(a, l, un, step);
-      } else if constexpr (NB > 1) {
+      } else if constexpr (NB >= DN_STATE_RING_MIN_BATCH) {
         return dn_state_slice<NB>(a, l);
       }
       return {nullptr, nullptr, 0, 1, D};
