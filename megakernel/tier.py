@@ -47,6 +47,10 @@ SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh defaults to
 PREFILL_PATHS = ("fast", "reference")
 SCHEDULES = ("ring", "register", "stream-only")  # csrc/shapes.cuh Schedule, in its order
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head (NOTES.md v9)
+# the most ring slots a batch of BATCH_RING_SLOTS_FROM+ rows runs with by default (tier.batch_ring_slots): fewer copies in
+# flight when a block arrives at a grid barrier. Measured (NOTES v34, s36 calls 3-4, one process, every round): B = 8
+# 10 slots +1.0 / +1.2% over 11 (9: +1.2%), B = 4 +1.1% over 12, B = 6 equal; batch 1 keeps 12 (its best)
+BATCH_RING_SLOTS, BATCH_RING_SLOTS_FROM = 10, 4
 # what the greedy argmax (any batch) reads of the lm_head: "int8", its int8 copy and the few rows that copy cannot rule
 # out (megakernel/lm_bound.py: the same argmax from half the bytes; where the build has it, LM_I8), or "bf16", every row
 LM_ARGMAX = ("int8", "bf16")
@@ -177,7 +181,8 @@ class MegakernelTier(Tier):
     # what `compare ab` may vary: blocks per launch (<= one per SM), the schedule (SCHEDULES; "ring"
     # where it fits), the ring's slots (RING_MIN_SLOTS..the most that fit), attention positions per split,
     # what the greedy argmax reads of the lm_head (LM_ARGMAX)
-    variant_attributes = ("grid", "schedule", "ring_slots", "positions_per_split", "prefill_delta_rule", "lm_argmax")
+    variant_attributes = ("grid", "schedule", "ring_slots", "batch_ring_slots", "positions_per_split", "prefill_delta_rule",
+                          "lm_argmax")
     positions_per_split = ATT_POSITIONS_PER_SPLIT
 
     @property
@@ -254,6 +259,7 @@ class MegakernelTier(Tier):
         self.ring_slots_by_batch = fit["ring_slots"]
         self.max_ring_slots = self.ring_slots_by_batch[0]
         self.ring_slots = self.max_ring_slots  # batch 1's; a larger batch uses at most what fits it
+        self.batch_ring_slots = BATCH_RING_SLOTS  # and from BATCH_RING_SLOTS_FROM rows on at most this many
         # the most rows a state may have: the largest batch whose ring fits (the register schedule: 1)
         self.max_batch = max([b + 1 for b, n in enumerate(self.ring_slots_by_batch) if n >= self.k.RING_MIN_SLOTS],
                              default=1)
@@ -473,9 +479,12 @@ class MegakernelTier(Tier):
             raise TierInputError(f"schedule={self.schedule!r} streams the weights through the shared-memory ring, which "
                                  f"does not fit this GPU ({self.k.RING_MIN_SLOTS} slots of {self.k.RING_SLOT} B); "
                                  "expected schedule='register'")
-        if self.schedule != "register" and not self.k.RING_MIN_SLOTS <= self.ring_slots <= self.max_ring_slots:
-            raise TierInputError(f"ring_slots={self.ring_slots!r}; expected {self.k.RING_MIN_SLOTS}..{self.max_ring_slots} "
-                                 "(the most this GPU's shared memory holds)")
+        for attr in ("ring_slots", "batch_ring_slots"):
+            value = getattr(self, attr)
+            if self.schedule != "register" and (isinstance(value, bool) or not isinstance(value, int)
+                                                 or not self.k.RING_MIN_SLOTS <= value <= self.max_ring_slots):
+                raise TierInputError(f"{attr}={value!r}; expected an int in {self.k.RING_MIN_SLOTS}..{self.max_ring_slots} "
+                                     "(the most this GPU's shared memory holds)")
         if isinstance(self.grid, bool) or not isinstance(self.grid, int) or not 1 <= self.grid <= self.max_grid:
             raise TierInputError(f"grid={self.grid!r}; expected an int in [1, {self.max_grid}] (blocks that can be "
                                  "resident at once: one per SM)")
@@ -491,15 +500,20 @@ class MegakernelTier(Tier):
                                     "has no int8 pass: hidden size 1024 only)"))
 
     def ring_slots_for(self, batch_size: int) -> int:
-        """The ring's slots at this batch size: tier.ring_slots, or fewer where that many do not fit."""
-        return min(self.ring_slots, self.ring_slots_by_batch[batch_size - 1])
+        """The ring's slots at this batch size: tier.ring_slots, at most tier.batch_ring_slots from
+        BATCH_RING_SLOTS_FROM rows on, and fewer where that many do not fit."""
+        cap = self.batch_ring_slots if batch_size >= BATCH_RING_SLOTS_FROM else self.ring_slots
+        return min(self.ring_slots, cap, self.ring_slots_by_batch[batch_size - 1])
 
     def variant_notes(self, batch_size: int) -> list[str]:
         slots = self.ring_slots_for(batch_size) if self.schedule != "register" and batch_size <= self.max_batch else None
-        if slots is not None and slots < self.ring_slots:
-            return [f"ring_slots={self.ring_slots} runs with {slots} at batch {batch_size} (the most that fit beside "
-                    f"{batch_size} rows' shared memory)"]
-        return []
+        if slots is None or slots >= self.ring_slots:
+            return []
+        if slots < self.ring_slots_by_batch[batch_size - 1]:
+            return [f"ring_slots={self.ring_slots} runs with {slots} at batch {batch_size} (batch_ring_slots={self.batch_ring_slots} "
+                    f"from {BATCH_RING_SLOTS_FROM} rows on)"]
+        return [f"ring_slots={self.ring_slots} runs with {slots} at batch {batch_size} (the most that fit beside "
+                f"{batch_size} rows' shared memory)"]
 
     def _launch(self, state, token_ids, out_token, logits=None, trace=None, times=None, stop_after=-1,
                 steps=1, stop_ids=(), stream=None, temperature=0.0, seed=0):

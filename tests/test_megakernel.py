@@ -663,12 +663,13 @@ def test_bad_variants_are_clear_errors_and_launch_nothing(variant):
     for attr, value, msg in (("grid", 0, "grid=0"), ("grid", mk.max_grid + 1, "expected an int in"),
                              ("schedule", "tma", "schedule='tma'; expected one of"),
                              ("ring_slots", 3, "ring_slots=3; expected"),
+                             ("batch_ring_slots", mk.max_ring_slots + 1, f"batch_ring_slots={mk.max_ring_slots + 1}; expected"),
                              ("positions_per_split", 0, "positions_per_split=0")):
         setattr(mk, attr, value)
         with pytest.raises(TierInputError, match=msg):
             mk.decode(ids(1, 19)[0], state)
-        mk.grid, mk.schedule, mk.ring_slots, mk.positions_per_split = (
-            mk.max_grid, schedules(mk)[0], mk.max_ring_slots, tier_mod.ATT_POSITIONS_PER_SPLIT)
+        mk.grid, mk.schedule, mk.ring_slots, mk.batch_ring_slots, mk.positions_per_split = (
+            mk.max_grid, schedules(mk)[0], mk.max_ring_slots, tier_mod.BATCH_RING_SLOTS, tier_mod.ATT_POSITIONS_PER_SPLIT)
     assert state.seq_len == before.seq_len and torch.equal(state.dn_state, before.dn_state)
 
 
@@ -998,9 +999,18 @@ def test_variant_notes_name_the_ring_slots_a_batch_runs_with():
     ring_slots_for, and the note says so (no GPU: the tier's attributes set by hand)."""
     t = object.__new__(tier_mod.MegakernelTier)
     t.schedule, t.ring_slots, t.ring_slots_by_batch, t.max_batch = "ring", 12, [12, 12, 12, 12, 12, 12, 11, 11], 8
+    t.batch_ring_slots = 12  # (no batch cap: what fits alone)
     assert t.variant_notes(1) == [] and t.variant_notes(6) == []
     assert t.variant_notes(8) == ["ring_slots=12 runs with 11 at batch 8 (the most that fit beside 8 rows' shared memory)"]
     t.ring_slots = 11
     assert t.variant_notes(8) == []
+    # the default batch cap (tier_mod.BATCH_RING_SLOTS from BATCH_RING_SLOTS_FROM rows on): batch 1 keeps its 12
+    t.ring_slots, t.batch_ring_slots = 12, tier_mod.BATCH_RING_SLOTS
+    first, cap = tier_mod.BATCH_RING_SLOTS_FROM, tier_mod.BATCH_RING_SLOTS
+    assert t.ring_slots_for(1) == 12 and t.ring_slots_for(first - 1) == 12
+    assert [t.ring_slots_for(b) for b in range(first, 9)] == [min(cap, t.ring_slots_by_batch[b - 1]) for b in range(first, 9)]
+    assert t.variant_notes(8) == [f"ring_slots=12 runs with {cap} at batch 8 (batch_ring_slots={cap} from {first} rows on)"]
+    t.ring_slots = 9  # (below the cap: what was asked)
+    assert t.ring_slots_for(8) == 9 and t.variant_notes(8) == []
     t.schedule = "register"
     assert t.variant_notes(8) == []
