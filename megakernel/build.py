@@ -52,7 +52,8 @@ MAX_SPILL_BYTES = 72
 # groups (session 16, NOTES v19): 44-164 B at B = 1..8 on sm_90a (nvcc 13.0), reloaded in the argmax
 # between two steps and before the DeltaNet core's barrier; measured with them on the H100 (call 8):
 # one launch of 128 steps +0.2% at B = 1, -1.8% at B = 8 (B = 1: 68 B since the int8 argmax, session 34, and its
-# one-step ring kernel 20 → 12 B). sm_80 196 B, sm_86 / sm_89 244 B (not
+# one-step ring kernel 20 → 12 B; B = 4-8 80-168 B since session 36's state through the ring, not timed in a many-token
+# launch). sm_80 196 B, sm_86 / sm_89 244 B (not
 # measured: no such GPU here). Their own bound keeps them from growing unseen.
 MAX_SPILL_BYTES_MANY = 256
 _KERNEL = re.compile(r"mk_decode_kernelILb[01]ELi(\d+)ELb([01])E")

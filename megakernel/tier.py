@@ -47,7 +47,8 @@ SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh defaults to
 PREFILL_PATHS = ("fast", "reference")
 SCHEDULES = ("ring", "register", "stream-only")  # csrc/shapes.cuh Schedule, in its order
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head (NOTES.md v9)
-# the most ring slots a batch of BATCH_RING_SLOTS_FROM+ rows runs with by default (tier.batch_ring_slots): fewer copies in
+# the most ring slots a batch of BATCH_RING_SLOTS_FROM+ rows runs with by default (tier.batch_ring_slots; a knob of its own,
+# from the same batch size as the kernel's DN_STATE_RING_MIN_BATCH, whose state chunks it was measured with): fewer copies in
 # flight when a block arrives at a grid barrier. Measured (NOTES v34, s36 calls 3-4, one process, every round): B = 8
 # 10 slots +1.0 / +1.2% over 11 (9: +1.2%), B = 4 +1.1% over 12, B = 6 equal; batch 1 keeps 12 (its best)
 BATCH_RING_SLOTS, BATCH_RING_SLOTS_FROM = 10, 4
@@ -259,7 +260,8 @@ class MegakernelTier(Tier):
         self.ring_slots_by_batch = fit["ring_slots"]
         self.max_ring_slots = self.ring_slots_by_batch[0]
         self.ring_slots = self.max_ring_slots  # batch 1's; a larger batch uses at most what fits it
-        self.batch_ring_slots = BATCH_RING_SLOTS  # and from BATCH_RING_SLOTS_FROM rows on at most this many
+        # and from BATCH_RING_SLOTS_FROM rows on at most this many (a GPU that fits fewer, e.g. an A100's 8: what fits)
+        self.batch_ring_slots = min(BATCH_RING_SLOTS, self.max_ring_slots) if self.max_ring_slots else BATCH_RING_SLOTS
         # the most rows a state may have: the largest batch whose ring fits (the register schedule: 1)
         self.max_batch = max([b + 1 for b, n in enumerate(self.ring_slots_by_batch) if n >= self.k.RING_MIN_SLOTS],
                              default=1)

@@ -669,7 +669,8 @@ def test_bad_variants_are_clear_errors_and_launch_nothing(variant):
         with pytest.raises(TierInputError, match=msg):
             mk.decode(ids(1, 19)[0], state)
         mk.grid, mk.schedule, mk.ring_slots, mk.batch_ring_slots, mk.positions_per_split = (
-            mk.max_grid, schedules(mk)[0], mk.max_ring_slots, tier_mod.BATCH_RING_SLOTS, tier_mod.ATT_POSITIONS_PER_SPLIT)
+            mk.max_grid, schedules(mk)[0], mk.max_ring_slots, min(tier_mod.BATCH_RING_SLOTS, mk.max_ring_slots or 99),
+            tier_mod.ATT_POSITIONS_PER_SPLIT)
     assert state.seq_len == before.seq_len and torch.equal(state.dn_state, before.dn_state)
 
 

@@ -192,7 +192,7 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
 //     copies them from HBM during the in-proj; read first, the 4 slots released at the conv's barrier),
 //     so the core's start no longer waits for 64 KB a block through L2 (NOTES v34: a B = 8 unit 6.3 ->
 //     4.1 µs); a later unit's (grids of fewer than NB * DN_HV blocks), and a smaller batch's, from global
-//     memory (prefetched into L2: prefetch_core_state_l2);
+//     memory, prefetched into L2 at the gate/up before (prefetch_core_state_l2);
 //   warp 0 then: the gated RMSNorm of the head (lane: v = 4 lane .. 4 lane + 3) into obuf.
 // Shared memory: SM_DN_Q, _K, _V (contiguous: channel t's output at SM_DN_Q + 4 t), SM_DN_O, SM_DN_GATES, SM_DN_Z;
 // red[0..7] the q and k channels' sums of squares (warps 0-3: q, 4-7: k).
@@ -231,16 +231,16 @@ __device__ __forceinline__ void head_inputs(const Args& a, int l, int step, int 
                   __float_as_uint(ld_w1(lw<uint16_t>(a, l, SL_A_LOG) + h)));
 }
 
-// A batch of fewer than DN_STATE_RING_MIN_BATCH rows: the state of the block's (row, head) units of DeltaNet layer l
-// pulled into L2 (one bulk prefetch of a unit's 64 KB by one thread, no registers held), so that the core's loads of it
+// The state of the block's (row, head) units of DeltaNet layer l from unit u0 on (below DN_STATE_RING_MIN_BATCH rows
+// every unit, from it on those after the block's first: grids of fewer than NB * DN_HV blocks) pulled into L2 (one bulk prefetch of a unit's 64 KB by one thread, no registers held), so that the core's loads of it
 // hit L2 instead of waiting for HBM after its barrier. Issued (megakernel.cu run_phase) as the gate/up phase of the layer
 // before begins: there the ring fills and its producer waits, so the HBM has room for it; issued in a barrier's wait
 // instead, the burst slowed the phase's last blocks more than it saved (NOTES v24: B = 8's DeltaNet cores -42 µs a
 // step, the gate/ups +15, tg128 +1.7%; since v34 larger batches take the state through the ring instead).
 template <int NB>
-__device__ __forceinline__ void prefetch_core_state_l2(const Args& a, int l) {
+__device__ __forceinline__ void prefetch_core_state_l2(const Args& a, int l, int u0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  for (int u = blockIdx.x; u < NB * DN_HV; u += gridDim.x)
+  for (int u = u0; u < NB * DN_HV; u += gridDim.x)
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(dn_state_row(a, l, DnUnit{u / DN_HV, u % DN_HV, 0}, 0)),
                  "r"(DN_DV * DN_DK * 4) : "memory");
 #endif

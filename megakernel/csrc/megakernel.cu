@@ -22,8 +22,8 @@
 // Between a barrier's arrive and its wait every warp loads what the next phase starts with and no
 // block writes in this phase (prepare_phase): the ring schedule the core's state row, conv taps and
 // past inputs and the phase's norm / RoPE parameters; the register schedule its first weights. (The
-// ring's producer runs on through the barriers: it also copies an attention core's past K/V rows,
-// schedule.cuh att_kv_slice, while the in-projection before it still runs.)
+// ring's producer runs on through the barriers: it also copies an attention core's past K/V rows and a batch's
+// DeltaNet state rows, schedule.cuh att_kv_slice, dn_state_slice, while the in-projection before it still runs.)
 #include "megakernel.cuh"
 
 #include "delta_rule.cuh"
@@ -67,7 +67,7 @@ struct LoaderOf<true> {
 template <>
 struct LoaderOf<false> {
   __device__ __forceinline__ static RegisterLoader make(const Args& a, int q, int step, Stream&) {
-    return RegisterLoader{phase_slice<1>(a, q, step), true};
+    return RegisterLoader{phase_slice<1>(a, q, step), true};  // (the register schedule: batch 1 only)
   }
 };
 
@@ -76,10 +76,12 @@ template <bool RING, int NB, bool MANY>
 __device__ __forceinline__ void run_phase(const Args& a, int q, int step, uint8_t* sm, uint4 (&wv)[16], Stream& st,
                                           const uint4 params) {
   const int l = phase_layer(q);
-  if constexpr (NB > 1 && NB < DN_STATE_RING_MIN_BATCH) {  // a small batch: the next DeltaNet core's state into L2 as the gate/up before it begins
+  if constexpr (NB > 1) {  // a batch: the next DeltaNet core's state into L2 as the gate/up before it begins (from
+                           // DN_STATE_RING_MIN_BATCH rows on only units after the block's first: its first comes through the ring)
     if (threadIdx.x == 0) {
-      if (q == 0 && !is_full_attention(0)) prefetch_core_state_l2<NB>(a, 0);  // (layer 0's as its in-proj begins)
-      if (phase_kind(q) == PH_GATE_UP && l + 1 < NLAYER && !is_full_attention(l + 1)) prefetch_core_state_l2<NB>(a, l + 1);
+      const int u0 = blockIdx.x + (NB >= DN_STATE_RING_MIN_BATCH ? gridDim.x : 0);
+      if (q == 0 && !is_full_attention(0)) prefetch_core_state_l2<NB>(a, 0, u0);  // (layer 0's as its in-proj begins)
+      if (phase_kind(q) == PH_GATE_UP && l + 1 < NLAYER && !is_full_attention(l + 1)) prefetch_core_state_l2<NB>(a, l + 1, u0);
     }
   }
   if (phase_kind(q) == PH_CORE) {

@@ -28,15 +28,16 @@ __device__ __forceinline__ int phase_kind(int q) { return q % PHASES_PER_LAYER; 
 
 // The block's slice of the matrix a phase reads, as both schedules fetch it: whole rows, in order
 // (the ring's producer copies them chunk by chunk, the register schedule's warps load them
-// straight into registers). rows = 0: the phase reads no matrix (a DeltaNet core, an attention core's
-// block with no unit) or the launch stops before it.
+// straight into registers), or a core's inputs (an attention unit's past K/V rows, a batch's DeltaNet unit's
+// state rows). rows = 0: the phase reads nothing through the ring (a DeltaNet core below DN_STATE_RING_MIN_BATCH
+// rows, a core's block with no unit) or the launch stops before it.
 // A matrix's rows are cut into pieces (shapes.cuh PIECE, row_parts): the slice counts pieces.
 struct PhaseSlice {
   const uint16_t* w;   // the block's first row
   const uint16_t* w2;  // gate/up: the first up row (a chunk's second half); an attention core: the first V row; else null
   int rows;            // pieces in the slice (gate/up: of the gate rows, each with its up piece; attention: positions)
   int rpc;             // pieces per ring chunk (CHUNK_PIECES, parts_per_chunk; gate/up: GATE_UP_PER_CHUNK in each half-slot)
-  int k;               // piece length (an attention core: a K or V row)
+  int k;               // piece length (an attention core: a K or V row; a DeltaNet state slice: a chunk's 32 rows)
 };
 
 // attention unit u of a step: batch row b (rows in order, row b has FA_HKV * row_splits(b) units), kv
@@ -74,14 +75,17 @@ __device__ __forceinline__ PhaseSlice att_kv_slice(const Args& a, int l, const A
 // A batch's DeltaNet core (unit u = (row u / DN_HV, head u % DN_HV), the block's first unit u = blockIdx.x):
 // the head's DN_DV state rows of DN_DK floats as a ring slice, DN_STATE_ROWS_PER_CHUNK rows a chunk (one piece). Only
 // this layer's core writes them, after its barrier, so the producer copies them during the in-proj before it, and the
-// core reads them from shared memory instead of through L2 after its barrier (delta_rule.cuh dn_core_heads).
+// core reads them from shared memory instead of through L2 after its barrier (delta_rule.cuh dn_core_heads). In a
+// many-token launch the block that copies a unit's state is the block that stores it (unit u runs on block u), and
+// between a step's store and the next step's copy of the same rows lie more than S released chunks: the copy waits for
+// a release the storing threads made after their stores (a block barrier, the mbarrier's release and acquire).
 // From DN_STATE_RING_MIN_BATCH rows on (64+ unit blocks); a smaller batch's units are on a few blocks only, whose streams
 // the 4 chunks a layer would hold back against every other block's (B = 2: -2%, s36 call 3): their cores load the state
 // through L2, prefetched there (delta_rule.cuh prefetch_core_state_l2).
 constexpr int DN_STATE_RING_MIN_BATCH = 4;
 constexpr int DN_STATE_ROWS_PER_CHUNK = RING_SLOT / (DN_DK * 4);
-static_assert(DN_STATE_ROWS_PER_CHUNK * DN_DK * 4 == RING_SLOT && DN_DV % DN_STATE_ROWS_PER_CHUNK == 0,
-              "dn_state_slice: whole state rows a chunk, whole chunks a head");
+static_assert(MAX_BATCH < DN_STATE_RING_MIN_BATCH || (DN_STATE_ROWS_PER_CHUNK * DN_DK * 4 == RING_SLOT && DN_DV % DN_STATE_ROWS_PER_CHUNK == 0),
+              "dn_state_slice: whole state rows a chunk, whole chunks a head (the sizes with batch kernels)");
 __device__ __forceinline__ const float* dn_head_state(const Args& a, int l, int b, int h) {  // row b's head h of layer l
   return a.dn_state + (size_t)b * DN_ROW_FLOATS + (size_t)(dn_index(l) * DN_HV + h) * DN_DV * DN_DK;
 }
@@ -107,8 +111,8 @@ __device__ __forceinline__ bool lm_bounded(const Args& a) {
          !(a.temperature > 0.f);
 }
 
-// (step: of the launch; only an attention core's slice depends on it. NB: the kernel's batch; the batch-1 kernels'
-// DeltaNet cores read no ring chunks)
+// (step: of the launch; only an attention core's slice depends on it. NB: the kernel's batch; below
+// DN_STATE_RING_MIN_BATCH rows the DeltaNet cores read no ring chunks)
 template <int NB>
 __device__ PhaseSlice phase_slice(const Args& a, int q, int step) {
   const int G = gridDim.x, b = blockIdx.x;

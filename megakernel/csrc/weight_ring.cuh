@@ -7,7 +7,8 @@
 //          chunk into the ring as soon as a slot is free: cp.async by its 32 lanes (16 B each) in
 //          the layers, one TMA bulk copy per chunk for the lm_head on sm_90 (no grid barrier waits
 //          behind those). Every copy marks its L2 lines evict-first, so the recurrent state, the
-//          K/V cache and the activations stay in L2 from token to token (NOTES.md, v9).
+//          K/V cache and the activations stay in L2 from token to token (NOTES.md, v9; a batch's
+//          state, 18.9 MB a row, does not fit there: from 4 rows on it is one of the copies).
 //   compute warps (the 16 others): wait for a chunk's slot (chunk_wait), read the weights from
 //          shared memory, and release the item's chunks after a block barrier (chunks_done).
 // Each slot has two mbarriers: "full" (32 arrivals: each producer lane once its copies have
