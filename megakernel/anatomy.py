@@ -63,15 +63,16 @@ def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
         lm_stall += float(st.ring_full_by_phase[:, k.NPHASES - 1].mean()) / steps
         for q in range(k.NBARRIERS if stamped else 0):
             layer, sub = divmod(q, k.PHASES_PER_LAYER)
-            arr, fence = st.arrivals[:, q], (st.arrived[:, q] - st.arrivals[:, q]) / 1000.0
             start, exit_ = st.phase_start(q), st.phase_exits[q]
+            # (ns as int64 until they are differences: an absolute stamp as a float rounds to 256 ns)
+            arr, fence = (st.arrivals[:, q] - start).double(), (st.arrived[:, q] - st.arrivals[:, q]).double() / 1000.0
             kind = ("attention " if k.LAYER_TYPES[layer] == "full_attention" else "DeltaNet ") + PHASE_NAMES[sub]
             r = rows.setdefault(kind, {"first": 0.0, "median": 0.0, "last": 0.0, "exit": 0.0, "fence": 0.0, "fence_mean": 0.0,
                                        "stall": 0.0, "unit_last": 0.0, "n": 0})
-            r["first"] += (float(arr.min()) - start) / 1000.0
-            r["median"] += (float(arr.median()) - start) / 1000.0
-            r["last"] += (float(arr.max()) - start) / 1000.0
-            r["exit"] += (exit_ - float(arr.max())) / 1000.0
+            r["first"] += float(arr.min()) / 1000.0
+            r["median"] += float(arr.median()) / 1000.0
+            r["last"] += float(arr.max()) / 1000.0
+            r["exit"] += (exit_ - start - float(arr.max())) / 1000.0
             r["fence"] += float(fence[int(arr.argmax())])
             r["fence_mean"] += float(fence.mean())
             r["stall"] += float(st.ring_full_by_phase[:, q].mean())
@@ -86,7 +87,7 @@ def phase_anatomy(tier, prompt_len=64, steps=8, seed=0, batch=1) -> dict:
                 per_unit = r.setdefault("unit_arrivals", {})  # every unit block's own arrival: [sum, count]
                 for blk in range(min(units, len(arr))):
                     acc = per_unit.setdefault(blk, [0.0, 0])
-                    acc[0] += (float(arr[blk]) - start) / 1000.0
+                    acc[0] += float(arr[blk]) / 1000.0
                     acc[1] += 1
                 for name, t in zip(UNIT_STEPS, st.unit_stamps[fa]):
                     r[name] = r.get(name, 0.0) + (t - start) / 1000.0

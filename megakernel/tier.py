@@ -112,13 +112,14 @@ class StepTimes:
     argmax_done: int              # the next token is written
     unit_stamps: list[list[int]]  # [attention layer][UNIT_STAMPS]: block 0's first attention unit, step by step
     dn_unit_stamps: list[list[int]]  # [DeltaNet layer][DN_STAMPS]: block 0's first DeltaNet core unit, step by step
-    arrivals: torch.Tensor        # [grid, NBARRIERS] float64 ns: every block's arrival at every barrier
+    arrivals: torch.Tensor        # [grid, NBARRIERS] int64 ns: every block's arrival at every barrier (globaltimer's
+                                  # ~1.7e18 ns need 61 bits: as float64 they rounded to 256 ns, before session 36)
     ring_full_us: torch.Tensor    # [grid] float64: µs each block's producer waited for a free ring slot held by a
                                   # layer's chunk (since 8abcb24 also the waits of the lm_head's first chunks on the
                                   # last layer's slots, which the count before left out: NOTES v31)
     ring_full_by_phase: torch.Tensor  # [grid, NPHASES] float64: the same µs by the phase whose chunk held the slot
                                       # (its compute had not released it yet; the lm_head's last)
-    arrived: torch.Tensor         # [grid, NBARRIERS] float64 ns: when each arrival had been made (its release's
+    arrived: torch.Tensor         # [grid, NBARRIERS] int64 ns: when each arrival had been made (its release's
                                   # fence passed): minus `arrivals`, what the fence waited for
 
     @staticmethod
@@ -135,9 +136,9 @@ class StepTimes:
         nb = k.NBARRIERS
         base = k.NPHASES + 3
         at_arr, at_full, at_made, end = cls.sections(k, grid)
-        arrivals = torch.tensor(words[at_arr:at_full], dtype=torch.float64).view(grid, nb)
+        arrivals = torch.tensor(words[at_arr:at_full], dtype=torch.int64).view(grid, nb)
         full = torch.tensor(words[at_full:at_made], dtype=torch.float64).view(grid, k.NPHASES) / 1000.0
-        made = torch.tensor(words[at_made:end], dtype=torch.float64).view(grid, nb)
+        made = torch.tensor(words[at_made:end], dtype=torch.int64).view(grid, nb)
         return cls(start=words[0], embed_done=words[k.NPHASES + 2], phase_exits=words[1:nb + 1],
                    lm_head_start=words[k.NPHASES + 1], argmax_done=words[k.NPHASES],
                    unit_stamps=[words[base + i * k.UNIT_STAMPS:base + (i + 1) * k.UNIT_STAMPS] for i in range(k.NFA)],

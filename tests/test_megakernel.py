@@ -221,6 +221,64 @@ def test_no_rejected_schedule_variant_is_left():
     assert not hits, "\n".join(hits)
 
 
+def test_stamps_keep_their_nanoseconds_at_globaltimers_magnitude():
+    """globaltimer's stamps are ~1.7e18 ns: StepTimes keeps the per-block ones as int64 and the anatomy subtracts
+    before it turns them into floats, so a 1 ns offset and a 517 ns fence survive (as float64 they rounded to 256 ns,
+    before session 36). No GPU: a fake tier hands phase_anatomy synthetic steps."""
+    from megakernel.anatomy import phase_anatomy
+
+    class K:
+        NPHASES, NBARRIERS, NFA, NDN, UNIT_STAMPS, DN_STAMPS, NLAYER, PHASES_PER_LAYER = 11, 10, 1, 1, 4, 3, 2, 5
+        LAYER_TYPES, FA_HKV, ATT_MAX_SPLIT = ("linear_attention", "full_attention"), 2, 8
+        DN_STAMPS_AT = NPHASES + 3 + NFA * UNIT_STAMPS
+        NTIMES = DN_STAMPS_AT + NDN * DN_STAMPS
+    k, grid, base = K(), 3, 1_764_000_000_123_456_789
+    words = [0] * (k.NTIMES + grid * (2 * k.NBARRIERS + k.NPHASES))
+    words[0], words[k.NPHASES + 2] = base, base + 2000                       # start, embedding row normed
+    for q in range(k.NBARRIERS):
+        words[1 + q] = base + 10_000 * (q + 1)                               # block 0 leaves barrier q
+    words[k.NPHASES + 1], words[k.NPHASES] = base + 110_000, base + 120_000
+    words[k.NPHASES + 3:k.NPHASES + 7] = [base + 60_000 + i for i in range(1, 5)]
+    words[k.DN_STAMPS_AT:k.DN_STAMPS_AT + 3] = [base + 10_000 + i for i in range(1, 4)]
+    at_arr, at_full, at_made, _ = StepTimes.sections(k, grid)
+    for b in range(grid):
+        for q in range(k.NBARRIERS):
+            arrival = (base if q == 0 else words[q]) + 1000 * (b + 1) + 1     # 1.001, 2.001, 3.001 µs into the phase
+            words[at_arr + b * k.NBARRIERS + q] = arrival
+            words[at_made + b * k.NBARRIERS + q] = arrival + 517               # its fence: 0.517 µs
+    st = StepTimes.parse(words, k, grid)
+    assert st.arrivals.dtype == torch.int64 and int(st.arrivals[2, 3]) - st.phase_start(3) == 3001
+    assert int(st.arrived[1, 4] - st.arrivals[1, 4]) == 517
+
+    class Tier:  # what phase_anatomy asks of a tier
+        config = ModelConfig.tiny()
+        grid, schedule, positions_per_split, device = 3, "ring", 32, torch.device("cpu")
+
+        def __init__(self):
+            self.k = k
+
+        def new_state(self, batch, max_seq_len):
+            return type("State", (), {"positions": [5] * batch})()
+
+        def prefill(self, ids, state):
+            return torch.zeros(ids.shape[0], 8)
+
+        def decode_argmax(self, ids, state):
+            return ids
+
+        def decode_step_times(self, ids, state):
+            return ids, st
+
+    an = phase_anatomy(Tier(), prompt_len=4, steps=2)
+    for kind in ("DeltaNet in-proj", "attention down"):
+        r = an[kind]
+        assert (r["first"], r["median"], r["last"]) == pytest.approx((1.001, 2.001, 3.001), abs=1e-9), (kind, r)
+        assert r["fence"] == pytest.approx(0.517, abs=1e-9) and r["fence_mean"] == pytest.approx(0.517, abs=1e-9)
+        assert r["exit"] == pytest.approx(10.0 - 3.001, abs=1e-9) or kind == "DeltaNet in-proj"
+    assert an["DeltaNet in-proj"]["exit"] == pytest.approx(10.0 - 3.001, abs=1e-9)  # (phase 0 starts at the launch: base)
+    assert an["DeltaNet core"]["unit0 convolved"] == pytest.approx(0.001, abs=1e-9)
+
+
 def test_step_times_parse_the_stamp_layout():
     """The timing mode's words (csrc/shapes.cuh) → StepTimes → µs per part (no GPU)."""
     class K:

@@ -36,7 +36,7 @@ def main(out, steps=32, context=16):
     gaps = {kd: [0.0, 0.0, 0.0] for kd in late_kind}
     for st in times:
         for q in range(k.NBARRIERS):
-            arr = st.arrivals[:, q] / 1000.0
+            arr = st.arrivals[:, q].double() / 1000.0  # (int64 ns since session 36; as it ran: float64)
             med = float(arr.median())
             srt = torch.sort(arr).values
             d = arr - med
