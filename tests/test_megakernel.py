@@ -221,18 +221,21 @@ def test_no_rejected_schedule_variant_is_left():
     assert not hits, "\n".join(hits)
 
 
+class StampLayout:
+    """A two-layer kernel's timing layout (csrc/shapes.cuh) for the StepTimes tests (no GPU)."""
+    NPHASES, NBARRIERS, NFA, NDN, UNIT_STAMPS, DN_STAMPS, NLAYER, PHASES_PER_LAYER = 11, 10, 1, 1, 4, 3, 2, 5
+    LAYER_TYPES, FA_HKV, ATT_MAX_SPLIT = ("linear_attention", "full_attention"), 2, 8
+    DN_STAMPS_AT = NPHASES + 3 + NFA * UNIT_STAMPS
+    NTIMES = DN_STAMPS_AT + NDN * DN_STAMPS
+
+
 def test_stamps_keep_their_nanoseconds_at_globaltimers_magnitude():
     """globaltimer's stamps are ~1.7e18 ns: StepTimes keeps the per-block ones as int64 and the anatomy subtracts
     before it turns them into floats, so a 1 ns offset and a 517 ns fence survive (as float64 they rounded to 256 ns,
     before session 36). No GPU: a fake tier hands phase_anatomy synthetic steps."""
     from megakernel.anatomy import phase_anatomy
 
-    class K:
-        NPHASES, NBARRIERS, NFA, NDN, UNIT_STAMPS, DN_STAMPS, NLAYER, PHASES_PER_LAYER = 11, 10, 1, 1, 4, 3, 2, 5
-        LAYER_TYPES, FA_HKV, ATT_MAX_SPLIT = ("linear_attention", "full_attention"), 2, 8
-        DN_STAMPS_AT = NPHASES + 3 + NFA * UNIT_STAMPS
-        NTIMES = DN_STAMPS_AT + NDN * DN_STAMPS
-    k, grid, base = K(), 3, 1_764_000_000_123_456_789
+    k, grid, base = StampLayout(), 3, 1_764_000_000_123_456_789
     words = [0] * (k.NTIMES + grid * (2 * k.NBARRIERS + k.NPHASES))
     words[0], words[k.NPHASES + 2] = base, base + 2000                       # start, embedding row normed
     for q in range(k.NBARRIERS):
@@ -281,11 +284,7 @@ def test_stamps_keep_their_nanoseconds_at_globaltimers_magnitude():
 
 def test_step_times_parse_the_stamp_layout():
     """The timing mode's words (csrc/shapes.cuh) → StepTimes → µs per part (no GPU)."""
-    class K:
-        NPHASES, NBARRIERS, NFA, NDN, UNIT_STAMPS, DN_STAMPS, NLAYER, PHASES_PER_LAYER = 11, 10, 1, 1, 4, 3, 2, 5
-        DN_STAMPS_AT = NPHASES + 3 + NFA * UNIT_STAMPS
-        NTIMES = DN_STAMPS_AT + NDN * DN_STAMPS
-    k, grid = K(), 3
+    k, grid = StampLayout(), 3
     words = [0] * (k.NTIMES + grid * (2 * k.NBARRIERS + k.NPHASES))
     words[0], words[k.NPHASES + 2] = 1000, 3000                            # start, embedding row normed
     for q in range(k.NBARRIERS):
@@ -718,6 +717,7 @@ def test_bad_variants_are_clear_errors_and_launch_nothing(variant):
     state = mk.new_state(max_seq_len=32)
     mk.prefill(ids(8, 18), state)
     before = mk.clone_state(state)
+    batch_slots0 = mk.batch_ring_slots
     for attr, value, msg in (("grid", 0, "grid=0"), ("grid", mk.max_grid + 1, "expected an int in"),
                              ("schedule", "tma", "schedule='tma'; expected one of"),
                              ("ring_slots", 3, "ring_slots=3; expected"),
@@ -727,8 +727,7 @@ def test_bad_variants_are_clear_errors_and_launch_nothing(variant):
         with pytest.raises(TierInputError, match=msg):
             mk.decode(ids(1, 19)[0], state)
         mk.grid, mk.schedule, mk.ring_slots, mk.batch_ring_slots, mk.positions_per_split = (
-            mk.max_grid, schedules(mk)[0], mk.max_ring_slots, min(tier_mod.BATCH_RING_SLOTS, mk.max_ring_slots or 99),
-            tier_mod.ATT_POSITIONS_PER_SPLIT)
+            mk.max_grid, schedules(mk)[0], mk.max_ring_slots, batch_slots0, tier_mod.ATT_POSITIONS_PER_SPLIT)
     assert state.seq_len == before.seq_len and torch.equal(state.dn_state, before.dn_state)
 
 

@@ -78,17 +78,6 @@ __device__ __forceinline__ void dn_stamp(const Args& a, int l, int u, int k) {
   }
 #endif
 }
-// unit u of a launch: batch row u / DN_UNITS, head h, v-slice j
-struct DnUnit {
-  int b, h, j;
-};
-__device__ __forceinline__ DnUnit dn_unit(int u) {
-  const int b = u / DN_UNITS, hu = u - b * DN_UNITS;
-  return DnUnit{b, hu / DN_VSLICES, hu % DN_VSLICES};
-}
-__device__ __forceinline__ float* dn_state_row(const Args& a, int l, DnUnit n, int v) {  // row v of head h's state
-  return a.dn_state + (size_t)n.b * DN_ROW_FLOATS + ((size_t)(dn_index(l) * DN_HV + n.h) * DN_DV + v) * DN_DK;
-}
 
 // The core's inputs that this launch's in-proj does not write, as float bits, so they can be loaded
 // before the barrier that precedes the core (the first unit) or while the previous unit runs:

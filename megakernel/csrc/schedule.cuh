@@ -86,14 +86,24 @@ constexpr int DN_STATE_RING_MIN_BATCH = 4;
 constexpr int DN_STATE_ROWS_PER_CHUNK = RING_SLOT / (DN_DK * 4);
 static_assert(MAX_BATCH < DN_STATE_RING_MIN_BATCH || (DN_STATE_ROWS_PER_CHUNK * DN_DK * 4 == RING_SLOT && DN_DV % DN_STATE_ROWS_PER_CHUNK == 0),
               "dn_state_slice: whole state rows a chunk, whole chunks a head (the sizes with batch kernels)");
-__device__ __forceinline__ const float* dn_head_state(const Args& a, int l, int b, int h) {  // row b's head h of layer l
-  return a.dn_state + (size_t)b * DN_ROW_FLOATS + (size_t)(dn_index(l) * DN_HV + h) * DN_DV * DN_DK;
+
+// unit u of a launch: batch row u / DN_UNITS, head h, v-slice j
+struct DnUnit {
+  int b, h, j;
+};
+__device__ __forceinline__ DnUnit dn_unit(int u) {
+  const int b = u / DN_UNITS, hu = u - b * DN_UNITS;
+  return DnUnit{b, hu / DN_VSLICES, hu % DN_VSLICES};
 }
+__device__ __forceinline__ float* dn_state_row(const Args& a, int l, DnUnit n, int v) {  // row v of head h's state
+  return a.dn_state + (size_t)n.b * DN_ROW_FLOATS + ((size_t)(dn_index(l) * DN_HV + n.h) * DN_DV + v) * DN_DK;
+}
+
 template <int NB>
 __device__ __forceinline__ PhaseSlice dn_state_slice(const Args& a, int l) {
   const int u = blockIdx.x;
   if (u >= NB * DN_HV) return {nullptr, nullptr, 0, 1, D};
-  return {reinterpret_cast<const uint16_t*>(dn_head_state(a, l, u / DN_HV, u % DN_HV)), nullptr, DN_DV / DN_STATE_ROWS_PER_CHUNK, 1,
+  return {reinterpret_cast<const uint16_t*>(dn_state_row(a, l, DnUnit{u / DN_HV, u % DN_HV, 0}, 0)), nullptr, DN_DV / DN_STATE_ROWS_PER_CHUNK, 1,
           RING_SLOT / 2};
 }
 
