@@ -257,14 +257,6 @@ __device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, 
     const uint16_t* x = g < NB ? xs_planes(xs, g) + k0 : nullptr;
     for (int i0 = 0; i0 < np; i0 += 8 * CHUNK_PIECES) {
       const int pieces = min(8 * CHUNK_PIECES, np - i0);
-      // the epilogue's rows' scale and err (rows j, j + 64 of the item), in flight while the item's chunks land and its
-      // tiles run (as batch 1's lm_head_bounded does; loaded after chunks_done they were a round trip an item)
-      float2 qs[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = 2 * i0 + j + 64 * h;
-        qs[h] = b < NB && row < n ? __ldg(a.lm_qs + r0 + row) : make_float2(0.f, 0.f);
-      }
       float c[4] = {0.f, 0.f, 0.f, 0.f};
       if (tile * CHUNK_PIECES < pieces) {
         const uint32_t ch = chunk_wait(s, tile);
@@ -289,8 +281,9 @@ __device__ __forceinline__ void lm_head_bounded_batch(const Args& a, Stream& s, 
         e[h] = 0.f;
         if (b < NB && row < n) {
           const float dot = part[(2 * tl) * PART_TILE + b * 16 + tr] + part[(2 * tl + 1) * PART_TILE + b * 16 + tr];
-          sv[h] = qs[h].x * dot;
-          e[h] = fmaf(qs[h].y, xn, LM_ABS_SLACK);
+          const float2 qs = __ldg(a.lm_qs + r0 + row);
+          sv[h] = qs.x * dot;
+          e[h] = fmaf(qs.y, xn, LM_ABS_SLACK);
           low = fmaxf(low, sv[h] - e[h]);
         }
       }
