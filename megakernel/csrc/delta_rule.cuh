@@ -175,12 +175,8 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
 //   thread t < DN_HEAD_CH: conv channel t of the head (q | k | the head's 128 v): conv + SiLU;
 //     the sum of its three past taps came before the barrier (head_inputs);
 //   thread GATE_THREAD (a warp with no channel): the head's gates alpha, beta;
-//   warp w: state rows v = 8 w .. 8 w + 7, eight independent recurrences in four passes of two rows, 16 lanes a
-//     row (lane 16 g + j: row 8 w + 2 p + g in pass p, k = 64 c + 4 j .. 64 c + 4 j + 3 for c = 0, 1): each of a
-//     row's two dots a 4-level shuffle sum over its half-warp (32 shuffles a warp, not 8 rows x 2 x 5 = 80), the
-//     same sums in the same order as a 5-level warp_sum over 4 k a lane (lane j's two 4-k parts are the pair that
-//     warp_sum's first level adds: the same bits); lane j = 0 of a half puts its row's o in shared memory. From
-//     DN_STATE_RING_MIN_BATCH rows on
+//   warp w: state rows v = 8 w .. 8 w + 7 (lane: k = 4 lane .. 4 lane + 3), eight independent
+//     recurrences; lane 0 puts each row's output o in shared memory. From DN_STATE_RING_MIN_BATCH rows on
 //     the block's first unit's rows come from the weight ring (schedule.cuh dn_state_slice: the producer
 //     copies them from HBM during the in-proj; read first, the 4 slots released at the conv's barrier),
 //     so the core's start no longer waits for 64 KB a block through L2 (NOTES v34: a B = 8 unit 6.3 ->
@@ -191,20 +187,6 @@ __device__ __forceinline__ void dn_core_one(const Args& a, int l, int step, uint
 // red[0..7] the q and k channels' sums of squares (warps 0-3: q, 4-7: k).
 constexpr int DN_HEAD_CH = 2 * DN_DK + DN_DV;               // 384 conv channels of a head
 constexpr int DN_ROWS_PER_WARP = DN_DV / NWARPS;            // 8 state rows
-constexpr int DN_ROW_PASSES = DN_ROWS_PER_WARP / 2;         // two rows a pass, 16 lanes a row
-static_assert(DN_ROWS_PER_WARP % 2 == 0 && DN_DK == 4 * 32, "dn_core_heads: 16 lanes a row, 8 k a lane");
-
-// a lane's part of a row's dot over its 8 k (within each 4-k part in order, then the two parts), summed over the 16
-// lanes of its half-warp (every lane of it gets it)
-__device__ __forceinline__ float half_row_dot(const float4 (&x)[2], const float4 (&y)[2]) {
-  float p[2];
-#pragma unroll
-  for (int c = 0; c < 2; ++c) p[c] = x[c].x * y[c].x + x[c].y * y[c].y + x[c].z * y[c].z + x[c].w * y[c].w;
-  float v = p[0] + p[1];
-#pragma unroll
-  for (int o = 8; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 constexpr int GATE_THREAD = DN_HEAD_CH;                     // the first thread with no channel
 static_assert(DN_HEAD_CH % 32 == 0 && GATE_THREAD < THREADS && DN_ROWS_PER_WARP == 8, "dn_core_heads' thread map");
 static_assert(SM_DN_K == SM_DN_Q + 4 * DN_DK && SM_DN_V == SM_DN_K + 4 * DN_DK, "dn_core_heads: q | k | v contiguous");
@@ -268,21 +250,16 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
     // NB * DN_HV blocks) from global memory, in flight during the conv and the norms
     const bool first = u == (int)blockIdx.x, ring_rows = NB >= DN_STATE_RING_MIN_BATCH && first;
     if (!first) head_inputs(a, l, step, u, wv[0]);  // (the first unit's came before the barrier)
-    const int g = lane >> 4, j = lane & 15;  // this lane's row of a pass, and its k (64 c + 4 j ..)
-    uint4 rows[DN_ROW_PASSES][2];            // pass p's row 8 w + 2 p + g, k 64 c + 4 j .. + 3
+    uint4 rows[DN_ROWS_PER_WARP];
     if (ring_rows) {
       constexpr int W_PER_CHUNK = DN_STATE_ROWS_PER_CHUNK / DN_ROWS_PER_WARP;
-      const uint32_t ch = chunk_wait(st, warp / W_PER_CHUNK) + (((warp % W_PER_CHUNK) * DN_ROWS_PER_WARP + g) * DN_DK + 4 * j) * 4;
+      const uint32_t ch = chunk_wait(st, warp / W_PER_CHUNK) + ((warp % W_PER_CHUNK) * DN_ROWS_PER_WARP * DN_DK + 4 * lane) * 4;
 #pragma unroll
-      for (int p = 0; p < DN_ROW_PASSES; ++p)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) rows[p][c] = lds128(ch + (2 * p * DN_DK + 64 * c) * 4);
+      for (int i = 0; i < DN_ROWS_PER_WARP; ++i) rows[i] = lds128(ch + i * DN_DK * 4);
     } else {
 #pragma unroll
-      for (int p = 0; p < DN_ROW_PASSES; ++p)
-#pragma unroll
-        for (int c = 0; c < 2; ++c)
-          rows[p][c] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, 0}, warp * DN_ROWS_PER_WARP + 2 * p + g)) + 16 * c + j);
+      for (int i = 0; i < DN_ROWS_PER_WARP; ++i)
+        rows[i] = __ldcg(reinterpret_cast<const uint4*>(dn_state_row(a, l, DnUnit{b, h, 0}, warp * DN_ROWS_PER_WARP + i)) + lane);
     }
     const float* zab = a.zab + b * ZAB_W;
     // issued first, used last: warp 0's z (kept in shared memory from the first block barrier on) and
@@ -315,34 +292,23 @@ __device__ __forceinline__ void dn_core_heads(const Args& a, int l, int step, ui
     const float rq = rsqrtf(red[0] + red[1] + red[2] + red[3] + RMS_EPS) * rsqrtf((float)DN_DK);
     const float rk = rsqrtf(red[4] + red[5] + red[6] + red[7] + RMS_EPS);
     const float alpha = gates[0], beta = gates[1];
+    const float4 q4 = reinterpret_cast<const float4*>(qs)[lane];
+    const float4 k4 = reinterpret_cast<const float4*>(qs + DN_DK)[lane];
     const float* vs = qs + 2 * DN_DK;
+    const float kx = k4.x * rk, ky = k4.y * rk, kz = k4.z * rk, kw = k4.w * rk;
+    const float qx = q4.x * rq, qy = q4.y * rq, qz = q4.z * rq, qw = q4.w * rq;
 #pragma unroll
-    for (int p = 0; p < DN_ROW_PASSES; ++p) {  // S = alpha S + k beta (v - alpha S.k), o = S.q: two rows a pass
-      const int v = warp * DN_ROWS_PER_WARP + 2 * p + g;
-      float4 kn[2], qn[2];  // this lane's 8 k of the normed k and q (read again each pass: held across the passes they
-                            // took the B = 8 kernel past its registers)
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const float4 k4 = reinterpret_cast<const float4*>(qs + DN_DK)[16 * c + j], q4 = reinterpret_cast<const float4*>(qs)[16 * c + j];
-        kn[c] = make_float4(k4.x * rk, k4.y * rk, k4.z * rk, k4.w * rk);
-        qn[c] = make_float4(q4.x * rq, q4.y * rq, q4.z * rq, q4.w * rq);
-      }
-      float4 sd[2];
-#pragma unroll
-      for (int c = 0; c < 2; ++c)
-        sd[c] = make_float4(alpha * __uint_as_float(rows[p][c].x), alpha * __uint_as_float(rows[p][c].y), alpha * __uint_as_float(rows[p][c].z),
-                            alpha * __uint_as_float(rows[p][c].w));
-      const float sk = half_row_dot(sd, kn);
+    for (int i = 0; i < DN_ROWS_PER_WARP; ++i) {  // S = alpha S + k beta (v - alpha S.k), o = S.q
+      const int v = warp * DN_ROWS_PER_WARP + i;
+      const uint4 r = rows[i];
+      float4 sd = make_float4(alpha * __uint_as_float(r.x), alpha * __uint_as_float(r.y), alpha * __uint_as_float(r.z),
+                              alpha * __uint_as_float(r.w));
+      const float sk = warp_sum(sd.x * kx + sd.y * ky + sd.z * kz + sd.w * kw);
       const float du = beta * (vs[v] - sk);
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        sd[c].x = fmaf(kn[c].x, du, sd[c].x); sd[c].y = fmaf(kn[c].y, du, sd[c].y);
-        sd[c].z = fmaf(kn[c].z, du, sd[c].z); sd[c].w = fmaf(kn[c].w, du, sd[c].w);
-      }
-      const float o = half_row_dot(sd, qn);
-#pragma unroll
-      for (int c = 0; c < 2; ++c) __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, DnUnit{b, h, 0}, v)) + 16 * c + j, sd[c]);
-      if (j == 0) os[v] = o;
+      sd.x = fmaf(kx, du, sd.x); sd.y = fmaf(ky, du, sd.y); sd.z = fmaf(kz, du, sd.z); sd.w = fmaf(kw, du, sd.w);
+      const float o = warp_sum(sd.x * qx + sd.y * qy + sd.z * qz + sd.w * qw);
+      __stcg(reinterpret_cast<float4*>(dn_state_row(a, l, DnUnit{b, h, 0}, v)) + lane, sd);
+      if (lane == 0) os[v] = o;
     }
     sync_warps();
     dn_stamp<STAMPS>(a, l, u, 1);  // every state row updated, o in shared memory
