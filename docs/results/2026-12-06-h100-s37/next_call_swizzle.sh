@@ -1,38 +1,42 @@
 #!/usr/bin/env bash
-# Prepared in session 37, NOT YET RUN: the first call of the next session. Three trees: main (this checkout), swz
+# Prepared in session 37, NOT YET RUN: the first call of the next session. Four trees: main (this checkout), swz
 # (.ab_swz: branch s37-xs-swizzle, e563986: a batch's x planes swizzled so the K = D tiles' x loads are one pass, not
-# two), diag (.ab_diag: branch s37-kd-stamps, 31d6fbd: block 0's stamps inside a batch's in-proj and gate/up phases).
-# Predicted: swz bits identical to main (the same values, only their shared-memory addresses move); tg128 b8 +0 to +3%
-# (v35: a B = 8 K = D item ~2.5-3 µs, ~half of it the x loads' second pass at most; 48 such phases a step; the XORed
-# addresses add ~2.4% SASS lines), b4 smaller, batch 1 equal (its kernels' SASS identical); diag equal to main within
-# 0.5% (then merge it: its stamps are compiled into the timed kernels only); swz's anatomy (from a diag tree rebased on
-# it, if the call has room) shows the K = D items' "chunks landed" earlier.
+# two), rswz (.ab_rswz: branch s37-ring-swizzle, cfa879f: that, and the K = D weight chunks landing swizzled in the ring
+# too: every lds128 of a K = D tile one pass), diag (.ab_diag: branch s37-kd-stamps, 31d6fbd: block 0's stamps inside a
+# batch's in-proj and gate/up phases).
+# Predicted: swz and rswz bits identical to main (the same values, only their shared-memory addresses move); tg128 b8
+# swz +0 to +3%, rswz +1 to +6% (v35: a B = 8 K = D item ~2.5-3 µs, ~2.2 µs of it computed as two-pass bank time; 48
+# such phases a step; the XORed addresses add 2.4-3.8% SASS lines), b4 smaller, batch 1 equal (its kernels' SASS
+# identical); diag equal to main within 0.5% (then merge it); the winner's anatomy at B = 8.
 # Run from main's checkout:
-#   for s in swz:s37-xs-swizzle diag:s37-kd-stamps; do n=${s%%:*}; rm -rf .ab_$n && mkdir .ab_$n && git archive ${s#*:} \
+#   for s in swz:s37-xs-swizzle rswz:s37-ring-swizzle diag:s37-kd-stamps; do n=${s%%:*}; rm -rf .ab_$n && mkdir .ab_$n && git archive ${s#*:} \
 #     | tar -x -C .ab_$n && rm -rf .ab_$n/docs && git rev-parse --short ${s#*:} > .ab_$n/COMMIT; done
-#   git rev-parse --short HEAD > COMMIT   (carry .whl .qla COMMIT .ab_swz .ab_diag)
+#   git rev-parse --short HEAD > COMMIT   (carry .whl .qla COMMIT .ab_swz .ab_rswz .ab_diag)
 set -u
 source docs/results/device_call.sh --site
-for side in new swz diag; do
+for side in new swz rswz diag; do
   in_tree $side 300 python3 -c "import megakernel.build as b; b.load()" > "$OUT/r/build_$side.log" 2>&1 &
 done
 wait
 echo "builds: ${SECONDS}s"; pack
-for side in new swz; do
+for side in new swz rswz; do
   in_tree $side 90 python3 tests/gpu/ab_commits.py snapshot /tmp/snap_$side.pt > "$OUT/r/snapshot_$side.txt" 2>&1
   echo "snapshot $side: exit $? ${SECONDS}s"
 done
-python3 tests/gpu/ab_commits.py compare /tmp/snap_new.pt /tmp/snap_swz.pt > "$OUT/r/bits_swz.txt" 2>&1
-echo "bits swz: exit $?"; tail -3 "$OUT/r/bits_swz.txt" | cut -c1-200; pack
+for side in swz rswz; do
+  python3 tests/gpu/ab_commits.py compare /tmp/snap_new.pt /tmp/snap_$side.pt > "$OUT/r/bits_$side.txt" 2>&1
+  echo "bits $side: exit $?"; tail -3 "$OUT/r/bits_$side.txt" | cut -c1-200
+done
+pack
 bench() {  # n side
   if [ $((585 - SECONDS)) -lt 45 ]; then echo "$1 $2: skipped"; return; fi
   in_tree $2 60 python3 -m compare bench --tiers megakernel --repeats 3 --no-progress --pp 0 --tg 128 --depth 0 \
-      --batch 1,4,8 --json "$OUT/r/bench_${1}_$2.json" > "$OUT/r/bench_${1}_$2.txt" 2>&1
+      --batch 1,8 --json "$OUT/r/bench_${1}_$2.json" > "$OUT/r/bench_${1}_$2.txt" 2>&1
   echo "$1 $2: exit $? ${SECONDS}s"; grep -E '\| tg128' $OUT/r/bench_${1}_$2.txt | cut -c1-110; pack
 }
-bench 1 new; bench 2 swz; bench 3 diag; bench 4 swz; bench 5 new; bench 6 diag
+bench 1 new; bench 2 swz; bench 3 rswz; bench 4 diag; bench 5 rswz; bench 6 swz; bench 7 new; bench 8 diag
 if [ $((585 - SECONDS)) -gt 45 ]; then
-  in_tree swz 45 python3 -m megakernel anatomy --batch 8 --context 16 > "$OUT/r/anatomy_swz_b8.txt" 2>&1
-  echo "anatomy swz: exit $? ${SECONDS}s"; pack
+  in_tree rswz 45 python3 -m megakernel anatomy --batch 8 --context 16 > "$OUT/r/anatomy_rswz_b8.txt" 2>&1
+  echo "anatomy rswz: exit $? ${SECONDS}s"; pack
 fi
 true
