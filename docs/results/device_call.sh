@@ -29,3 +29,22 @@ in_tree() {
   (cd "$dir" && QWEN35_MEGAKERNEL_CACHE=/tmp/qwen35-megakernel-$side \
     WORKBENCH_COMMIT=$(cat "$dir/COMMIT" 2>/dev/null || echo unknown) PYTHONPATH=$dir$SITE timeout "$limit" "$@")
 }
+# What most calls repeat (since session 37; earlier call scripts, the records of what ran, spell it out):
+#   build_trees SIDE...             each tree's megakernel build, in parallel ($OUT/r/build_SIDE.log)
+#   tg_bench N SIDE BATCHES [END]   the megakernel's tg128 at --batch BATCHES in tree SIDE ($OUT/r/bench_N_SIDE.json / .txt),
+#                                   skipped when fewer than 45 s are left before END s (default 585) of the call
+build_trees() {
+  local side
+  for side in "$@"; do
+    in_tree "$side" 300 python3 -c "import megakernel.build as b; b.load()" > "$OUT/r/build_$side.log" 2>&1 &
+  done
+  wait
+  echo "builds: ${SECONDS}s"; pack
+}
+tg_bench() {
+  local n=$1 side=$2 batches=$3 end=${4:-585}
+  if [ $((end - SECONDS)) -lt 45 ]; then echo "$n $side: skipped"; return; fi
+  in_tree "$side" 60 python3 -m compare bench --tiers megakernel --repeats 3 --no-progress --pp 0 --tg 128 --depth 0 \
+      --batch "$batches" --json "$OUT/r/bench_${n}_$side.json" > "$OUT/r/bench_${n}_$side.txt" 2>&1
+  echo "$n $side: exit $? ${SECONDS}s"; grep -E '\| tg128' "$OUT/r/bench_${n}_$side.txt" | cut -c1-110; pack
+}

@@ -14,11 +14,7 @@
 #   git rev-parse --short HEAD > COMMIT   (carry .whl .qla COMMIT .ab_swz .ab_rswz .ab_diag)
 set -u
 source docs/results/device_call.sh --site
-for side in new swz rswz diag; do
-  in_tree $side 300 python3 -c "import megakernel.build as b; b.load()" > "$OUT/r/build_$side.log" 2>&1 &
-done
-wait
-echo "builds: ${SECONDS}s"; pack
+build_trees new swz rswz diag
 for side in new swz rswz; do
   in_tree $side 90 python3 tests/gpu/ab_commits.py snapshot /tmp/snap_$side.pt > "$OUT/r/snapshot_$side.txt" 2>&1
   echo "snapshot $side: exit $? ${SECONDS}s"
@@ -28,13 +24,8 @@ for side in swz rswz; do
   echo "bits $side: exit $?"; tail -3 "$OUT/r/bits_$side.txt" | cut -c1-200
 done
 pack
-bench() {  # n side
-  if [ $((585 - SECONDS)) -lt 45 ]; then echo "$1 $2: skipped"; return; fi
-  in_tree $2 60 python3 -m compare bench --tiers megakernel --repeats 3 --no-progress --pp 0 --tg 128 --depth 0 \
-      --batch 1,8 --json "$OUT/r/bench_${1}_$2.json" > "$OUT/r/bench_${1}_$2.txt" 2>&1
-  echo "$1 $2: exit $? ${SECONDS}s"; grep -E '\| tg128' $OUT/r/bench_${1}_$2.txt | cut -c1-110; pack
-}
-bench 1 new; bench 2 swz; bench 3 rswz; bench 4 diag; bench 5 rswz; bench 6 swz; bench 7 new; bench 8 diag
+n=0
+for side in new swz rswz diag rswz swz new diag; do n=$((n + 1)); tg_bench $n $side 1,8; done
 if [ $((585 - SECONDS)) -gt 45 ]; then
   in_tree rswz 45 python3 -m megakernel anatomy --batch 8 --context 16 > "$OUT/r/anatomy_rswz_b8.txt" 2>&1
   echo "anatomy rswz: exit $? ${SECONDS}s"; pack
