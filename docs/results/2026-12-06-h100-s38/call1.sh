@@ -3,31 +3,34 @@
 # Trees: new (main, 06b626e + this session's docs), swz (branch s37-xs-swizzle, e563986: a batch's x planes swizzled),
 # rswz (s37-ring-swizzle, cfa879f: and the K = D weight chunks landing swizzled in the ring), norm (s38-norm-deferred, on
 # rswz: the in-projections' and gate/up's x planes hold x (1 + w) unscaled, each dot times its row's 1 / rms in the
-# epilogue: one block barrier before the tiles, not two).
+# epilogue: one block barrier before the tiles, not two), pairs (s38-kd-pairs, on norm: a warp takes two tiles over a k
+# eighth, not one over a quarter, so each x plane block it loads serves two tiles: the x reads of a K = D item halved).
 # Predicted: swz and rswz bits identical to new; norm not identical (one rounding moved), within the bounds (the batch
 # GPU tests); tg128 b8 swz +0 to +3%, rswz +1 to +6% (v35: ~2.2 µs of bank time an item, 48 such phases a step),
 # norm +1 to +2% over rswz (49 norms a step, ~0.3 µs each: a barrier, the sums' shuffles and the rsqrt off the path);
-# batch 1 equal throughout (its kernels' SASS identical for swz / rswz; norm's batch-1 code unchanged).
+# pairs +1 to +2% over norm (x: 128 KB of an item's 256 KB of shared-memory reads, halved; its B = 8 one-step kernel
+# spills 84 / 80 B, against norm's 8 / 32, at the kernel's start: a few reloads a phase);
+# batch 1 equal throughout (its kernels' SASS identical for swz / rswz; norm's and pairs' batch-1 code unchanged).
 # Setup (from main's checkout):
-#   for s in swz:s37-xs-swizzle rswz:s37-ring-swizzle norm:s38-norm-deferred; do n=${s%%:*}; rm -rf .ab_$n && mkdir .ab_$n \
+#   for s in rswz:s37-ring-swizzle norm:s38-norm-deferred pairs:s38-kd-pairs; do n=${s%%:*}; rm -rf .ab_$n && mkdir .ab_$n \
 #     && git archive ${s#*:} | tar -x -C .ab_$n && rm -rf .ab_$n/docs && git rev-parse --short ${s#*:} > .ab_$n/COMMIT; done
-#   git rev-parse --short HEAD > COMMIT   (carry .whl .qla COMMIT .ab_swz .ab_rswz .ab_norm)
+#   git rev-parse --short HEAD > COMMIT   (carry .whl .qla COMMIT .ab_rswz .ab_norm .ab_pairs)
 set -u
 source docs/results/device_call.sh --site
-build_trees new swz rswz norm
-for side in new swz rswz norm; do
+build_trees new rswz norm pairs
+for side in new rswz; do
   in_tree $side 90 python3 tests/gpu/ab_commits.py snapshot /tmp/snap_$side.pt > "$OUT/r/snapshot_$side.txt" 2>&1
   echo "snapshot $side: exit $? ${SECONDS}s"
 done
-for side in swz rswz norm; do
+for side in rswz; do
   python3 tests/gpu/ab_commits.py compare /tmp/snap_new.pt /tmp/snap_$side.pt > "$OUT/r/bits_$side.txt" 2>&1
   echo "bits $side: exit $?"; tail -3 "$OUT/r/bits_$side.txt" | cut -c1-200
 done
 pack
 n=0
-for side in new swz rswz norm norm rswz swz new; do n=$((n + 1)); tg_bench $n $side 1,8 540; done
+for side in new rswz norm pairs pairs norm rswz new; do n=$((n + 1)); tg_bench $n $side 1,8 540; done
 if [ $((585 - SECONDS)) -gt 40 ]; then
-  in_tree norm 40 python3 -m pytest -q tests/test_batch_gpu.py -k "megakernel and (alone or bounds or int8 or poison)" > "$OUT/r/tests_norm.txt" 2>&1
-  echo "tests norm: exit $? ${SECONDS}s"; tail -2 "$OUT/r/tests_norm.txt"; pack
+  in_tree pairs 40 python3 -m pytest -q tests/test_batch_gpu.py -k "megakernel and (alone or bounds or int8 or poison)" > "$OUT/r/tests_pairs.txt" 2>&1
+  echo "tests pairs: exit $? ${SECONDS}s"; tail -2 "$OUT/r/tests_pairs.txt"; pack
 fi
 true
