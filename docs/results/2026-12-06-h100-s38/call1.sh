@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Session 38, call 1: session 37's prepared swizzles and this session's deferred norm scale, against main.
-# Trees: new (main, 06b626e + this session's docs), swz (branch s37-xs-swizzle, e563986: a batch's x planes swizzled),
-# rswz (s37-ring-swizzle, cfa879f: and the K = D weight chunks landing swizzled in the ring), norm (s38-norm-deferred, on
+# Session 38, call 1: session 37's prepared swizzles and two changes of this session on them, against main.
+# Trees: new (main, 06b626e + this session's docs), rswz (branch s37-ring-swizzle, cfa879f, on s37-xs-swizzle: a batch's
+# x planes swizzled, and the K = D weight chunks landing swizzled in the ring), norm (s38-norm-deferred, on
 # rswz: the in-projections' and gate/up's x planes hold x (1 + w) unscaled, each dot times its row's 1 / rms in the
 # epilogue: one block barrier before the tiles, not two), pairs (s38-kd-pairs, on norm: a warp takes two tiles over a k
 # eighth, not one over a quarter, so each x plane block it loads serves two tiles: the x reads of a K = D item halved).
-# Predicted: swz and rswz bits identical to new; norm not identical (one rounding moved), within the bounds (the batch
-# GPU tests); tg128 b8 swz +0 to +3%, rswz +1 to +6% (v35: ~2.2 µs of bank time an item, 48 such phases a step),
+# Predicted: rswz bits identical to new; norm not identical (one rounding moved), within the bounds (the batch
+# GPU tests); tg128 b8 rswz +1 to +6% (v35: ~2.2 µs of bank time an item, 48 such phases a step),
 # norm +1 to +2% over rswz (49 norms a step, ~0.3 µs each: a barrier, the sums' shuffles and the rsqrt off the path);
 # pairs +1 to +2% over norm (x: 128 KB of an item's 256 KB of shared-memory reads, halved; its B = 8 one-step kernel
 # spills 84 / 80 B, against norm's 8 / 32, at the kernel's start: a few reloads a phase);
-# batch 1 equal throughout (its kernels' SASS identical for swz / rswz; norm's and pairs' batch-1 code unchanged).
+# batch 1 equal throughout (its kernels' SASS identical for rswz; norm's and pairs' batch-1 code unchanged).
 # Setup (from main's checkout):
 #   for s in rswz:s37-ring-swizzle norm:s38-norm-deferred pairs:s38-kd-pairs; do n=${s%%:*}; rm -rf .ab_$n && mkdir .ab_$n \
 #     && git archive ${s#*:} | tar -x -C .ab_$n && rm -rf .ab_$n/docs && git rev-parse --short ${s#*:} > .ab_$n/COMMIT; done
