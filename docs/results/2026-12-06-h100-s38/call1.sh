@@ -29,13 +29,13 @@ for side in rswz; do
 done
 pack
 n=0
-for side in new rswz norm pairs pairs norm rswz new; do n=$((n + 1)); tg_bench $n $side 8 500; done
-if [ $((585 - SECONDS)) -gt 60 ]; then
+for side in new rswz norm pairs pairs norm rswz new; do n=$((n + 1)); tg_bench $n $side 8 400; done
+if [ $((480 - SECONDS)) -gt 60 ]; then
   in_tree pairs 60 python3 -m compare bench --tiers triton,megakernel --repeats 3 --no-progress --pp 0 --tg 128 --depth 0 \
       --batch 8 --json "$OUT/r/bench_triton_b8.json" > "$OUT/r/bench_triton_b8.txt" 2>&1
   echo "triton b8: exit $? ${SECONDS}s"; grep -E '\| tg128' "$OUT/r/bench_triton_b8.txt" | cut -c1-110; pack
 fi
-if [ $((585 - SECONDS)) -gt 50 ]; then
+if [ $((500 - SECONDS)) -gt 50 ]; then
   in_tree pairs 50 python3 -m pytest -q tests/test_batch_gpu.py -k "megakernel and (alone or bounds or int8 or poison)" > "$OUT/r/tests_pairs.txt" 2>&1
   echo "tests pairs: exit $? ${SECONDS}s"; tail -2 "$OUT/r/tests_pairs.txt"; pack
 fi
