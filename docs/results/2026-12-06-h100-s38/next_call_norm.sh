@@ -1,28 +1,34 @@
 #!/usr/bin/env bash
-# Prepared in session 38, NOT YET RUN: the first call of the next session. Trees: new (main's checkout: 4f0e4e6's
-# kernels) and norm (.ab_norm: branch s38-norm-on-main, 2f4c088: a batch's in-projections and gate/up read the norm's
-# x (1 + w) unscaled and scale each dot by its row's 1 / rms in the tiles' epilogue, one block barrier before the
-# tiles, not two; what session 38 measured +1.54% over the ring-swizzle tree, there without the swizzles, which
-# measured −1.15%).
-# Predicted: tg128 b8 norm +1 to +2% over new, batch 1 equal (its kernels' SASS identical to main's, sm_90a); the
-# Triton tier and norm's megakernel at B = 8 in one run (the issue's 2x bar: ~1.9x expected); the batch GPU file on
-# norm passes (its bits differ from main's by one rounding a dot: within the bounds every batch test checks).
+# Prepared in session 38, NOT YET RUN: the first call of the next session. Four trees, each on the one before:
+#   new   main's checkout (4f0e4e6's kernels)
+#   norm  .ab_norm, branch s38-norm-on-main (2f4c088): a batch's in-projections and gate/up read the norm's x (1 + w)
+#         unscaled and scale each dot by its row's 1 / rms in the tiles' epilogue (one block barrier before the tiles,
+#         not two): session 38 measured it +1.54% on the ring-swizzle tree, whose swizzles measured −1.15%
+#   p1    .ab_p1, branch s38-lm-pass1-chains (7245cec): the int8 lm_head's pass 1 at a batch sums a warp's 64 mmas an
+#         item in four independent chains, not one (each mma.sync waits for its accumulator's last)
+#   kdc   .ab_kdc, branch s38-kd-chains (183c9ff): the K = D tiles and
+#         pass 2 in two chains (the hi and lo planes'); its B = 8 one-step kernel spills 80 / 68 B (over compile_check's
+#         72 B bound; the spills are stores at the launch's start and ~12 reloads a launch)
+# Predicted: tg128 b8 norm +1 to +2% over new; p1 +0 to +0.5% over norm (pass 1 is ~15 items a block a step, each
+# chain ~2,100 cycles → its issue bound, ~1,600); kdc +0.5 to +1.5% over p1 (48 K = D phases a step, 32 → 16 dependent
+# mmas a warp); batch 1 not run (its kernels' SASS identical in all four trees, sm_90a); the Triton tier and kdc's
+# megakernel at B = 8 in one run (the 2x bar); the batch GPU file (its megakernel tests) on kdc, which holds all three.
 # Setup (from main's checkout):
-#   rm -rf .ab_norm && mkdir .ab_norm && git archive s38-norm-on-main | tar -x -C .ab_norm && rm -rf .ab_norm/docs \
-#     && git rev-parse --short s38-norm-on-main > .ab_norm/COMMIT; git rev-parse --short HEAD > COMMIT
-#   (carry .whl .qla COMMIT .ab_norm)
+#   for s in norm:s38-norm-on-main p1:s38-lm-pass1-chains kdc:s38-kd-chains; do n=${s%%:*}; rm -rf .ab_$n && mkdir .ab_$n \
+#     && git archive ${s#*:} | tar -x -C .ab_$n && rm -rf .ab_$n/docs && git rev-parse --short ${s#*:} > .ab_$n/COMMIT; done
+#   git rev-parse --short HEAD > COMMIT   (carry .whl .qla COMMIT .ab_norm .ab_p1 .ab_kdc)
 set -u
 source docs/results/device_call.sh --site
-build_trees new norm
+build_trees new norm p1 kdc
 n=0
-for side in new norm norm new new norm; do n=$((n + 1)); tg_bench $n $side 1,8 320; done
+for side in new norm p1 kdc kdc p1 norm new; do n=$((n + 1)); tg_bench $n $side 8 330; done
 if [ $((585 - SECONDS)) -gt 130 ]; then
-  in_tree norm 120 python3 -m compare bench --tiers triton,megakernel --repeats 3 --no-progress --pp 0 --tg 128 --depth 0 \
+  in_tree kdc 120 python3 -m compare bench --tiers triton,megakernel --repeats 3 --no-progress --pp 0 --tg 128 --depth 0 \
       --batch 8 --json "$OUT/r/bench_triton_b8.json" > "$OUT/r/bench_triton_b8.txt" 2>&1
   echo "triton b8: exit $? ${SECONDS}s"; grep -E '\| tg128' "$OUT/r/bench_triton_b8.txt" | cut -c1-110; pack
 fi
 if [ $((585 - SECONDS)) -gt 60 ]; then
-  in_tree norm $((575 - SECONDS)) python3 -m pytest -q tests/test_batch_gpu.py -k megakernel > "$OUT/r/tests_norm.txt" 2>&1
-  echo "tests norm: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_norm.txt"; pack
+  in_tree kdc $((575 - SECONDS)) python3 -m pytest -q tests/test_batch_gpu.py -k megakernel > "$OUT/r/tests_kdc.txt" 2>&1
+  echo "tests kdc: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_kdc.txt"; pack
 fi
 true
