@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Prepared in session 38, NOT YET RUN: the first call of the next session. Four trees, each on the one before:
 #   new   main's checkout (4f0e4e6's kernels)
-#   norm  .ab_norm, branch s38-norm-on-main (2f4c088): a batch's in-projections and gate/up read the norm's x (1 + w)
+#   norm  .ab_norm, branch s38-norm-on-main (8196446): a batch's in-projections and gate/up read the norm's x (1 + w)
 #         unscaled and scale each dot by its row's 1 / rms in the tiles' epilogue (one block barrier before the tiles,
 #         not two): session 38 measured it +1.54% on the ring-swizzle tree, whose swizzles measured −1.15%
-#   p1    .ab_p1, branch s38-lm-pass1-chains (7245cec): the int8 lm_head's pass 1 at a batch sums a warp's 64 mmas an
+#   p1    .ab_p1, branch s38-lm-pass1-chains (6d39ccb): the int8 lm_head's pass 1 at a batch sums a warp's 64 mmas an
 #         item in four independent chains, not one (each mma.sync waits for its accumulator's last)
-#   kdc   .ab_kdc, branch s38-kd-chains (183c9ff): the K = D tiles and
+#   kdc   .ab_kdc, branch s38-kd-chains (476b6a6): the K = D tiles and
 #         pass 2 in two chains (the hi and lo planes'); its B = 8 one-step kernel spills 80 / 68 B (over compile_check's
 #         72 B bound; the spills are stores at the launch's start and ~12 reloads a launch)
 # Predicted: tg128 b8 norm +1 to +2% over new; p1 +0 to +0.5% over norm (pass 1 is ~15 items a block a step, each
