@@ -10,8 +10,9 @@
 #         pass 2 in two chains (the hi and lo planes'); its B = 8 one-step kernel spills 80 / 68 B (over compile_check's
 #         72 B bound; the spills are stores at the launch's start and ~12 reloads a launch)
 # Predicted: tg128 b8 norm +1 to +2% over new; p1 +0 to +0.5% over norm (pass 1 is ~15 items a block a step, each
-# chain ~2,100 cycles → its issue bound, ~1,600); kdc +0.5 to +1.5% over p1 (48 K = D phases a step, 32 → 16 dependent
-# mmas a warp); batch 1 not run (its kernels' SASS identical in all four trees, sm_90a); the Triton tier and kdc's
+# chain ~2,100 cycles → its issue bound, ~1,600; nothing if the lm_head runs at its stream's pace); kdc −0.5 to +0.5%
+# over p1 (the K = D phases run at 85-90% of the copy rate, NOTES v36: their tiles' chains hardly on the path; its
+# spills); batch 1 not run (its kernels' SASS identical in all four trees, sm_90a); the Triton tier and kdc's
 # megakernel at B = 8 in one run (the 2x bar); the batch GPU file (its megakernel tests) on kdc, which holds all three.
 # Setup (from main's checkout):
 #   for s in norm:s38-norm-on-main p1:s38-lm-pass1-chains kdc:s38-kd-chains; do n=${s%%:*}; rm -rf .ab_$n && mkdir .ab_$n \
