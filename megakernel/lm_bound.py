@@ -8,8 +8,8 @@ gives s_r (q_r . x), within err_r |x|_2 of the logit w_r . x the bf16 row gives,
     err_r = |w_r - s_r q_r|_2 (1 + 2^-10) + 2^-12 |w_r|_2
 
 (Cauchy-Schwarz for the rounding; the second term covers both fp32 sums' rounding: batch 1's ~37 terms deep, a
-batch's tensor-core sums ~65 mma steps deep, both under 5e-6 |w_r|_2 |x|_2). A row whose upper bound, rounded to bf16, is below the best lower bound, rounded,
-can neither be the argmax of the bf16 logits nor tie it, so only the rows left (on the built-in weights
+batch's tensor-core sums ~65 mma steps deep, both under 5e-6 |w_r|_2 |x|_2). A row whose upper bound, rounded to
+bf16, is below the best lower bound, rounded, can neither be the argmax of the bf16 logits nor tie it, so only the rows left (on the built-in weights
 a few per block) are computed exactly, from their bf16 rows, as the bf16 pass computes them: the
 result is the bf16 pass's argmax, ties to the lowest index included.
 

@@ -33,6 +33,9 @@ in_tree() {
 #   build_trees SIDE...             each tree's megakernel build, in parallel ($OUT/r/build_SIDE.log)
 #   tg_bench N SIDE BATCHES [END]   the megakernel's tg128 at --batch BATCHES in tree SIDE ($OUT/r/bench_N_SIDE.json / .txt),
 #                                   skipped when fewer than 45 s are left before END s (default 585) of the call
+#   triton_b8 SIDE LIMIT            the Triton tier and the megakernel at B = 8 in one run (issue 19's ratio), in tree SIDE
+#                                   under LIMIT s ($OUT/r/bench_triton_b8.json / .txt; a fresh machine's Triton compiles
+#                                   took over 60 s in session 38), skipped when fewer than LIMIT + 10 s are left of 585
 build_trees() {
   local side
   for side in "$@"; do
@@ -47,4 +50,11 @@ tg_bench() {
   in_tree "$side" 60 python3 -m compare bench --tiers megakernel --repeats 3 --no-progress --pp 0 --tg 128 --depth 0 \
       --batch "$batches" --json "$OUT/r/bench_${n}_$side.json" > "$OUT/r/bench_${n}_$side.txt" 2>&1
   echo "$n $side: exit $? ${SECONDS}s"; grep -E '\| tg128' "$OUT/r/bench_${n}_$side.txt" | cut -c1-110; pack
+}
+triton_b8() {
+  local side=$1 limit=$2
+  if [ $((585 - SECONDS)) -lt $((limit + 10)) ]; then echo "triton b8: skipped"; return; fi
+  in_tree "$side" "$limit" python3 -m compare bench --tiers triton,megakernel --repeats 3 --no-progress --pp 0 --tg 128 \
+      --depth 0 --batch 8 --json "$OUT/r/bench_triton_b8.json" > "$OUT/r/bench_triton_b8.txt" 2>&1
+  echo "triton b8: exit $? ${SECONDS}s"; grep -E '\| tg128' "$OUT/r/bench_triton_b8.txt" | cut -c1-110; pack
 }

@@ -11,7 +11,7 @@
 #         72 B bound; the spills are stores at the launch's start and ~12 reloads a launch)
 # Predicted: tg128 b8 norm +1 to +2% over new; p1 +0 to +0.5% over norm (pass 1 is ~15 items a block a step, each
 # chain ~2,100 cycles → its issue bound, ~1,600; nothing if the lm_head runs at its stream's pace); kdc −0.5 to +0.5%
-# over p1 (the K = D phases run at 85-90% of the copy rate, NOTES v36: their tiles' chains hardly on the path; its
+# over p1 (the K = D phases run at 74-98% of the copy rate, NOTES v36: their tiles' chains hardly on the path; its
 # spills); batch 1 not run (its kernels' SASS identical in all four trees, sm_90a); the Triton tier and kdc's
 # megakernel at B = 8 in one run (the 2x bar); the batch GPU file (its megakernel tests) on kdc, which holds all three.
 # Setup (from main's checkout):
@@ -23,11 +23,7 @@ source docs/results/device_call.sh --site
 build_trees new norm p1 kdc
 n=0
 for side in new norm p1 kdc kdc p1 norm new; do n=$((n + 1)); tg_bench $n $side 8 330; done
-if [ $((585 - SECONDS)) -gt 130 ]; then
-  in_tree kdc 120 python3 -m compare bench --tiers triton,megakernel --repeats 3 --no-progress --pp 0 --tg 128 --depth 0 \
-      --batch 8 --json "$OUT/r/bench_triton_b8.json" > "$OUT/r/bench_triton_b8.txt" 2>&1
-  echo "triton b8: exit $? ${SECONDS}s"; grep -E '\| tg128' "$OUT/r/bench_triton_b8.txt" | cut -c1-110; pack
-fi
+triton_b8 kdc 120
 if [ $((585 - SECONDS)) -gt 60 ]; then
   in_tree kdc $((575 - SECONDS)) python3 -m pytest -q tests/test_batch_gpu.py -k megakernel > "$OUT/r/tests_kdc.txt" 2>&1
   echo "tests kdc: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_kdc.txt"; pack
