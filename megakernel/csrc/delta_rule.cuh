@@ -1,9 +1,9 @@
 // The Gated DeltaNet layer's three phases (reference: model.py's linear-attention branch;
 // reference/ops.py causal_conv1d_step, delta_rule_inputs, gated_rms_norm; delta_rule.py
 // gated_delta_rule_recurrent, whose one-token step the core phase is).
-//   in-proj   every block: xs[b] = norm(hidden[b]) for each batch row b; its rows of the packed
-//             [qkv | z | b | a] projection: qkv into row b's conv ring column pos[b] % 4, z | b | a
-//             into the workspace (zab[b])
+//   in-proj   every block: xs[b] = norm(hidden[b]) for each batch row b (a batch: unscaled, each dot times the row's
+//             1 / rms: device_common.cuh block_rmsnorm UNSCALED); its rows of the packed [qkv | z | b | a]
+//             projection: qkv into row b's conv ring column pos[b] % 4, z | b | a into the workspace (zab[b])
 //   core      gated_delta_rule_recurrent: batch 1: unit u = (head h, v-slice j), units b, b+G, ...
 //             of block b (dn_core_one). Threads 0-271 own one conv channel each (q and k of head h,
 //             the unit's 16 v): conv + SiLU; then warp w owns state row v = 16 j + w (lane: k =
@@ -29,7 +29,7 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, int step, uint8
   float* xs = reinterpret_cast<float*>(sm + SM_XS);
   float* red = reinterpret_cast<float*>(sm + SM_RED);
   if (l == 0) {  // the embedding rows of the step's input ids are the residual streams entering layer 0
-    block_rmsnorm<NB>([&](int b) { return a.embed + (size_t)step_token(a, sm, step, b) * D; }, params, xs, red);
+    block_rmsnorm<NB, (NB > 1)>([&](int b) { return a.embed + (size_t)step_token(a, sm, step, b) * D; }, params, xs, red);
     if (blockIdx.x == 0) {
       if (a.times && threadIdx.x == 0) a.times[NPHASES + 2] = globaltimer();
 #pragma unroll
@@ -43,7 +43,7 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, int step, uint8
       }
     }
   } else {
-    block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, params, xs, red);
+    block_rmsnorm<NB, (NB > 1)>([&](int b) { return a.hidden + b * D; }, params, xs, red);  // (a batch: unscaled)
   }
   // row b's conv ring column pos[b] % 4 of this layer (batch 1: computed once, before the rows)
   const auto conv_col = [&](int b) {
@@ -51,7 +51,7 @@ __device__ __forceinline__ void dn_in_proj(const Args& a, int l, int step, uint8
   };
   uint16_t* const conv0 = conv_col(0);
   const int r0 = part(DN_WIN, blockIdx.x, gridDim.x);
-  matvec_rows<NB>(ld, part(DN_WIN, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) {
+  matvec_rows<NB>(ld, part(DN_WIN, blockIdx.x + 1, gridDim.x) - r0, xs, red, wv, [&](int i, int b, float v) {
     const int r = r0 + i;
     if (r < DN_CONV) (NB == 1 ? conv0 : conv_col(b))[r] = bits(v);  // (the conv ring is state: bf16)
     else a.zab[b * ZAB_W + r - DN_CONV] = v;

@@ -227,13 +227,25 @@ using ObufT = std::conditional_t<NB == 1, float, uint16_t>;
 template <int NB>
 __device__ __forceinline__ ObufT<NB>* obuf_of(const Args& a) { return static_cast<ObufT<NB>*>(a.obuf); }
 
+// row b's 1 / rms over D from block_rmsnorm's per-warp sums of squares in red (added in warp order)
+__device__ __forceinline__ float row_rstd(const float* red, int b) {
+  float tot = 0.f;
+#pragma unroll
+  for (int i = 0; i < NWARPS; ++i) tot += red[b * NWARPS + i];
+  return rsqrtf(tot / (float)D + RMS_EPS);
+}
+
 // every block: xs[b] = rmsnorm(src(b)) * (1 + w) over D for each row b (wp: this thread's pairs of w,
 // norm_pairs; src(b): row b's D values, the embedding's bf16 rows or the fp32 residual streams other
 // blocks wrote). Batch 1: fp32 at xs_slot; a batch: each value y as bf16 hi = bf16(y) and lo = bf16(y -
 // hi), row b's hi plane at xs_planes(xs, b), its lo plane D values after it (the tensor cores' two
-// products, matvec_mma.cuh)
-template <int NB, class Src>
+// products, matvec_mma.cuh). UNSCALED (a batch's in-projections and gate/up): the planes hold x (1 + w), the 1 / rms
+// not applied, and red keeps each row's per-warp sums of squares, whose row_rstd the phase's epilogue applies to each
+// dot (a linear map: the same sum, one rounding apart), so the planes are written before the sums are added up and the
+// tiles wait for one block barrier, not two.
+template <int NB, bool UNSCALED = false, class Src>
 __device__ __forceinline__ void block_rmsnorm(Src src, const uint4 wp, float* xs, float* red) {
+  static_assert(!UNSCALED || NB > 1, "block_rmsnorm: batch 1 applies its scale (its FMA dots read fp32 xs)");
   const int t = threadIdx.x;
   float x0[NB][NORM_PAIRS], x1[NB][NORM_PAIRS];
 #pragma unroll
@@ -251,13 +263,10 @@ __device__ __forceinline__ void block_rmsnorm(Src src, const uint4 wp, float* xs
     ss = warp_sum(ss);
     if ((t & 31) == 0) red[b * NWARPS + (t >> 5)] = ss;
   }
-  sync_warps();
+  if constexpr (!UNSCALED) sync_warps();
 #pragma unroll
   for (int b = 0; b < NB; ++b) {
-    float tot = 0.f;
-#pragma unroll
-    for (int i = 0; i < NWARPS; ++i) tot += red[b * NWARPS + i];
-    const float r = rsqrtf(tot / (float)D + RMS_EPS);
+    const float r = UNSCALED ? 1.f : row_rstd(red, b);
 #pragma unroll
     for (int i = 0; i < NORM_PAIRS; ++i) {
       const uint32_t w = word(wp, i);

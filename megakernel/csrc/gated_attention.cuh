@@ -1,7 +1,7 @@
 // The gated full-attention layer's three phases (reference: model.py's full-attention branch;
 // reference/ops.py qk_norm_rope and gated_attention).
-//   in-proj   every block: xs[b] = norm(hidden[b]) per batch row b; its rows of the packed
-//             [q+gate (per head) | k | v] projection into the workspace (qkv[b])
+//   in-proj   every block: xs[b] = norm(hidden[b]) per batch row b (a batch: unscaled, block_rmsnorm UNSCALED); its
+//             rows of the packed [q+gate (per head) | k | v] projection into the workspace (qkv[b])
 //   core      gated_attention: unit (batch row b, kv head g, split s) covers positions [p0, p1) of
 //             0..pos[b] for q heads 4g .. 4g+3 (each row split by its own context length);
 //             units u, u+G, ... of block u. All threads: q/k RMSNorm and partial
@@ -35,10 +35,11 @@ static_assert(AT_ENTRIES == 4, "the attention warp merge: an entry per position 
 template <int NB, class Loader>
 __device__ __forceinline__ void fa_in_proj(const Args& a, int l, uint8_t* sm, uint4 (&wv)[16], Loader& ld, const uint4 params) {
   float* xs = reinterpret_cast<float*>(sm + SM_XS);
-  block_rmsnorm<NB>([&](int b) { return a.hidden + b * D; }, params, xs, reinterpret_cast<float*>(sm + SM_RED));
+  float* red = reinterpret_cast<float*>(sm + SM_RED);
+  block_rmsnorm<NB, (NB > 1)>([&](int b) { return a.hidden + b * D; }, params, xs, red);  // (a batch: unscaled)
   const int r0 = part(FA_QKV, blockIdx.x, gridDim.x);
   float* out = a.qkv + r0;
-  matvec_rows<NB>(ld, part(FA_QKV, blockIdx.x + 1, gridDim.x) - r0, xs, wv, [&](int i, int b, float v) { out[b * FA_QKV + i] = v; });
+  matvec_rows<NB>(ld, part(FA_QKV, blockIdx.x + 1, gridDim.x) - r0, xs, red, wv, [&](int i, int b, float v) { out[b * FA_QKV + i] = v; });
 }
 
 // ---- the one merge of partial softmax results -----------------------------------------------

@@ -410,7 +410,7 @@ __device__ __forceinline__ void lm_head(const Args& a, int step, uint8_t* sm, ui
   const auto pass = [&](auto sample) {
     constexpr bool SAMPLE = decltype(sample)::value;
     const float inv_t = SAMPLE ? 1.f / a.temperature : 0.f;
-    matvec_rows<NB>(ld, n, xs, wv, [&](int i, int b, float dot) {
+    matvec_rows<NB>(ld, n, xs, nullptr, wv, [&](int i, int b, float dot) {
       float v = bfr(dot);  // logits are bf16 in the model dtype
       if (!MANY && a.logits) a.logits[(size_t)b * VOCAB + r0 + i] = v;
       if constexpr (SAMPLE) {

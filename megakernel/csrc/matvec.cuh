@@ -182,11 +182,12 @@ __device__ __forceinline__ void matvec_k1024(Loader& ld, int n, const float* xs,
 }
 
 // rows [0, rows) of a K = D slice; epi(i, b, dot) (i: the row within the slice, b: the batch
-// row): at batch 1 on lane 0 of the row's warp, with a batch by thread b * 64 + i % 64
+// row): at batch 1 on lane 0 of the row's warp, with a batch by thread b * 64 + i % 64 (red: a batch's sums of squares
+// where xs is unscaled, block_rmsnorm UNSCALED, else null)
 template <int NB, class Loader, class Epi>
-__device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const float* xs, uint4 (&wv)[16], Epi epi) {
+__device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const float* xs, const float* red, uint4 (&wv)[16], Epi epi) {
   if constexpr (NB > 1) {
-    mma_rows<NB>(ld.s, rows, xs, batch_partials<NB>(), epi);
+    mma_rows<NB>(ld.s, rows, xs, red, batch_partials<NB>(), epi);
   } else {
     matvec_k1024<WARP_PIECES, CHUNK_PIECES, 1, WARP_PIECES>(ld, rows * D_PIECES, xs, wv, [&](int i) { ld.rows4(i, wv); },
                                                [&](int i, const float (&acc)[WARP_PIECES]) {
@@ -202,12 +203,12 @@ __device__ __forceinline__ void matvec_rows(Loader& ld, int rows, const float* x
 }
 
 // gate/up units [0, n) of the slice: act[b][u0 + i] = silu(gate) * up, in fp32 rounded once to bf16 (down's
-// input; rows INTER apart)
+// input; rows INTER apart). red: a batch's sums of squares (its xs unscaled, block_rmsnorm UNSCALED)
 __device__ __forceinline__ uint16_t swiglu(float gate, float up) { return bits(siluf_(gate) * up); }
 template <int NB, class Loader>
-__device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const float* xs, uint16_t* act, uint4 (&wv)[16]) {
+__device__ __forceinline__ void matvec_gate_up(Loader& ld, int u0, int n, const float* xs, const float* red, uint16_t* act, uint4 (&wv)[16]) {
   if constexpr (NB > 1) {
-    mma_gate_up<NB>(ld.s, u0, n, xs, act, batch_partials<NB>());
+    mma_gate_up<NB>(ld.s, u0, n, xs, red, act, batch_partials<NB>());
   } else if constexpr (ROW_PIECES) {  // whole rows: warp 2j the gate row of the item's unit j, 2j+1 its up row
     float* halves = reinterpret_cast<float*>(mk_smem + SM_RED);  // (two areas, by item: the next item's writes never meet this one's reads)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;

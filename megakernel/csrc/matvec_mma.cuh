@@ -112,12 +112,14 @@ __device__ __forceinline__ float quarter_sum(const float* p) {
   return ((p[0] + p[PART_TILE]) + p[2 * PART_TILE]) + p[3 * PART_TILE];
 }
 
-// K = 1024 rows [0, n) of the slice (8 rows a chunk); epi(i, b, dot) by thread b * 64 + (i % 64)
+// K = 1024 rows [0, n) of the slice (8 rows a chunk); epi(i, b, dot) by thread b * 64 + (i % 64). red: the rows' sums
+// of squares where xs is unscaled (block_rmsnorm UNSCALED: each dot times row_rstd), else null
 template <int NB, class Epi>
-__device__ __forceinline__ void mma_rows(Stream& s, int n, const float* xs, float* part, Epi epi) {
+__device__ __forceinline__ void mma_rows(Stream& s, int n, const float* xs, const float* red, float* part, Epi epi) {
   static_assert(NB == 1 || (RING_SLOT == 8 * 2 * D && NWARPS == 16), "mma_rows: 8 rows a chunk, 4 tiles x 4 k quarters");
   const QuarterLane q = quarter_lane<NB>(xs);
   const int ob = threadIdx.x >> 6, orow = threadIdx.x & 63;  // this thread's output
+  const float scale = red && ob < NB ? row_rstd(red, ob) : 1.f;
   for (int i0 = 0; i0 < n; i0 += 64) {
     const int rows = min(64, n - i0);
     float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -130,19 +132,21 @@ __device__ __forceinline__ void mma_rows(Stream& s, int n, const float* xs, floa
     chunks_done(s, (rows + 7) / 8);  // (a barrier: every partial is in)
     if (ob < NB && orow < rows) {
       const float* p = part + (orow >> 4) * 4 * PART_TILE + ob * 16 + (orow & 15);
-      epi(i0 + orow, ob, quarter_sum(p));
+      epi(i0 + orow, ob, red ? quarter_sum(p) * scale : quarter_sum(p));
     }
     sync_warps();  // SM_PART is the next item's
   }
 }
 
 // gate/up units [0, n) of the slice (4 units a chunk: gate rows in the slot's first half, up rows
-// in its second): act[b][u0 + i] = silu(gate) * up, computed in fp32, rounded once to bf16 (rows INTER apart)
+// in its second): act[b][u0 + i] = silu(gate) * up, computed in fp32, rounded once to bf16 (rows INTER apart).
+// xs unscaled (block_rmsnorm UNSCALED): gate and up times row_rstd of red
 template <int NB>
-__device__ __forceinline__ void mma_gate_up(Stream& s, int u0, int n, const float* xs, uint16_t* act, float* part) {
+__device__ __forceinline__ void mma_gate_up(Stream& s, int u0, int n, const float* xs, const float* red, uint16_t* act, float* part) {
   static_assert(NB == 1 || RING_SLOT == 2 * 4 * 2 * D, "mma_gate_up: 4 units a chunk");
   const QuarterLane q = quarter_lane<NB>(xs);
   const int ob = threadIdx.x >> 5, ou = threadIdx.x & 31;  // this thread's output
+  const float scale = ob < NB ? row_rstd(red, ob) : 1.f;
   for (int i0 = 0; i0 < n; i0 += 32) {
     const int units = min(32, n - i0);
     float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -157,8 +161,8 @@ __device__ __forceinline__ void mma_gate_up(Stream& s, int u0, int n, const floa
     chunks_done(s, (units + 3) / 4);
     if (ob < NB && ou < units) {
       const float* p = part + (ou >> 3) * 4 * PART_TILE + ob * 16 + (ou & 7);
-      const float gate = quarter_sum(p);
-      const float up = quarter_sum(p + 8);
+      const float gate = quarter_sum(p) * scale;
+      const float up = quarter_sum(p + 8) * scale;
       act[ob * INTER + u0 + i0 + ou] = bits(siluf_(gate) * up);
     }
     sync_warps();
