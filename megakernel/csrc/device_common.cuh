@@ -60,7 +60,7 @@ constexpr int SM_END_AT = SM_AT_GATE + 4 * FA_HD * 4;
 // The input vectors' bytes: at batch 1 the larger of the normed residual (fp32 [D]) and the widest out- or
 // down projection's input copied in (bf16 [INTER], or [DN_VAL] where wider); a batch's out- and down
 // projections read their inputs from global memory (matvec_mma.cuh), so its rows' normed residuals
-// alone, as hi and lo planes (4 bytes a value). Then a batch's partial tiles (nb >= 2): [NWARPS][8 batch
+// alone (the in-projections' and gate/up's unscaled: block_rmsnorm UNSCALED), as hi and lo planes (4 bytes a value). Then a batch's partial tiles (nb >= 2): [NWARPS][8 batch
 // rows][16 tile rows] floats.
 constexpr int XS_K1 = INTER > DN_VAL ? INTER : DN_VAL;  // the widest input at batch 1 (bf16)
 constexpr int xs_bytes(int nb) { return nb > 1 ? 4 * D * nb : 2 * XS_K1 > 4 * D ? 2 * XS_K1 : 4 * D; }
@@ -241,8 +241,8 @@ __device__ __forceinline__ float row_rstd(const float* red, int b) {
 // hi), row b's hi plane at xs_planes(xs, b), its lo plane D values after it (the tensor cores' two
 // products, matvec_mma.cuh). UNSCALED (a batch's in-projections and gate/up): the planes hold x (1 + w), the 1 / rms
 // not applied, and red keeps each row's per-warp sums of squares, whose row_rstd the phase's epilogue applies to each
-// dot (a linear map: the same sum, one rounding apart), so the planes are written before the sums are added up and the
-// tiles wait for one block barrier, not two.
+// dot (equal in exact arithmetic; the planes split a different fp32 value, so every rounding moves), so the planes are
+// written before the sums are added up and the tiles wait for one block barrier, not two.
 template <int NB, bool UNSCALED = false, class Src>
 __device__ __forceinline__ void block_rmsnorm(Src src, const uint4 wp, float* xs, float* red) {
   static_assert(!UNSCALED || NB > 1, "block_rmsnorm: batch 1 applies its scale (its FMA dots read fp32 xs)");

@@ -3,7 +3,8 @@
 // m16n8k16 (bf16 in, fp32 sums), the batch's rows as the mma's 8 columns (rows NB..7 are zero).
 // matvec.cuh hands its three shapes of work here when NB >= 2; the batch-1 kernels keep the FMA
 // dots (dot_regs), so their bits and their speed do not change.
-// The inputs: the K = D shapes' (the normed residual streams, in shared memory) are fp32 as two bf16
+// The inputs: the K = D shapes' (the normed residual streams, in shared memory; the in-projections' and gate/up's
+// x (1 + w) unscaled, each dot times the row's 1 / rms in the epilogue: block_rmsnorm UNSCALED) are fp32 as two bf16
 // planes, hi = bf16(x) and lo = bf16(x - hi) (block_rmsnorm), so each weight block meets two mmas,
 // W hi + W lo = W x within ~2^-16 of x (issue 20 part 5); the out- and down projections' (obuf, attn,
 // act, read from global memory) are bf16, rounded once by their writer (shapes.cuh, the workspace).
@@ -146,7 +147,7 @@ __device__ __forceinline__ void mma_gate_up(Stream& s, int u0, int n, const floa
   static_assert(NB == 1 || RING_SLOT == 2 * 4 * 2 * D, "mma_gate_up: 4 units a chunk");
   const QuarterLane q = quarter_lane<NB>(xs);
   const int ob = threadIdx.x >> 5, ou = threadIdx.x & 31;  // this thread's output
-  const float scale = ob < NB ? row_rstd(red, ob) : 1.f;
+  const float scale = ob < NB ? row_rstd(red, ob) : 1.f;  // (red: never null here, the gate/up's norm is unscaled)
   for (int i0 = 0; i0 < n; i0 += 32) {
     const int units = min(32, n - i0);
     float c[4] = {0.f, 0.f, 0.f, 0.f};
