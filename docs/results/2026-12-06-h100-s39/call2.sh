@@ -2,7 +2,7 @@
 # Session 39, call 2 (its first form, main alone, could not start a machine; this is the form that ran):
 #   new  main after the merge of s38-norm-on-main (a batch's in-projections and gate/up read the norm's x (1 + w)
 #        unscaled, each dot times its row's 1 / rms in the epilogue)
-#   bf   .ab_bf, branch s39-dn-butterfly (d4961aa, on main): a batch DeltaNet unit's warp sums its 8 rows' 16 dots
+#   bf   .ab_bf, branch s39-dn-butterfly (5563f60, on main; d4961aa + comments): a batch DeltaNet unit's warp sums its 8 rows' 16 dots
 #        (alpha S.k, alpha S.q) in one transposing butterfly (16 shuffles, not 80) and takes o = alpha S.q + du (k.q), so
 #        o waits for no second sum after the state's update; B = 8 one-step kernel spills 68 / 56 -> 8 / 32 B; batch-1
 #        SASS identical
