@@ -23,9 +23,9 @@ n=0
 for side in new bf bf new; do n=$((n + 1)); tg_bench $n $side 8 300; done
 in_tree bf 100 python3 -m pytest -q -x tests/test_batch_gpu.py -k megakernel > "$OUT/r/tests_bf.txt" 2>&1
 echo "tests bf: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_bf.txt"; pack
-if [ $((470 - SECONDS)) -gt 90 ]; then triton_b8 new 100; fi
-if [ $((470 - SECONDS)) -gt 60 ]; then
-  in_tree new $((470 - SECONDS)) python3 -m compare ab --tiers megakernel --batch 8 --rounds 3 --reps 3 --tg 128 \
+if [ $((420 - SECONDS)) -gt 90 ]; then triton_b8 new 100; fi
+if [ $((420 - SECONDS)) -gt 60 ]; then
+  in_tree new $((420 - SECONDS)) python3 -m compare ab --tiers megakernel --batch 8 --rounds 3 --reps 3 --tg 128 \
       base s9:batch_ring_slots=9 s8:batch_ring_slots=8 p64:positions_per_split=64 p160:positions_per_split=160 \
       --json "$OUT/r/ab_attrs_b8.json" > "$OUT/r/ab_attrs_b8.txt" 2>&1
   echo "ab attrs: exit $? ${SECONDS}s"; tail -12 "$OUT/r/ab_attrs_b8.txt" | cut -c1-160; pack
