@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 39, call 2 (its first form, main alone, could not start a machine; this is the form that ran):
+# Session 39, call 2, prepared, NOT RUN (no machine could be started from ~17:25 on): the next session's first call.
 #   new  main after the merge of s38-norm-on-main (a batch's in-projections and gate/up read the norm's x (1 + w)
 #        unscaled, each dot times its row's 1 / rms in the epilogue)
 #   bf   .ab_bf, branch s39-dn-butterfly (5563f60, on main; d4961aa + comments): a batch DeltaNet unit's warp sums its 8 rows' 16 dots
