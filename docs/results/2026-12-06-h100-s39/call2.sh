@@ -6,7 +6,7 @@
 #        (alpha S.k, alpha S.q) in one transposing butterfly (warp_sum's tree: S.k, du and the state keep their bits) and
 #        takes o = alpha S.q + du (k.q), so o waits for no second sum after the update; B = 8 one-step spills 68 / 56 ->
 #        8 / 32 B; batch-1 SASS identical
-#   att  .ab_att, branch s39-att-warp-qk (b525150, on bf): an attention unit's q, k RMSNorm and partial RoPE within each
+#   att  .ab_att, branch s39-att-warp-qk (3b480e1, on bf): an attention unit's q, k RMSNorm and partial RoPE within each
 #        warp (no block barrier before the scores: 4 fewer); batch 1's attention core too (its bits change)
 # Runs: tg128 b8 new, bf, att, att, bf, new; tg128 b1 new, att, att, new; the batch GPU file's megakernel tests on att
 # (it holds both changes; tolerance tests against the fp32 reference, a batch against its rows alone); the Triton tier
