@@ -12,6 +12,11 @@ Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu
               attention (varlen, causal aligned to the lower right: query i sees keys <= start + i;
               the key count read from the device)
     → out-proj GEMM → add+RMSNorm → gate/up GEMM → SwiGLU → down GEMM
+Past SPLIT_K_ROWS rows (and at any length where the GEMMs are not split) the out-projections and downs
+add into the residual stream themselves (beta = 1) and the norms before the gate/ups and the attention
+layers' in-projections are folded into those GEMMs' weights (W (1 + w), folded_weights), the GEMMs
+reading the residual stream and their consumers (SwiGLU, attention's inputs) applying 1 / rms: 30 of
+the 49 add+RMSNorm launches gone at the 0.8B.
 then the final norm (of the last position where it is known on the host) and the lm_head GEMV of
 the last valid position: no logits for the rest of the prompt. Why a graph of ~300 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
@@ -100,6 +105,22 @@ def layer_weights(tier) -> list[dict]:
     return out
 
 
+def folded_weights(tier) -> list[dict]:
+    """Per layer, the weights that take an RMSNorm in: bf16(W (1 + w)) from fp32, the gate/up's columns
+    times the post-attention norm's (1 + w), and at an attention layer the in-projection's times the input
+    norm's. A plan that folds (split_k 1) reads the residual stream x itself into those GEMMs, and their
+    consumers (silu_mul, attn_prep) apply each row's 1 / rms(x): no add_rms_norm launch before them (NOTES
+    "Prefill" v18). Made once a tier, at its first such plan."""
+    fold = lambda W, n: (W.float() * (1.0 + n.float())).bfloat16()  # noqa: E731
+    out = []
+    for lw, kind in zip(tier.prefill_weights, tier.config.layer_types):
+        f = {"gate_up": fold(lw["gate_up"], lw["post_norm"])}
+        if kind != LINEAR:
+            f["win"] = fold(lw["win"], lw["in_norm"])
+        out.append(f)
+    return out
+
+
 def state_table(state, valid: int) -> list[int]:
     """The state's pointers, its next position (the prefill's start) and the prompt's `valid` tokens
     in csrc/prefill.cuh StateSlot order."""
@@ -142,7 +163,7 @@ class PrefillPlan:
     table holds (a prompt of 1..T tokens, the rest padding; start + tokens <= max_seq)."""
 
     def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None,
-                 delta_rule: str = "fla"):
+                 delta_rule: str = "fla", folded=None):
         self.delta_rule = prefill_delta_rule.make(delta_rule, T, tier.k.DN_HV, tier.device)
         self.op = {name: ops.op(name, tier.ops_namespace) for name in ops.OP_NAMES if name.startswith("prefill_")}
         self.tier, self.T, self.max_seq, self.fresh = tier, T, max_seq, fresh
@@ -166,15 +187,19 @@ class PrefillPlan:
         self.cu_new, self.used_pieces = at(k.PREFILL_BIND_CU_NEW, 2), at(k.PREFILL_BIND_USED_PIECES, self.pieces)
         self.res = torch.empty(T, k.D, dtype=bf, device=dev)       # residual stream
         self.h = torch.empty(T, k.D, dtype=bf, device=dev)         # normed input of the next GEMM
-        # the output of the last GEMM (an out-projection or down, N = hidden): bf16 [T, D]; or, at most
-        # SPLIT_K_ROWS rows, the fp32 partials [SPLIT_K, T, D] of those GEMMs split over K (one batched
-        # GEMM; add_rms_norm sums them), and [SPLIT_K, 1, D] for a fresh prompt's last row alone
+        # the output of the last GEMM (an out-projection or down, N = hidden): at most SPLIT_K_ROWS rows, the
+        # fp32 partials [SPLIT_K, T, D] of those GEMMs split over K (one batched GEMM; add_rms_norm sums them),
+        # and [SPLIT_K, 1, D] for a fresh prompt's last row alone; else added into the residual stream by the
+        # GEMM itself (beta = 1, one rounding), and the norms before the gate/ups and the attention layers'
+        # in-projections folded into their weights (`folded()`: folded_weights(tier), called there alone;
+        # None: made here)
         self.split_k = split_k(T, k.D)
+        self.folded = None
         if self.split_k > 1:
             self.xs = torch.empty(self.split_k, T, k.D, dtype=f32, device=dev)
             self.xs_last = torch.empty(self.split_k, 1, k.D, dtype=f32, device=dev)
         else:
-            self.x = torch.empty(T, k.D, dtype=bf, device=dev)
+            self.folded = folded() if folded is not None else folded_weights(tier)
         self.proj_buf = torch.empty(T * max(k.DN_WIN, k.FA_QKV), dtype=bf, device=dev)
         self.mix = torch.empty(T, k.DN_VAL, dtype=bf, device=dev)  # mixer output, the out-proj's input
         self.gu = torch.empty(T, 2 * k.INTER, dtype=bf, device=dev)
@@ -210,7 +235,8 @@ class PrefillPlan:
     def run(self, trace=None):
         """One prefill on the state the table points at (eager, or being captured)."""
         t, op, T, eps, D = self.tier, self.op, self.T, self.eps, self.k.D
-        W = t.prefill_weights
+        W, FW = t.prefill_weights, self.folded
+        fold = FW is not None
         embed = t.weights["model.embed_tokens.weight"]
         op["prefill_dn_state_in"](self.table, self.h0)
         op["prefill_add_rms_norm"](None, self.ids, embed, self.res, W[0]["in_norm"], self.h, eps)
@@ -223,23 +249,27 @@ class PrefillPlan:
         for i, kind in enumerate(t.config.layer_types):
             w, slot = W[i], t.config.layer_slot(i)
             r = slice(T - 1, T) if last_only and i == len(W) - 1 else slice(0, T)
-            if i > 0:
-                op["prefill_add_rms_norm"](self.out_rows(slice(0, T)), None, embed, self.res, w["in_norm"], self.h, eps)
+            if i > 0 and not (fold and kind != LINEAR):  # (folded: the sum is in res already; a DeltaNet's norm)
+                op["prefill_add_rms_norm"](None if fold else self.out_rows(slice(0, T)), None, embed, self.res, w["in_norm"],
+                                           self.h, eps)
             if kind == LINEAR:
                 self.deltanet(w, slot, r)
             else:
-                self.attention(w, slot, r)
-            op["prefill_add_rms_norm"](self.out_rows(r), None, embed, self.res[r], w["post_norm"], self.h[r], eps)
-            torch.mm(self.h[r], w["gate_up"].t(), out=self.gu[r])
-            op["prefill_silu_mul"](self.gu[r], self.act[r])
+                self.attention(w, slot, r, FW[i]["win"] if fold else None)
+            if fold:  # (the post-attention norm's (1 + w) in the weights, 1 / rms by silu_mul)
+                torch.mm(self.res[r], FW[i]["gate_up"].t(), out=self.gu[r])
+                op["prefill_silu_mul"](self.gu[r], self.act[r], self.res[r], eps)
+            else:
+                op["prefill_add_rms_norm"](self.out_rows(r), None, embed, self.res[r], w["post_norm"], self.h[r], eps)
+                torch.mm(self.h[r], w["gate_up"].t(), out=self.gu[r])
+                op["prefill_silu_mul"](self.gu[r], self.act[r])
             self.project(self.act[r], w["down"], r)
-            if trace is not None:  # (the layer's output as add_rms_norm forms it: residual + x, one rounding)
-                x = self.out_rows(slice(0, T))
-                x = x.float() if self.split_k == 1 else x.sum(0)
-                record(trace, f"layers.{i}", (self.res.float() + x).bfloat16().view(1, T, D)[:, :self.valid])
+            if trace is not None:  # (the layer's output: residual + x, one rounding, as add_rms_norm or the GEMM forms it)
+                out = self.res if fold else (self.res.float() + self.out_rows(slice(0, T)).sum(0)).bfloat16()
+                record(trace, f"layers.{i}", out.view(1, T, D)[:, :self.valid])
         rows = slice(T - 1, T) if last_only else slice(0, T)
-        op["prefill_add_rms_norm"](self.out_rows(rows), None, embed, self.res[rows], t.weights["model.norm.weight"],
-                                   self.h[rows], eps)
+        op["prefill_add_rms_norm"](None if fold else self.out_rows(rows), None, embed, self.res[rows],
+                                   t.weights["model.norm.weight"], self.h[rows], eps)
         record(trace, "norm", self.h.view(1, T, D)[:, :self.valid])
         op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
 
@@ -256,14 +286,17 @@ class PrefillPlan:
         op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps)
         self.project(self.mix[rows], w["out"], rows)
 
-    def attention(self, w, slot, rows):
+    def attention(self, w, slot, rows, win_folded=None):
         """Attention's projections and cache writes for every row, its core, gate and out-projection
-        (into out_rows(rows)) for `rows`: every row, or (a fresh prompt's last layer) the last one alone."""
+        (into out_rows(rows)) for `rows`: every row, or (a fresh prompt's last layer) the last one alone.
+        With `win_folded` (the input norm in the in-projection's weights) the GEMM reads the residual
+        stream and attn_prep applies each row's 1 / rms."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.FA_QKV].view(T, k.FA_QKV)
-        torch.mm(self.h, w["win"].t(), out=proj)
+        fold = win_folded is not None
+        torch.mm(self.res if fold else self.h, (win_folded if fold else w["win"]).t(), out=proj)
         op["prefill_attn_prep"](proj, w["q_norm"], w["k_norm"], self.table, slot, self.max_seq, self.qbuf, self.kv,
-                                self.eps)
+                                self.eps, self.res if fold else None)
         if not self.fresh:
             op["prefill_kv_prefix"](self.table, slot, self.max_seq, self.kv)
         if self.pieces > 1:  # (after earlier tokens only) merged and gated into self.mix by one kernel
@@ -281,18 +314,18 @@ class PrefillPlan:
         self.project(self.mix[rows], w["out"], rows)
 
     def out_rows(self, rows):
-        """The last GEMM's output for `rows` (every row, or a fresh prompt's last one), as add_rms_norm takes it."""
-        if self.split_k == 1:
-            return self.x[rows]
+        """A split-K plan's last GEMM's fp32 partials for `rows` (every row, or a fresh prompt's last one),
+        as add_rms_norm takes them."""
         return self.xs if rows.stop - rows.start == self.T else self.xs_last
 
     def project(self, x, weight, rows):
-        """out_rows(rows) <- x @ weight^T for an out-projection or down (N = hidden): one GEMM, or one
-        batched GEMM over split_k slices of K into fp32 partials."""
-        out, S, (n, K) = self.out_rows(rows), self.split_k, x.shape
+        """An out-projection or down (N = hidden) of `rows`: res[rows] += x @ weight^T by one GEMM (beta = 1),
+        or out_rows(rows) <- the same product as one batched GEMM over split_k slices of K into fp32 partials."""
+        S, (n, K) = self.split_k, x.shape
         if S == 1:
-            torch.mm(x, weight.t(), out=out)
+            self.res[rows].addmm_(x, weight.t())
         else:
+            out = self.out_rows(rows)
             torch.ops.aten.bmm.dtype_out(x.view(n, S, K // S).transpose(0, 1), weight.view(-1, S, K // S).permute(1, 2, 0),
                                          torch.float32, out=out)
 
@@ -309,7 +342,7 @@ class PrefillPlan:
 
     def poison(self):
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
-        outs = (self.x,) if self.split_k == 1 else (self.xs, self.xs_last)
+        outs = () if self.split_k == 1 else (self.xs, self.xs_last)
         for t in outs + (self.res, self.h, self.proj_buf, self.mix, self.gu, self.act, self.dn_q, self.dn_k, self.dn_v,
                   self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits) + ((self.q_pieces,) if self.pieces > 1 else ()):
             t.fill_(float("nan"))
@@ -351,6 +384,7 @@ class FastPrefill:
         self.tier, self.use_graph = tier, use_graph
         self.delta_rule = delta_rule or prefill_delta_rule.default(tier.device)
         self.plans: collections.OrderedDict = collections.OrderedDict()
+        self._folded = None  # folded_weights(tier), made at the first plan that folds (folded_weights())
 
     def plan(self, T: int, max_seq: int, fresh: bool) -> PrefillPlan:
         """The plan of (T rows, max_seq, fresh) with the current delta rule, made on first use (its K/V
@@ -360,11 +394,17 @@ class FastPrefill:
         plan = self.plans.get(key)
         if plan is None:
             kv = next((p.kv for p in self.plans.values() if p.max_seq == max_seq), None)
-            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv, self.delta_rule)
+            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv, self.delta_rule, self.folded_weights)
             while len(self.plans) > MAX_PLANS:
                 self.plans.popitem(last=False)
         self.plans.move_to_end(key)
         return plan
+
+    def folded_weights(self) -> list[dict]:
+        """folded_weights(tier), made once (at the first plan that folds) and shared by the plans."""
+        if self._folded is None:
+            self._folded = folded_weights(self.tier)
+        return self._folded
 
     def __call__(self, ids, state, trace=None, checked: bool = False) -> torch.Tensor:
         """Prefill ids [1, T] (on the CPU or the tier's device) into `state` (its seq_len is the start) →

@@ -923,29 +923,34 @@ def test_opcheck_every_op(mk):
     torch.library.opcheck(ops.op("decode"), mk.decode_args(mk.clone_state(state), token, out, logits))
     if mk.fast_prefill is None:
         pytest.skip(f"the prefill ops: {mk.prefill_note}")
-    checked = set()
+    checked = set()  # (op, which arguments were None)
 
     def checking(name, real):
         def call(*args):
-            if name not in checked:
+            key = (name, tuple(a is None for a in args))
+            if key not in checked:
                 torch.library.opcheck(real, args)
-                checked.add(name)
+                checked.add(key)
             return real(*args)
         return call
 
     # a prompt continuing the sequence: its earlier keys in one piece (flash + attn_gate) and in
-    # several (attn_merge_gate: 1,100 positions)
-    for max_seq, pieces in ((64, 1), (1100, 3)):
+    # several (attn_merge_gate: 1,100 positions); 9 rows (split-K GEMMs) and 320 (the norms folded:
+    # silu_mul and attn_prep given the residual stream)
+    for max_seq, pieces, T in ((64, 1, 9), (1100, 3, 9), (1100, 3, 320)):
         start = mk.new_state(max_seq_len=max_seq)
         mk.prefill(ids(20, 22), start)
-        plan = PrefillPlan(mk, 9, max_seq, fresh=False)
-        assert plan.pieces == pieces
+        plan = PrefillPlan(mk, T, max_seq, fresh=False)
+        assert plan.pieces == pieces and (plan.folded is not None) == (T == 320)
         plan.op = {name: checking(name, real) for name, real in plan.op.items()}
         target = mk.clone_state(start)  # (alive while the plan writes through its pointers)
-        plan.bind(ids(9, 24).to(mk.device), target)
+        plan.bind(ids(T, 24).to(mk.device), target)
         plan.run()
         torch.cuda.synchronize()
-    assert checked == {n for n in ops.OP_NAMES if n.startswith("prefill_")}
+    assert {name for name, _ in checked} == {n for n in ops.OP_NAMES if n.startswith("prefill_")}
+    x_at = {"prefill_silu_mul": 2, "prefill_attn_prep": 9}  # (where the residual stream goes: the folded norms)
+    folded = {name for name, nones in checked if name in x_at and len(nones) > x_at[name] and not nones[x_at[name]]}
+    assert folded == set(x_at), checked
 
 
 @gpu

@@ -402,17 +402,19 @@ void prefill_dn_state_in(const Tensor& table, const Tensor& dst) {
   ok(mkp::dn_state_in(ptr<const int64_t>(table), ptr<float>(dst), stream_of(dst)), op);
 }
 
-void prefill_silu_mul(const Tensor& gate_up, const Tensor& out) {
+void prefill_silu_mul(const Tensor& gate_up, const Tensor& out, const c10::optional<Tensor>& x, double eps) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_silu_mul";
   const int T = rows_of(gate_up, 2 * mk::INTER, op, "gate_up");
   check_tensor(gate_up, op, "gate_up", BF, {T, 2 * mk::INTER});
   check_tensor(out, op, "out", BF, {T, mk::INTER});
+  if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
   c10::cuda::CUDAGuard guard(gate_up.device());
-  ok(mkp::silu_mul(ptr<const uint16_t>(gate_up), ptr<uint16_t>(out), T, stream_of(gate_up)), op);
+  ok(mkp::silu_mul(ptr<const uint16_t>(gate_up), x ? ptr<const uint16_t>(*x) : nullptr, ptr<uint16_t>(out), T,
+                   static_cast<float>(eps), stream_of(gate_up)), op);
 }
 
 void prefill_attn_prep(const Tensor& proj, const Tensor& q_w, const Tensor& k_w, const Tensor& table, int64_t layer,
-                       int64_t max_seq, const Tensor& qbuf, const Tensor& kv, double eps) {
+                       int64_t max_seq, const Tensor& qbuf, const Tensor& kv, double eps, const c10::optional<Tensor>& x) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_attn_prep";
   const int T = rows_of(proj, mk::FA_QKV, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
@@ -423,9 +425,11 @@ void prefill_attn_prep(const Tensor& proj, const Tensor& q_w, const Tensor& k_w,
   check_tensor(kv, op, "kv", BF, {2, max_seq, mk::FA_HKV, mk::FA_HD});
   MK_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
   MK_CHECK(T <= max_seq, op, ": ", T, " tokens do not fit max_seq ", max_seq);  // (start + T: the host's bind())
+  if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
   c10::cuda::CUDAGuard guard(proj.device());
-  ok(mkp::attn_prep(ptr<const uint16_t>(proj), ptr<const uint16_t>(q_w), ptr<const uint16_t>(k_w), ptr<const int64_t>(table),
-                    layer, max_seq, ptr<uint16_t>(qbuf), ptr<uint16_t>(kv), T, static_cast<float>(eps), stream_of(proj)),
+  ok(mkp::attn_prep(ptr<uint16_t>(proj), ptr<const uint16_t>(q_w), ptr<const uint16_t>(k_w), ptr<const int64_t>(table),
+                    layer, max_seq, ptr<uint16_t>(qbuf), ptr<uint16_t>(kv), x ? ptr<const uint16_t>(*x) : nullptr, T,
+                    static_cast<float>(eps), stream_of(proj)),
      op);
 }
 
@@ -551,9 +555,9 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
   m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor final_state, Tensor state_table, int layer, "
         "Tensor(a!) out, float eps) -> ()");
   m.def("prefill_dn_state_in(Tensor state_table, Tensor(a!) dst) -> ()");
-  m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out) -> ()");
-  m.def("prefill_attn_prep(Tensor proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int max_seq, "
-        "Tensor(a!) qbuf, Tensor(b!) kv, float eps) -> ()");
+  m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out, Tensor? x=None, float eps=0.) -> ()");
+  m.def("prefill_attn_prep(Tensor(c!) proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int max_seq, "
+        "Tensor(a!) qbuf, Tensor(b!) kv, float eps, Tensor? x=None) -> ()");
   m.def("prefill_kv_prefix(Tensor state_table, int layer, int max_seq, Tensor(a!) kv) -> ()");
   m.def("prefill_attn_gate(Tensor o, Tensor proj, Tensor state_table, Tensor(a!) out) -> ()");
   m.def("prefill_attn_merge_gate(Tensor o_ctx, Tensor lse_ctx, Tensor o_new, Tensor lse_new, Tensor proj, "

@@ -78,6 +78,26 @@ __device__ __forceinline__ int table_start(const int64_t* table) { return static
 // the prompt's valid tokens: rows t >= valid of this prefill are padding
 __device__ __forceinline__ int table_valid(const int64_t* table) { return static_cast<int>(table[ST_VALID]); }
 
+// 1 / rms(row) of a [D] bf16 row, the block's every thread taking 8 values at a time (a folded norm: the
+// norm's weight in the next GEMM's weights, its 1 / rms applied by that GEMM's consumer); every thread
+// of the block calls it once (one block barrier)
+__device__ __forceinline__ float block_rms_inv(const uint16_t* __restrict__ row, float eps) {
+  __shared__ float part[32];
+  float ss = 0.f;
+  for (int i = threadIdx.x * 8; i < D; i += blockDim.x * 8) {
+    float v[8];
+    load8(row + i, v);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) ss += v[j] * v[j];
+  }
+  ss = group_sum<32>(ss);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  float tot = 0.f;
+  for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) tot += part[w];
+  return rsqrtf(tot / D + eps);
+}
+
 // ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's,
 // or 0 past n); block 0's first threads the table and flash's lengths, and all of block 0 (256 threads)
 // the ids' min and max where asked ------------------------------------------------------------------
@@ -306,16 +326,20 @@ __global__ void dn_state_in_kernel(const int64_t* __restrict__ table, float4* __
     dst[i] = src[i];
 }
 
-// ---- SwiGLU: one thread per 8 outputs -----------------------------------------------------
-__global__ void silu_mul_kernel(const uint16_t* __restrict__ gu, uint16_t* __restrict__ out, int T) {
-  const int n8 = T * (INTER / 8);
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += gridDim.x * blockDim.x) {
-    const int t = i / (INTER / 8), c = (i % (INTER / 8)) * 8;
+// ---- SwiGLU: block = one token, SILU_THREADS threads x 8 outputs a pass; with x (the post-attention norm
+// folded into the gate/up weights: gu = x . (W (1 + w))^T), both halves of the row times 1 / rms(x) first ----
+constexpr int SILU_THREADS = 256;
+static_assert(INTER % 8 == 0, "silu_mul: 16-byte vectors");
+__global__ void __launch_bounds__(SILU_THREADS) silu_mul_kernel(const uint16_t* __restrict__ gu, const uint16_t* __restrict__ x,
+                                                               uint16_t* __restrict__ out, float eps) {
+  const int t = blockIdx.x;
+  const float inv = x != nullptr ? block_rms_inv(x + static_cast<size_t>(t) * D, eps) : 1.f;
+  for (int c = threadIdx.x * 8; c < INTER; c += SILU_THREADS * 8) {
     float gv[8], uv[8], y[8];
     load8(gu + static_cast<size_t>(t) * 2 * INTER + c, gv);
     load8(gu + static_cast<size_t>(t) * 2 * INTER + INTER + c, uv);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(gv[e])) * uv[e];
+    for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(gv[e] * inv)) * (uv[e] * inv);
     store8(out + static_cast<size_t>(t) * INTER + c, y);
   }
 }
@@ -346,21 +370,32 @@ __device__ __forceinline__ void norm_rope_head(float (&x)[8], const uint16_t* w,
   }
 }
 
-__global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(const uint16_t* __restrict__ proj, const uint16_t* __restrict__ q_w,
+// With x (the input norm folded into the in-projection's weights: proj = x . (W (1 + w))^T), a valid row's
+// q, k and v are taken times 1 / rms(x), and its gates (what attn_gate reads) rewritten so in proj.
+__global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(uint16_t* __restrict__ proj, const uint16_t* __restrict__ q_w,
                                                         const uint16_t* __restrict__ k_w, const int64_t* __restrict__ table,
                                                         int slot, int max_seq, uint16_t* __restrict__ qbuf,
-                                                        uint16_t* __restrict__ kv, float eps) {
+                                                        uint16_t* __restrict__ kv, const uint16_t* __restrict__ x_in, float eps) {
   const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, pos = table_start(table) + t;
   if (t >= table_valid(table)) {  // padding (its position may lie past max_seq): q 0, no rope, no cache
     if (warp < FA_HQ)
       *reinterpret_cast<uint4*>(qbuf + (static_cast<size_t>(t) * FA_HQ + warp) * FA_HD + lane * 8) = make_uint4(0u, 0u, 0u, 0u);
     return;
   }
-  const uint16_t* row = proj + static_cast<size_t>(t) * FA_QKV;
+  const float inv = x_in != nullptr ? block_rms_inv(x_in + static_cast<size_t>(t) * D, eps) : 1.f;  // (every warp: a block barrier)
+  uint16_t* row = proj + static_cast<size_t>(t) * FA_QKV;
   const uint16_t* cs = table_ptr<const uint16_t>(table, ST_ROPE) + static_cast<size_t>(pos) * 2 * FA_ROT_HALF;
   float x[8];
   if (warp < FA_HQ) {
+    if (x_in != nullptr) {  // the head's gate, as attn_gate reads it
+      load8(row + warp * 2 * FA_HD + FA_HD + lane * 8, x);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) x[e] *= inv;
+      store8(row + warp * 2 * FA_HD + FA_HD + lane * 8, x);
+    }
     load8(row + warp * 2 * FA_HD + lane * 8, x);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) x[e] *= inv;
     norm_rope_head(x, q_w, cs, lane, eps);
     store8(qbuf + (static_cast<size_t>(t) * FA_HQ + warp) * FA_HD + lane * 8, x);
     return;
@@ -368,6 +403,8 @@ __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(const uint
   const bool is_k = warp < FA_HQ + FA_HKV;
   const int h = (warp - FA_HQ) % FA_HKV;
   load8(row + (is_k ? FA_K : FA_V) + h * FA_HD + lane * 8, x);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) x[e] *= inv;
   if (is_k) norm_rope_head(x, k_w, cs, lane, eps);
   uint16_t* cache = table_ptr<uint16_t>(table, is_k ? ST_K : ST_V);
   store8(cache + ((static_cast<size_t>(slot) * FA_HKV + h) * max_seq + pos) * FA_HD + lane * 8, x);
@@ -517,14 +554,14 @@ cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s) {
-  silu_mul_kernel<<<blocks_for(static_cast<size_t>(T) * INTER / 8, 256), 256, 0, s>>>(gu, out, T);
+cudaError_t silu_mul(const uint16_t* gu, const uint16_t* x, uint16_t* out, int T, float eps, cudaStream_t s) {
+  silu_mul_kernel<<<T, SILU_THREADS, 0, s>>>(gu, x, out, eps);
   return cudaGetLastError();
 }
 
-cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table, int slot,
-                      int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s) {
-  attn_prep_kernel<<<T, ATTN_PREP_THREADS, 0, s>>>(proj, q_w, k_w, table, slot, max_seq, qbuf, kv, eps);
+cudaError_t attn_prep(uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table, int slot,
+                      int max_seq, uint16_t* qbuf, uint16_t* kv, const uint16_t* x, int T, float eps, cudaStream_t s) {
+  attn_prep_kernel<<<T, ATTN_PREP_THREADS, 0, s>>>(proj, q_w, k_w, table, slot, max_seq, qbuf, kv, x, eps);
   return cudaGetLastError();
 }
 

@@ -62,15 +62,18 @@ cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t*
 // (before the layers; each layer's final state goes back through dn_out_norm).
 cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s);
 
-// out [T][3584] = silu(gu[:, :3584]) * gu[:, 3584:]
-cudaError_t silu_mul(const uint16_t* gu, uint16_t* out, int T, cudaStream_t s);
+// out [T][3584] = silu(gu[:, :3584]) * gu[:, 3584:]; with x [T][D] (the post-attention norm folded into the
+// gate/up weights), both halves of row t times 1 / rms(x[t]) first
+cudaError_t silu_mul(const uint16_t* gu, const uint16_t* x, uint16_t* out, int T, float eps, cudaStream_t s);
 
 // Attention inputs: per-head RMSNorm of q and k, partial RoPE at positions start + t, q into
 // qbuf [T][8][256], k and v into the caches at start + t and into kv [2 (k|v)][max_seq][2][256]
 // (token-major: flash attention's varlen layout); a padding row: q = 0, nothing else.
-// proj [T][5120] = [8 x (q 256 | gate 256) | k 512 | v 512].
-cudaError_t attn_prep(const uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table,
-                      int slot, int max_seq, uint16_t* qbuf, uint16_t* kv, int T, float eps, cudaStream_t s);
+// proj [T][5120] = [8 x (q 256 | gate 256) | k 512 | v 512]. With x [T][D] (the input norm folded into the
+// in-projection's weights), a valid row's q, k, v times 1 / rms(x[t]) first, and its gates so rewritten in proj.
+cudaError_t attn_prep(uint16_t* proj, const uint16_t* q_w, const uint16_t* k_w, const int64_t* table,
+                      int slot, int max_seq, uint16_t* qbuf, uint16_t* kv, const uint16_t* x, int T, float eps,
+                      cudaStream_t s);
 
 // the cache's first `start` positions into kv (a prefill that continues a sequence; none at start 0):
 // a fixed grid that loops over what the table's start asks for, so a graph serves any start
