@@ -18,7 +18,7 @@ layers' in-projections are folded into those GEMMs' weights (W (1 + w), folded_w
 reading the residual stream and their consumers (SwiGLU, attention's inputs) applying 1 / rms: 30 of
 the 49 add+RMSNorm launches gone at the 0.8B.
 then the final norm (of the last position where it is known on the host) and the lm_head GEMV of
-the last valid position: no logits for the rest of the prompt. Why a graph of ~300 launches and not one kernel: megakernel/NOTES.md ("Prefill").
+the last valid position: no logits for the rest of the prompt. Why a graph of ~270-370 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
 The state, the start position and the prompt's valid tokens are reached through a device table
 (5 pointers, the start, the count; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
@@ -105,19 +105,27 @@ def layer_weights(tier) -> list[dict]:
     return out
 
 
-def folded_weights(tier) -> list[dict]:
-    """Per layer, the weights that take an RMSNorm in: bf16(W (1 + w)) from fp32, the gate/up's columns
-    times the post-attention norm's (1 + w), and at an attention layer the in-projection's times the input
-    norm's. A plan that folds (split_k 1) reads the residual stream x itself into those GEMMs, and their
+def folded_pairs(tier) -> list[list[tuple[str, str]]]:
+    """Per layer, the (weight, norm) names of layer_weights whose norm a folding plan takes into the weight:
+    the gate/up and the post-attention norm; at an attention layer also the in-projection and the input norm."""
+    return [[("gate_up", "post_norm")] + ([] if kind == LINEAR else [("win", "in_norm")])
+            for kind in tier.config.layer_types]
+
+
+def folded_weights(tier, into: list[dict] | None = None) -> list[dict]:
+    """Per layer, the weights that take an RMSNorm in (folded_pairs): bf16(W (1 + w)) from fp32, by input
+    column. A plan that folds (split_k 1) reads the residual stream x itself into those GEMMs, and their
     consumers (silu_mul, attn_prep) apply each row's 1 / rms(x): no add_rms_norm launch before them (NOTES
-    "Prefill" v18). Made once a tier, at its first such plan."""
-    fold = lambda W, n: (W.float() * (1.0 + n.float())).bfloat16()  # noqa: E731
-    out = []
-    for lw, kind in zip(tier.prefill_weights, tier.config.layer_types):
-        f = {"gate_up": fold(lw["gate_up"], lw["post_norm"])}
-        if kind != LINEAR:
-            f["win"] = fold(lw["win"], lw["in_norm"])
-        out.append(f)
+    "Prefill" v18). A second copy of those weights (~415 MB at the 0.8B); `into`: an earlier result refilled
+    in place (the graphs captured with it keep reading its tensors)."""
+    out = into if into is not None else [{} for _ in tier.prefill_weights]
+    for f, lw, pairs in zip(out, tier.prefill_weights, folded_pairs(tier)):
+        for name, norm in pairs:
+            w = (lw[name].float() * (1.0 + lw[norm].float())).bfloat16()
+            if name in f:
+                f[name].copy_(w)
+            else:
+                f[name] = w
     return out
 
 
@@ -186,7 +194,7 @@ class PrefillPlan:
         self.used, self.cu_q = at(k.PREFILL_BIND_USED, 1), at(k.PREFILL_BIND_CU_Q, 2)
         self.cu_new, self.used_pieces = at(k.PREFILL_BIND_CU_NEW, 2), at(k.PREFILL_BIND_USED_PIECES, self.pieces)
         self.res = torch.empty(T, k.D, dtype=bf, device=dev)       # residual stream
-        self.h = torch.empty(T, k.D, dtype=bf, device=dev)         # normed input of the next GEMM
+        self.h = torch.empty(T, k.D, dtype=bf, device=dev)         # normed input of the next GEMM (not folded)
         # the output of the last GEMM (an out-projection or down, N = hidden): at most SPLIT_K_ROWS rows, the
         # fp32 partials [SPLIT_K, T, D] of those GEMMs split over K (one batched GEMM; add_rms_norm sums them),
         # and [SPLIT_K, 1, D] for a fresh prompt's last row alone; else added into the residual stream by the
@@ -274,7 +282,7 @@ class PrefillPlan:
         op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
 
     def deltanet(self, w, slot, rows):
-        """The DeltaNet mixer on every row, its out-projection into out_rows(rows)."""
+        """The DeltaNet mixer on every row, its out-projection of `rows` (project)."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         torch.mm(self.h, w["win"].t(), out=proj)
@@ -288,7 +296,7 @@ class PrefillPlan:
 
     def attention(self, w, slot, rows, win_folded=None):
         """Attention's projections and cache writes for every row, its core, gate and out-projection
-        (into out_rows(rows)) for `rows`: every row, or (a fresh prompt's last layer) the last one alone.
+        (project) for `rows`: every row, or (a fresh prompt's last layer) the last one alone.
         With `win_folded` (the input norm in the in-projection's weights) the GEMM reads the residual
         stream and attn_prep applies each row's 1 / rms."""
         op, T, k = self.op, self.T, self.k
@@ -385,6 +393,7 @@ class FastPrefill:
         self.delta_rule = delta_rule or prefill_delta_rule.default(tier.device)
         self.plans: collections.OrderedDict = collections.OrderedDict()
         self._folded = None  # folded_weights(tier), made at the first plan that folds (folded_weights())
+        self._fold_sources, self._fold_versions = [], []  # the tensors it was made from, their _version then
 
     def plan(self, T: int, max_seq: int, fresh: bool) -> PrefillPlan:
         """The plan of (T rows, max_seq, fresh) with the current delta rule, made on first use (its K/V
@@ -401,9 +410,17 @@ class FastPrefill:
         return plan
 
     def folded_weights(self) -> list[dict]:
-        """folded_weights(tier), made once (at the first plan that folds) and shared by the plans."""
+        """folded_weights(tier), made at the first plan that folds and shared by the plans; made again, in
+        place, where a weight or norm it came from has changed in place since (checked at every prefill)."""
         if self._folded is None:
+            W = self.tier.prefill_weights
+            self._fold_sources = [W[i][n] for i, pairs in enumerate(folded_pairs(self.tier)) for pair in pairs for n in pair]
             self._folded = folded_weights(self.tier)
+        elif [t._version for t in self._fold_sources] != self._fold_versions:
+            folded_weights(self.tier, into=self._folded)
+        else:
+            return self._folded
+        self._fold_versions = [t._version for t in self._fold_sources]
         return self._folded
 
     def __call__(self, ids, state, trace=None, checked: bool = False) -> torch.Tensor:
@@ -417,6 +434,8 @@ class FastPrefill:
             check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
             checked = True
         plan = self.plan(*key)
+        if plan.folded is not None:
+            self.folded_weights()  # (the same tensors, refilled if a source changed in place)
         plan.bind(ids, state, checked)  # (first: it refuses ids outside the vocabulary)
         if self.tier.debug_poison:
             self.tier.poison(state)

@@ -42,7 +42,7 @@ class FakePlan:
     def __init__(self, tier, T, max_seq, fresh, kv=None, delta_rule="fla", folded=None):
         self.T, self.max_seq, self.fresh, self.kv = T, max_seq, fresh, kv if kv is not None else object()
         self.delta_rule_name = delta_rule
-        self.uses, self.graph, self.log, self.logits = 0, None, [], torch.zeros(3)
+        self.uses, self.graph, self.log, self.logits, self.folded = 0, None, [], torch.zeros(3), None
         FakePlan.made.append(self)
 
     def bind(self, ids, state, checked=False):
@@ -275,9 +275,56 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
     rf = r.double()
     want = rf * torch.rsqrt(rf.pow(2).mean(-1, keepdim=True) + eps) * (1 + w.double())
     assert rel(out.float(), want.float()) < 1e-2
-    for bad in (torch.randn(5, T, D, device="cuda"), torch.randn(T, D, device="cuda")):
+    for bad in (torch.randn(5, T, D, device="cuda"), torch.randn(T, D, device="cuda"), res.clone()):  # (bf16: refused)
         with pytest.raises(RuntimeError, match="split-K GEMM's partials"):
             op(bad, None, embed, res.clone(), w, out, eps)
+
+
+@gpu
+@needs_gpu
+def test_a_norm_changed_in_place_is_folded_again(mk):
+    """A plan past the split-K rows reads the norms folded into copies of the gate/up and attention
+    in-projection weights: a norm weight changed in place after its graph was captured is folded again
+    (into the same tensors) before the next prefill, which then gives a fresh eager prefill's logits."""
+    prompt = ids(300, 41).to("cuda")
+    norm = mk.prefill_weights[3]["post_norm"]  # (layer 3: an attention layer; its input norm too, below)
+    inp = mk.prefill_weights[3]["in_norm"]
+    kept = norm.clone(), inp.clone()
+    for _ in range(3):  # eager, captured, replayed
+        mk.prefill(prompt, mk.new_state(max_seq_len=400))
+    try:
+        norm.add_(0.25)
+        inp.mul_(0.5)
+        got = mk.prefill(prompt, mk.new_state(max_seq_len=400))
+        want = FastPrefill(mk, use_graph=False)(prompt, mk.new_state(max_seq_len=400))
+        assert torch.equal(got, want)
+    finally:
+        norm.copy_(kept[0])
+        inp.copy_(kept[1])
+    assert not torch.equal(got, mk.prefill(prompt, mk.new_state(max_seq_len=400)))
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("T", [1, 37, 300])
+def test_silu_mul_given_the_residual_applies_the_folded_norm(mk, T):
+    """prefill_silu_mul given the residual stream x (the post-attention norm folded into the gate/up weights):
+    out = silu(g / rms(x)) * (u / rms(x)) for each row's gu = [g | u], every row written over NaN; without x the
+    plain SwiGLU; x without its eps is refused."""
+    from megakernel import ops
+
+    op, D, I, eps = ops.op("prefill_silu_mul", mk.ops_namespace), mk.k.D, mk.k.INTER, mk.config.rms_norm_eps
+    gen = torch.Generator(device="cuda").manual_seed(T)
+    x = (3 * torch.randn(T, D, device="cuda", generator=gen)).bfloat16()
+    gu = torch.randn(T, 2 * I, device="cuda", generator=gen).bfloat16()
+    r = torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + eps)
+    for given, scale in ((x, r), (None, 1.0)):
+        out = torch.full((T, I), float("nan"), dtype=torch.bfloat16, device="cuda")
+        op(gu, out, given, eps)
+        want = torch.nn.functional.silu(gu.double()[:, :I] * scale) * (gu.double()[:, I:] * scale)
+        assert torch.isfinite(out).all() and rel(out.float(), want.float()) < 1e-2
+    with pytest.raises(RuntimeError, match="eps"):
+        op(gu, out, x)
 
 
 @gpu
@@ -468,10 +515,11 @@ def test_a_prompt_continuing_a_sequence(mk, ref32, first, second, max_seq, seed)
 @gpu
 @needs_gpu
 # (37 at 1,100 positions: 90 tokens padded to 128 rows, the earlier keys in 3 pieces, attn_merge_gate
-# reading the NaN-poisoned activations of the eager run too)
-@pytest.mark.parametrize("start,max_seq", [(0, 200), (37, 200), (37, 1100)])
-def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(mk, start, max_seq):
-    prompt = ids(start + 90, 40)
+# reading the NaN-poisoned activations of the eager run too; 300 tokens: 320 rows, past the split-K rows,
+# so the norms folded into the GEMMs' weights)
+@pytest.mark.parametrize("start,max_seq,n", [(0, 200, 90), (37, 200, 90), (37, 1100, 90), (37, 1100, 300)])
+def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(mk, start, max_seq, n):
+    prompt = ids(start + n, 40)
     eager = FastPrefill(mk, use_graph=False)
     states = []
     # graph: the shape's first prefill runs eagerly, the second captures and replays, the third replays

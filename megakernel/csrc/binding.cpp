@@ -338,19 +338,18 @@ void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Te
   check_tensor(out, op, "out", BF, {T, mk::D});
   check_tensor(embed, op, "embed", BF, {mk::VOCAB, mk::D});
   check_tensor(w, op, "w", BF, {mk::D});
-  // x: the GEMM's output, bf16 [T, D], or a split-K GEMM's fp32 partials [splits, T, D] (1 <= splits <= 4)
-  const bool split = x && x->scalar_type() == F32;
-  const int splits = split && x->dim() == 3 ? static_cast<int>(x->size(0)) : 0;
-  if (split) {
-    MK_CHECK(x->dim() == 3 && splits >= 1 && splits <= 4, op, ": fp32 x must be a split-K GEMM's partials [splits, ", T,
-                ", ", mk::D, "] with 1 <= splits <= 4, got ", x->sizes());
+  // x: a split-K GEMM's fp32 partials [splits, T, D] (1 <= splits <= 4); none where the GEMMs added into the
+  // residual themselves (the plans past the split-K rows: prefill.py)
+  const int splits = x && x->dim() == 3 ? static_cast<int>(x->size(0)) : 0;
+  if (x) {
+    MK_CHECK(x->scalar_type() == F32 && x->dim() == 3 && splits >= 1 && splits <= 4, op,
+             ": x must be a split-K GEMM's partials, float32 [splits, ", T, ", ", mk::D, "] with 1 <= splits <= 4, got ",
+             x->scalar_type(), " ", x->sizes());
     check_tensor(*x, op, "x", F32, {splits, T, mk::D});
-  } else if (x) {
-    check_tensor(*x, op, "x", BF, {T, mk::D});
   }
   if (ids) check_tensor(*ids, op, "ids", I64, {T});
   c10::cuda::CUDAGuard g(out.device());
-  ok(mkp::add_rms_norm(x && !split ? ptr<const uint16_t>(*x) : nullptr, split ? ptr<const float>(*x) : nullptr, splits,
+  ok(mkp::add_rms_norm(x ? ptr<const float>(*x) : nullptr, splits,
                        ids ? ptr<const int64_t>(*ids) : nullptr, ptr<const uint16_t>(embed), ptr<uint16_t>(residual),
                        ptr<const uint16_t>(w), ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(out)), op);
 }
@@ -408,6 +407,7 @@ void prefill_silu_mul(const Tensor& gate_up, const Tensor& out, const c10::optio
   check_tensor(gate_up, op, "gate_up", BF, {T, 2 * mk::INTER});
   check_tensor(out, op, "out", BF, {T, mk::INTER});
   if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
+  MK_CHECK(!x || eps > 0, op, ": x (the folded norm's input) needs the norm's eps > 0, got ", eps);
   c10::cuda::CUDAGuard guard(gate_up.device());
   ok(mkp::silu_mul(ptr<const uint16_t>(gate_up), x ? ptr<const uint16_t>(*x) : nullptr, ptr<uint16_t>(out), T,
                    static_cast<float>(eps), stream_of(gate_up)), op);
@@ -426,6 +426,7 @@ void prefill_attn_prep(const Tensor& proj, const Tensor& q_w, const Tensor& k_w,
   MK_CHECK(layer >= 0 && layer < mk::NFA, op, ": attention layer ", layer, " outside [0, ", mk::NFA, ")");
   MK_CHECK(T <= max_seq, op, ": ", T, " tokens do not fit max_seq ", max_seq);  // (start + T: the host's bind())
   if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
+  MK_CHECK(!x || eps > 0, op, ": x (the folded norm's input) needs the norm's eps > 0, got ", eps);
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::attn_prep(ptr<uint16_t>(proj), ptr<const uint16_t>(q_w), ptr<const uint16_t>(k_w), ptr<const int64_t>(table),
                     layer, max_seq, ptr<uint16_t>(qbuf), ptr<uint16_t>(kv), x ? ptr<const uint16_t>(*x) : nullptr, T,

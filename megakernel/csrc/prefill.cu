@@ -3,7 +3,10 @@
 // Every kernel but the copies and the lm_head is "one block per token": a block owns one row
 // of the [T, ...] activations, each thread 8 consecutive bf16 values (one 16-byte load), and
 // a head's reduction is a shuffle over the lanes that hold it. Arithmetic and rounding points
-// follow reference/ops.py in bf16 (fp32 inside, rounded where torch rounds).
+// follow reference/ops.py in bf16 (fp32 inside, rounded where torch rounds), but where a plan folds a
+// norm into the next GEMM's weights (prefill.py folded_weights): the weights are rounded instead of the
+// normed row, the product is rounded before its 1 / rms (attn_prep's gates and v once more after it),
+// and the residual add is the GEMM's (one rounding).
 #include <climits>
 #include <cuda_bf16.h>
 
@@ -80,7 +83,8 @@ __device__ __forceinline__ int table_valid(const int64_t* table) { return static
 
 // 1 / rms(row) of a [D] bf16 row, the block's every thread taking 8 values at a time (a folded norm: the
 // norm's weight in the next GEMM's weights, its 1 / rms applied by that GEMM's consumer); every thread
-// of the block calls it once (one block barrier)
+// of the block calls it at most once (one block barrier, none after: a second call could overwrite `part`
+// before every warp has read it)
 __device__ __forceinline__ float block_rms_inv(const uint16_t* __restrict__ row, float eps) {
   __shared__ float part[32];
   float ss = 0.f;
@@ -144,7 +148,7 @@ __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, 
 // ---- add + RMSNorm: block = one token, D / 8 threads x 8 values ---------------------------
 constexpr int NORM_THREADS = D / 8;
 static_assert(D % 256 == 0 && NORM_THREADS <= 1024, "add_rms_norm: whole warps of 8 values a thread");
-__global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16_t* __restrict__ x, const float* __restrict__ x32,
+__global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const float* __restrict__ x32,
                                                            int splits, int T, const int64_t* __restrict__ ids,
                                                            const uint16_t* __restrict__ embed, uint16_t* residual,
                                                            const uint16_t* __restrict__ w, uint16_t* __restrict__ out,
@@ -156,12 +160,7 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
     load8(embed + ids[t] * D + i, r);
   } else {
     load8(residual + static_cast<size_t>(t) * D + i, r);
-    if (x != nullptr) {
-      float xv[8];
-      load8(x + static_cast<size_t>(t) * D + i, xv);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) r[j] = rnd(r[j] + xv[j]);
-    } else if (x32 != nullptr) {  // a split-K GEMM's fp32 partials [splits][T][D]: their sum, one rounding
+    if (x32 != nullptr) {  // a split-K GEMM's fp32 partials [splits][T][D]: their sum, one rounding
       float xs[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
       for (int k = 0; k < splits; ++k) {
         const float4* src = reinterpret_cast<const float4*>(x32 + (static_cast<size_t>(k) * T + t) * D + i);
@@ -172,7 +171,7 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const uint16
       for (int j = 0; j < 8; ++j) r[j] = rnd(r[j] + xs[j]);
     }
   }
-  if (ids != nullptr || x != nullptr || x32 != nullptr) store8(residual + static_cast<size_t>(t) * D + i, r);
+  if (ids != nullptr || x32 != nullptr) store8(residual + static_cast<size_t>(t) * D + i, r);
   float ss = 0.f;
 #pragma unroll
   for (int j = 0; j < 8; ++j) ss += r[j] * r[j];
@@ -371,7 +370,8 @@ __device__ __forceinline__ void norm_rope_head(float (&x)[8], const uint16_t* w,
 }
 
 // With x (the input norm folded into the in-projection's weights: proj = x . (W (1 + w))^T), a valid row's
-// q, k and v are taken times 1 / rms(x), and its gates (what attn_gate reads) rewritten so in proj.
+// q, k and v are taken times 1 / rms(x), and its gates (what attn_gate reads) rewritten so in proj: once a
+// layer (a second call would scale them again).
 __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(uint16_t* __restrict__ proj, const uint16_t* __restrict__ q_w,
                                                         const uint16_t* __restrict__ k_w, const int64_t* __restrict__ table,
                                                         int slot, int max_seq, uint16_t* __restrict__ qbuf,
@@ -527,9 +527,9 @@ cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStre
   return cudaGetLastError();
 }
 
-cudaError_t add_rms_norm(const uint16_t* x, const float* x32, int splits, const int64_t* ids, const uint16_t* embed,
+cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const uint16_t* embed,
                          uint16_t* residual, const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s) {
-  add_rms_norm_kernel<<<T, NORM_THREADS, 0, s>>>(x, x32, splits, T, ids, embed, residual, w, out, eps);
+  add_rms_norm_kernel<<<T, NORM_THREADS, 0, s>>>(x32, splits, T, ids, embed, residual, w, out, eps);
   return cudaGetLastError();
 }
 
@@ -555,6 +555,7 @@ cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s) {
 }
 
 cudaError_t silu_mul(const uint16_t* gu, const uint16_t* x, uint16_t* out, int T, float eps, cudaStream_t s) {
+  if (T == 0) return cudaSuccess;
   silu_mul_kernel<<<T, SILU_THREADS, 0, s>>>(gu, x, out, eps);
   return cudaGetLastError();
 }

@@ -36,10 +36,10 @@ struct BindArgs {
 // ids: the prompt's n ids on the device (they may be words' own first n: bind then only pads and writes the rest)
 cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStream_t s);
 
-// residual <- residual + x (x bf16 [T][1024], or x32: the fp32 partials [splits][T][1024] of a split-K
-// GEMM, summed, one rounding; both null: residual as is; ids non-null: residual <- embed[ids]),
+// residual <- residual + x32 (the fp32 partials [splits][T][1024] of a split-K GEMM, summed, one rounding;
+// null: residual as is, the GEMMs having added into it; ids non-null: residual <- embed[ids]),
 // out <- rms_norm(residual) * (1 + w). rows [T][1024].
-cudaError_t add_rms_norm(const uint16_t* x, const float* x32, int splits, const int64_t* ids, const uint16_t* embed,
+cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const uint16_t* embed,
                          uint16_t* residual, const uint16_t* w, uint16_t* out, int T, float eps, cudaStream_t s);
 
 // DeltaNet inputs: causal conv (3 earlier inputs from the ring) + SiLU of the in-projection's
