@@ -116,7 +116,7 @@ def folded_weights(tier, into: list[dict] | None = None) -> list[dict]:
     """Per layer, the weights that take an RMSNorm in (folded_pairs): bf16(W (1 + w)) from fp32, by input
     column. A plan that folds (split_k 1) reads the residual stream x itself into those GEMMs, and their
     consumers (silu_mul, attn_prep) apply each row's 1 / rms(x): no add_rms_norm launch before them (NOTES
-    "Prefill" v18). A second copy of those weights (~415 MB at the 0.8B); `into`: an earlier result refilled
+    "Prefill" v18). A second copy of those weights (~415 MB at the 0.8B, ~7.1 GB at the 9B); `into`: an earlier result refilled
     in place (the graphs captured with it keep reading its tensors)."""
     out = into if into is not None else [{} for _ in tier.prefill_weights]
     for f, lw, pairs in zip(out, tier.prefill_weights, folded_pairs(tier)):
