@@ -81,12 +81,22 @@ __device__ __forceinline__ int table_start(const int64_t* table) { return static
 // the prompt's valid tokens: rows t >= valid of this prefill are padding
 __device__ __forceinline__ int table_valid(const int64_t* table) { return static_cast<int>(table[ST_VALID]); }
 
-// 1 / rms(row) of a [D] bf16 row, the block's every thread taking 8 values at a time (a folded norm: the
-// norm's weight in the next GEMM's weights, its 1 / rms applied by that GEMM's consumer); every thread
-// of the block calls it at most once (one block barrier, none after: a second call could overwrite `part`
-// before every warp has read it)
-__device__ __forceinline__ float block_rms_inv(const uint16_t* __restrict__ row, float eps) {
+// 1 / rms of a [D] row from each thread's sum of squares `ss` of its values (the warps' sums in warp
+// order); every thread of the block calls it at most once (one block barrier, none after: a second call
+// could overwrite `part` before every warp has read it)
+__device__ __forceinline__ float block_rms_inv_of(float ss, float eps) {
   __shared__ float part[32];
+  ss = group_sum<32>(ss);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  float tot = part[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) tot += part[w];
+  return rsqrtf(tot / D + eps);
+}
+
+// 1 / rms of a [D] bf16 row read by the block, 8 values a thread at a time (a folded norm: the norm's weight
+// in the next GEMM's weights, its 1 / rms applied by that GEMM's consumer); once a block, as block_rms_inv_of
+__device__ __forceinline__ float block_rms_inv(const uint16_t* __restrict__ row, float eps) {
   float ss = 0.f;
   for (int i = threadIdx.x * 8; i < D; i += blockDim.x * 8) {
     float v[8];
@@ -94,12 +104,12 @@ __device__ __forceinline__ float block_rms_inv(const uint16_t* __restrict__ row,
 #pragma unroll
     for (int j = 0; j < 8; ++j) ss += v[j] * v[j];
   }
-  ss = group_sum<32>(ss);
-  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  float tot = 0.f;
-  for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) tot += part[w];
-  return rsqrtf(tot / D + eps);
+  return block_rms_inv_of(ss, eps);
+}
+
+__device__ __forceinline__ void scale8(float (&f)[8], float s) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) f[j] *= s;
 }
 
 // ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's,
@@ -153,7 +163,6 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const float*
                                                            const uint16_t* __restrict__ embed, uint16_t* residual,
                                                            const uint16_t* __restrict__ w, uint16_t* __restrict__ out,
                                                            float eps) {
-  __shared__ float part[NORM_THREADS / 32];
   const int t = blockIdx.x, i = threadIdx.x * 8;
   float r[8];
   if (ids != nullptr) {
@@ -175,13 +184,7 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const float*
   float ss = 0.f;
 #pragma unroll
   for (int j = 0; j < 8; ++j) ss += r[j] * r[j];
-  ss = group_sum<32>(ss);
-  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  float tot = part[0];
-#pragma unroll
-  for (int w = 1; w < NORM_THREADS / 32; ++w) tot += part[w];
-  const float inv = rsqrtf(tot / D + eps);
+  const float inv = block_rms_inv_of(ss, eps);
   float wv[8], y[8];
   load8(w + i, wv);
 #pragma unroll
@@ -389,13 +392,11 @@ __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(uint16_t* 
   if (warp < FA_HQ) {
     if (x_in != nullptr) {  // the head's gate, as attn_gate reads it
       load8(row + warp * 2 * FA_HD + FA_HD + lane * 8, x);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) x[e] *= inv;
+      scale8(x, inv);
       store8(row + warp * 2 * FA_HD + FA_HD + lane * 8, x);
     }
     load8(row + warp * 2 * FA_HD + lane * 8, x);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) x[e] *= inv;
+    scale8(x, inv);
     norm_rope_head(x, q_w, cs, lane, eps);
     store8(qbuf + (static_cast<size_t>(t) * FA_HQ + warp) * FA_HD + lane * 8, x);
     return;
@@ -403,8 +404,7 @@ __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(uint16_t* 
   const bool is_k = warp < FA_HQ + FA_HKV;
   const int h = (warp - FA_HQ) % FA_HKV;
   load8(row + (is_k ? FA_K : FA_V) + h * FA_HD + lane * 8, x);
-#pragma unroll
-  for (int e = 0; e < 8; ++e) x[e] *= inv;
+  scale8(x, inv);
   if (is_k) norm_rope_head(x, k_w, cs, lane, eps);
   uint16_t* cache = table_ptr<uint16_t>(table, is_k ? ST_K : ST_V);
   store8(cache + ((static_cast<size_t>(slot) * FA_HKV + h) * max_seq + pos) * FA_HD + lane * 8, x);
