@@ -2,7 +2,8 @@
 # Prepared in session 40, NOT RUN: the next session's first call (issue 21), on main after the folded norms.
 #   new   main (caf9912's fold with 20cb697's mends: add_rms_norm's bf16-x branch removed, x without eps refused,
 #         refold in place; its new GPU tests: silu_mul given the residual, a norm changed in place folded again,
-#         graph replay over poison at 320 rows, opcheck of the folded calls, the sanitizers at 300 tokens)
+#         graph replay over poison at 320 rows, opcheck of the folded calls, the sanitizers at 300 tokens; e76467b's
+#         shared block reduction of add_rms_norm and the folded norms)
 #   prev  .ab_prev = git archive 1f1d880 (main before the fold)
 # Runs: the new tests and the prefill GPU file on new (all but the sanitizers); `compare bench --pp 520,4096,32768`
 # prev new new prev (issue 21's rows with their floors; pp32768 not yet measured with the fold); then, if time is left,
