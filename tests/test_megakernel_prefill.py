@@ -542,7 +542,10 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
         assert torch.isnan(s.k_cache[..., s.seq_len:, :]).all() and torch.isnan(s.v_cache[..., s.seq_len:, :]).all()
     for logits, s in rest:
         assert torch.equal(logits, l0)
-        assert torch.equal(s.dn_state, s0.dn_state) and torch.equal(s.conv_ring, s0.conv_ring)
+        # the ring's live columns (positions seq_len-3..seq_len-1): the eager run's poison put NaN into the column
+        # of position start-4 too, which a prompt ending at 337 leaves stale (never read: the next token overwrites it)
+        live = mk._conv_columns(s.seq_len)
+        assert torch.equal(s.dn_state, s0.dn_state) and torch.equal(s.conv_ring[..., live, :], s0.conv_ring[..., live, :])
         assert torch.equal(s.k_cache[..., :s.seq_len, :], s0.k_cache[..., :s0.seq_len, :])
 
 
