@@ -21,15 +21,17 @@ then the final norm (of the last position where it is known on the host) and the
 the last valid position: no logits for the rest of the prompt. Why a graph of ~270-370 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
 The state, the start position and the prompt's valid tokens are reached through a device table
-(5 pointers, the start, the count; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
+(5 pointers, the start, the count, a refused word; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
 not) serves every state of that max_seq_len at every start > 0 and one every fresh prompt of that
 length. A prompt after earlier tokens is padded to a multiple of PAD_ROWS rows (padding rows leave
 the state as it is and write nothing to the cache), so a conversation's turns of any length up to
 a multiple of 64 replay one graph, as do a long prompt's chunks. The graph reads and writes the state in place (no copies in or out,
 nothing through the host but the table). Before each replay one launch (prefill_bind) writes the
 prompt's ids (copied first where they are on the CPU), the table and flash's lengths from kernel
-arguments, and checks the ids against the vocabulary (one sync for device ids). A shape's first
-prefill runs eagerly and the graph is captured at its second (NOTES "Prefill", v3, v5, v15).
+arguments, and checks the ids against the vocabulary: CPU ids on the host before the replay, device
+ids by that launch, whose range the host reads after launching the replay (no wait before it; a
+refused prompt's replay writes nothing of the state, and the call raises). A shape's first
+prefill runs eagerly and the graph is captured at its second (NOTES "Prefill", v3, v5, v15, v19).
 """
 
 from __future__ import annotations
@@ -130,10 +132,10 @@ def folded_weights(tier, into: list[dict] | None = None) -> list[dict]:
 
 
 def state_table(state, valid: int) -> list[int]:
-    """The state's pointers, its next position (the prefill's start) and the prompt's `valid` tokens
-    in csrc/prefill.cuh StateSlot order."""
+    """The state's pointers, its next position (the prefill's start), the prompt's `valid` tokens and
+    the refused word (0) in csrc/prefill.cuh StateSlot order."""
     return [state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(), state.v_cache.data_ptr(),
-            state.rope.data_ptr(), state.seq_len, valid]
+            state.rope.data_ptr(), state.seq_len, valid, 0]  # (ST_REFUSED: the bind launch's to set)
 
 
 def check_fits(n: int, start: int, max_seq: int) -> None:
@@ -188,6 +190,8 @@ class PrefillPlan:
         self.words = torch.zeros(T + S + -(-n32 // 2) + k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, device=dev)
         self.id_range = torch.zeros(k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, pin_memory=True)
         self.id_range_host = self.id_range.numpy()  # (read without a torch op)
+        self.range_copied = torch.cuda.Event()  # (recorded after bind's copy of the device ids' range)
+        self.unchecked = self.range_on_host = False  # (bind's ids left to check_bound_ids; their range on the host)
         self.ids, self.table = self.words[:T], self.words[T:T + S]
         w32 = self.words[T + S:-k.PREFILL_BIND_RANGE_WORDS].view(torch.int32)
         at = lambda i, n: w32[i:i + n]  # noqa: E731
@@ -356,11 +360,14 @@ class PrefillPlan:
             t.fill_(float("nan"))
 
     # ---- graph ------------------------------------------------------------------------
-    def bind(self, ids, state, checked: bool = False):
+    def bind(self, ids, state, checked: bool = False, wait: bool = True):
         """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding;
         on the CPU or the tier's device), the state's pointers, its start and n into the plan's device
         buffers; unless `checked` (the caller did), ids outside the vocabulary are a TierInputError here,
-        before any replay reads them."""
+        before any replay reads them — or, for device ids and `wait` False, at `check_bound_ids()`, which
+        the caller calls after launching the replay: the host then does not wait for the bind launch
+        before the launch (~35 µs of a pp520 call, NOTES "Prefill" v19), and the replay of a refused
+        prompt writes nothing of the state (the bind launch set the table's refused word)."""
         n, start = ids.shape[1], state.seq_len
         check_fits(n, start, state.max_seq_len)
         if state.max_seq_len != self.max_seq or (start == 0) != self.fresh or not (n == self.T if self.fresh else n <= self.T):
@@ -372,9 +379,24 @@ class PrefillPlan:
             ids = ids.contiguous()
         self.op["prefill_bind"](ids, self.words, None if checked else self.id_range, state_table(state, n), self.T,
                                 self.pieces, self.piece, self.max_seq)
-        if not checked:
-            check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size,
-                           "input_ids")
+        self.unchecked = not checked
+        if self.unchecked and ids.is_cuda:  # (the range comes back by a copy in stream order: done when this is)
+            self.range_copied.record()
+            self.range_on_host = False
+        else:
+            self.range_on_host = True  # (CPU ids: scanned by the op before it returned)
+        if wait:
+            self.check_bound_ids()
+
+    def check_bound_ids(self):
+        """Refuse the ids of the last bind() that were left unchecked (TierInputError naming one outside the
+        vocabulary), waiting where their range is still on its way from the device."""
+        if not self.unchecked:
+            return
+        self.unchecked = False
+        if not self.range_on_host:
+            self.range_copied.synchronize()
+        check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size, "input_ids")
 
     def capture(self):
         """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""
@@ -436,7 +458,9 @@ class FastPrefill:
         plan = self.plan(*key)
         if plan.folded is not None:
             self.folded_weights()  # (the same tensors, refilled if a source changed in place)
-        plan.bind(ids, state, checked)  # (first: it refuses ids outside the vocabulary)
+        # device ids are checked after the launch (the host does not wait for the bind launch first; a refused
+        # prompt's replay writes nothing of the state); CPU ids, or a poisoned run (poison writes the state), before
+        plan.bind(ids, state, checked, wait=self.tier.debug_poison or not ids.is_cuda)
         if self.tier.debug_poison:
             self.tier.poison(state)
             plan.poison()
@@ -450,6 +474,7 @@ class FastPrefill:
                     plan.uses = 0  # (the next prefill of this shape runs eagerly again, then captures)
                     raise
             plan.graph.replay()
+        plan.check_bound_ids()  # (a refused prompt counts as no use of its plan)
         if trace is None:  # (a traced run computes every row of the last layer: not the path a graph records)
             plan.uses += 1
         return plan.logits.view(1, -1).clone()

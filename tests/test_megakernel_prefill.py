@@ -45,8 +45,11 @@ class FakePlan:
         self.uses, self.graph, self.log, self.logits, self.folded = 0, None, [], torch.zeros(3), None
         FakePlan.made.append(self)
 
-    def bind(self, ids, state, checked=False):
+    def bind(self, ids, state, checked=False, wait=True):
         self.log.append(("bind", state.seq_len))
+
+    def check_bound_ids(self):
+        pass
 
     def run(self, trace=None):
         self.log.append("eager")
@@ -359,6 +362,9 @@ def test_bind_writes_the_prompts_words_and_their_range(mk, T, max_seq, start, n)
         with pytest.raises(RuntimeError, match="a prompt of"):
             plan.op["prefill_bind"](x.contiguous(), plan.words, plan.id_range, state_table(state, n + 1), T, plan.pieces,
                                     plan.piece, max_seq)
+        with pytest.raises(RuntimeError, match="refused word"):
+            plan.op["prefill_bind"](x.contiguous(), plan.words, plan.id_range, state_table(state, n)[:-1] + [1], T,
+                                    plan.pieces, plan.piece, max_seq)
 
 
 @gpu
@@ -395,10 +401,13 @@ def test_a_prompt_id_outside_the_vocabulary_is_refused_by_bind_and_changes_nothi
         mk.prefill(put(x), state)
     plan = mk.fast_prefill.plans[(plan_rows(T, start, max_seq), max_seq, start == 0, mk.prefill_delta_rule)]
     assert bad in plan.id_range.tolist()
+    if where == "cuda":  # (checked after the replay's launch: the launch took the id as 0 and the replay wrote no state)
+        assert plan.table[mk.k.PREFILL_STATE_REFUSED].item() == 1 and plan.ids[at].item() == 0
     assert state.seq_len == start
     for name, t in before.items():
         assert torch.equal(getattr(state, name), t), name
     assert torch.equal(mk.prefill(put(good), state), want)
+    assert plan.table[mk.k.PREFILL_STATE_REFUSED].item() == 0
 
 
 @gpu

@@ -275,10 +275,13 @@ const auto I64 = torch::kInt64;
 
 // The prompt's ids (CPU or CUDA int64 [1, n]) into the plan's words, the table and flash's lengths, and, where id_range
 // (a CPU int64 [2], pinned) is given, the ids' smallest and largest into it, for the caller to check against the
-// vocabulary before any replay reads the words: CPU ids are scanned here, device ids by the bind launch, whose two
-// range words come back with one sync (none given: the caller checked them already, nothing syncs). CPU ids are copied
-// in stream order: pageable memory is staged before the copy call returns; pinned memory is read by the copy itself,
-// so the stream is synced before returning (the caller may then change or free them, as after torch's blocking copy).
+// vocabulary: CPU ids are scanned here (before this returns: the caller refuses them before any replay), device ids by
+// the bind launch, whose two range words come back by a copy in stream order, not synced here: the caller waits for
+// it (an event after this op), before or after launching the replay — the launch that finds an id outside the
+// vocabulary sets the table's ST_REFUSED, so the replay writes nothing of the state (prefill.cuh), and takes such ids
+// as 0. None given: the caller checked them already. CPU ids are copied in stream order: pageable memory is staged
+// before the copy call returns; pinned memory is read by the copy itself, so the stream is synced before returning
+// (the caller may then change or free them, as after torch's blocking copy).
 void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Tensor>& id_range, c10::IntArrayRef table,
                   int64_t T, int64_t pieces, int64_t piece, int64_t max_seq) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_bind";
@@ -296,6 +299,8 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Te
            table[mkp::ST_VALID], ") into a plan of ", T, " rows");
   MK_CHECK(table[mkp::ST_START] >= 0 && table[mkp::ST_START] + n <= max_seq, op, ": ", n, " ids at position ",
            table[mkp::ST_START], " do not fit max_seq ", max_seq);
+  MK_CHECK(table[mkp::ST_REFUSED] == 0, op, ": the table's refused word is the bind launch's to set (got ",
+           table[mkp::ST_REFUSED], "; pass 0)");
   MK_CHECK(pieces >= 1 && piece >= 1 && pieces * piece >= max_seq && pieces <= 1024, op, ": ", pieces, " pieces of ", piece,
            " positions do not cover max_seq ", max_seq);
   const int64_t n32 = mkp::BIND_USED_PIECES + pieces, range_at = T + mkp::ST_N + (n32 + 1) / 2;
@@ -325,7 +330,6 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Te
     if (range) {
       ok(cudaMemcpyAsync(range, ptr<int64_t>(words) + range_at, mkp::BIND_RANGE_WORDS * sizeof(int64_t),
                          cudaMemcpyDeviceToHost, s), op);
-      ok(cudaStreamSynchronize(s), op);
     }
   }
 }
@@ -530,6 +534,7 @@ py::dict constants() {
   d["PREFILL_STATE_SLOTS"] = static_cast<int>(mkp::ST_N);
   d["PREFILL_STATE_START"] = static_cast<int>(mkp::ST_START);
   d["PREFILL_STATE_VALID"] = static_cast<int>(mkp::ST_VALID);
+  d["PREFILL_STATE_REFUSED"] = static_cast<int>(mkp::ST_REFUSED);
   d["PREFILL_BIND_USED"] = static_cast<int>(mkp::BIND_USED);
   d["PREFILL_BIND_CU_Q"] = static_cast<int>(mkp::BIND_CU_Q);
   d["PREFILL_BIND_CU_NEW"] = static_cast<int>(mkp::BIND_CU_NEW);
