@@ -13,10 +13,11 @@ Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu
               the key count read from the device)
     → out-proj GEMM → add+RMSNorm → gate/up GEMM → SwiGLU → down GEMM
 Past SPLIT_K_ROWS rows (and at any length where the GEMMs are not split) the out-projections and downs
-add into the residual stream themselves (beta = 1) and the norms before the gate/ups and the attention
-layers' in-projections are folded into those GEMMs' weights (W (1 + w), folded_weights), the GEMMs
-reading the residual stream and their consumers (SwiGLU, attention's inputs) applying 1 / rms: 30 of
-the 49 add+RMSNorm launches gone at the 0.8B.
+add into the residual stream themselves (beta = 1) and the norms before the gate/ups and the
+in-projections are folded into those GEMMs' weights (W (1 + w), folded_weights), the GEMMs reading the
+residual stream and their consumers (SwiGLU, attention's inputs, the DeltaNet's conv, gates and output
+norm) applying 1 / rms: 47 of the 49 add+RMSNorm launches gone at the 0.8B (the embedding's and the
+final norm stay).
 then the final norm (of the last position where it is known on the host) and the lm_head GEMV of
 the last valid position: no logits for the rest of the prompt. Why a graph of ~270-370 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
@@ -109,16 +110,15 @@ def layer_weights(tier) -> list[dict]:
 
 def folded_pairs(tier) -> list[list[tuple[str, str]]]:
     """Per layer, the (weight, norm) names of layer_weights whose norm a folding plan takes into the weight:
-    the gate/up and the post-attention norm; at an attention layer also the in-projection and the input norm."""
-    return [[("gate_up", "post_norm")] + ([] if kind == LINEAR else [("win", "in_norm")])
-            for kind in tier.config.layer_types]
+    the gate/up and the post-attention norm, the in-projection and the input norm."""
+    return [[("gate_up", "post_norm"), ("win", "in_norm")] for _ in tier.config.layer_types]
 
 
 def folded_weights(tier, into: list[dict] | None = None) -> list[dict]:
     """Per layer, the weights that take an RMSNorm in (folded_pairs): bf16(W (1 + w)) from fp32, by input
     column. A plan that folds (split_k 1) reads the residual stream x itself into those GEMMs, and their
     consumers (silu_mul, attn_prep) apply each row's 1 / rms(x): no add_rms_norm launch before them (NOTES
-    "Prefill" v18). A second copy of those weights (~415 MB at the 0.8B, ~7.1 GB at the 9B); `into`: an earlier result refilled
+    "Prefill" v18, v19). A second copy of those weights (~718 MB at the 0.8B, ~9.5 GB at the 9B); `into`: an earlier result refilled
     in place (the graphs captured with it keep reading its tensors)."""
     out = into if into is not None else [{} for _ in tier.prefill_weights]
     for f, lw, pairs in zip(out, tier.prefill_weights, folded_pairs(tier)):
@@ -202,8 +202,8 @@ class PrefillPlan:
         # the output of the last GEMM (an out-projection or down, N = hidden): at most SPLIT_K_ROWS rows, the
         # fp32 partials [SPLIT_K, T, D] of those GEMMs split over K (one batched GEMM; add_rms_norm sums them),
         # and [SPLIT_K, 1, D] for a fresh prompt's last row alone; else added into the residual stream by the
-        # GEMM itself (beta = 1, one rounding), and the norms before the gate/ups and the attention layers'
-        # in-projections folded into their weights (`folded()`: folded_weights(tier), called there alone;
+        # GEMM itself (beta = 1, one rounding), and the norms before the gate/ups and the in-projections
+        # folded into their weights (`folded()`: folded_weights(tier), called there alone;
         # None: made here)
         self.split_k = split_k(T, k.D)
         self.folded = None
@@ -261,11 +261,10 @@ class PrefillPlan:
         for i, kind in enumerate(t.config.layer_types):
             w, slot = W[i], t.config.layer_slot(i)
             r = slice(T - 1, T) if last_only and i == len(W) - 1 else slice(0, T)
-            if i > 0 and not (fold and kind != LINEAR):  # (folded: the sum is in res already; a DeltaNet's norm)
-                op["prefill_add_rms_norm"](None if fold else self.out_rows(slice(0, T)), None, embed, self.res, w["in_norm"],
-                                           self.h, eps)
+            if i > 0 and not fold:  # (folded: the sum is in res already, the norm in the in-projection's weights)
+                op["prefill_add_rms_norm"](self.out_rows(slice(0, T)), None, embed, self.res, w["in_norm"], self.h, eps)
             if kind == LINEAR:
-                self.deltanet(w, slot, r)
+                self.deltanet(w, slot, r, FW[i]["win"] if fold else None)
             else:
                 self.attention(w, slot, r, FW[i]["win"] if fold else None)
             if fold:  # (the post-attention norm's (1 + w) in the weights, 1 / rms by silu_mul)
@@ -285,17 +284,21 @@ class PrefillPlan:
         record(trace, "norm", self.h.view(1, T, D)[:, :self.valid])
         op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
 
-    def deltanet(self, w, slot, rows):
-        """The DeltaNet mixer on every row, its out-projection of `rows` (project)."""
+    def deltanet(self, w, slot, rows, win_folded=None):
+        """The DeltaNet mixer on every row, its out-projection of `rows` (project). With `win_folded` (the
+        input norm in the in-projection's weights) the GEMM reads the residual stream and dn_prep and
+        dn_out_norm apply each row's 1 / rms."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
-        torch.mm(self.h, w["win"].t(), out=proj)
+        fold = win_folded is not None
+        x = self.res if fold else None
+        torch.mm(x if fold else self.h, (win_folded if fold else w["win"]).t(), out=proj)
         op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
-                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.delta_rule.g_chunk)
+                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.delta_rule.g_chunk, x, self.eps)
         o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, k.DN_DK ** -0.5,
                                    self.h0[slot:slot + 1])
         # (also the conv ring, and `final` into the state's slot)
-        op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps)
+        op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps, x)
         self.project(self.mix[rows], w["out"], rows)
 
     def attention(self, w, slot, rows, win_folded=None):

@@ -360,7 +360,7 @@ void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Te
 
 void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, const Tensor& conv_w,
                      const Tensor& a_log, const Tensor& dt_bias, const Tensor& q, const Tensor& k, const Tensor& v,
-                     const Tensor& g, const Tensor& beta, int64_t g_chunk) {
+                     const Tensor& g, const Tensor& beta, int64_t g_chunk, const c10::optional<Tensor>& x, double eps) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_prep";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
@@ -375,14 +375,17 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
   MK_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   MK_CHECK(g_chunk == 0 || g_chunk == mkp::DN_GATE_ROWS, op, ": g_chunk ", g_chunk, " is neither 0 (g itself) nor ",
               mkp::DN_GATE_ROWS, " (g summed within chunks of that many rows)");
+  if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
+  MK_CHECK(!x || eps > 0, op, ": x (the folded norm's input) needs the norm's eps > 0, got ", eps);
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, ptr<const uint16_t>(conv_w),
                   ptr<const uint16_t>(a_log), ptr<const uint16_t>(dt_bias), ptr<uint16_t>(q), ptr<uint16_t>(k), ptr<uint16_t>(v),
-                  ptr<float>(g), ptr<float>(beta), static_cast<int>(g_chunk), T, stream_of(proj)), op);
+                  ptr<float>(g), ptr<float>(beta), static_cast<int>(g_chunk), T, x ? ptr<const uint16_t>(*x) : nullptr,
+                  static_cast<float>(eps), stream_of(proj)), op);
 }
 
 void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, const Tensor& final_state,
-                         const Tensor& table, int64_t layer, const Tensor& out, double eps) {
+                         const Tensor& table, int64_t layer, const Tensor& out, double eps, const c10::optional<Tensor>& x) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_out_norm";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
@@ -392,9 +395,12 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(out, op, "out", BF, {T, mk::DN_VAL});
   MK_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
+  if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
+  MK_CHECK(eps > 0, op, ": eps must be > 0, got ", eps);
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_out_norm(ptr<const uint16_t>(o), ptr<const uint16_t>(proj), ptr<const uint16_t>(w), ptr<const float>(final_state),
-                      ptr<const int64_t>(table), layer, ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(proj)), op);
+                      ptr<const int64_t>(table), layer, ptr<uint16_t>(out), T, static_cast<float>(eps),
+                      x ? ptr<const uint16_t>(*x) : nullptr, stream_of(proj)), op);
 }
 
 void prefill_dn_state_in(const Tensor& table, const Tensor& dst) {
@@ -557,9 +563,10 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");
   m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, Tensor conv_w, Tensor a_log, "
-        "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta, int g_chunk) -> ()");
+        "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta, int g_chunk, "
+        "Tensor? x=None, float eps=0.) -> ()");
   m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor final_state, Tensor state_table, int layer, "
-        "Tensor(a!) out, float eps) -> ()");
+        "Tensor(a!) out, float eps, Tensor? x=None) -> ()");
   m.def("prefill_dn_state_in(Tensor state_table, Tensor(a!) dst) -> ()");
   m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out, Tensor? x=None, float eps=0.) -> ()");
   m.def("prefill_attn_prep(Tensor(c!) proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int max_seq, "

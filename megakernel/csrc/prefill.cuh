@@ -54,16 +54,20 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 // a padding row's g and beta 0 (the delta rule leaves the state as it is there); g_chunk = DN_GATE_ROWS:
 // g as its inclusive sum within chunks of 64 rows from row 0 (what FlashQLA's kernels read), 0: g itself.
 // proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [T][16][128]; g, beta fp32 [T][16].
+// With x [T][D] (the input norm folded into the in-projection's weights: proj = x W'ᵀ), row t of proj is taken
+// times 1 / rms(x[t]) and rounded to bf16 first (the conv window's rows, a and b; the ring's rows are normed already).
 constexpr int DN_GATE_ROWS = 64;  // rows of one gate block of dn_prep: the chunk g may be summed over
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, int g_chunk, int T, cudaStream_t s);
+                    float* g, float* beta, int g_chunk, int T, const uint16_t* x, float eps, cudaStream_t s);
 
 // out [T][2048] = rms_norm(o per head) * w * silu(z); also stores the last 3 valid pre-conv inputs
 // of proj into the conv ring (after dn_prep has read the old ones) and the layer's final delta-rule
-// state `final_state` [16][128][128] fp32 into its slot of the table's dn_state.
+// state `final_state` [16][128][128] fp32 into its slot of the table's dn_state. With x [T][D] (folded input
+// norm, as dn_prep's): z and the stored inputs are proj's row times 1 / rms(x[t]) (the ring's in bf16, as dn_prep read them).
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const float* final_state,
-                        const int64_t* table, int slot, uint16_t* out, int T, float eps, cudaStream_t s);
+                        const int64_t* table, int slot, uint16_t* out, int T, float eps, const uint16_t* x,
+                        cudaStream_t s);
 
 // fp32 delta-rule states of all 18 layers from the table's dn_state into `dst` [18][16][128][128]
 // (before the layers; each layer's final state goes back through dn_out_norm).
