@@ -13,26 +13,23 @@ Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu
               the key count read from the device)
     → out-proj GEMM → add+RMSNorm → gate/up GEMM → SwiGLU → down GEMM
 Past SPLIT_K_ROWS rows (and at any length where the GEMMs are not split) the out-projections and downs
-add into the residual stream themselves (beta = 1) and the norms before the gate/ups and the
-in-projections are folded into those GEMMs' weights (W (1 + w), folded_weights), the GEMMs reading the
-residual stream and their consumers (SwiGLU, attention's inputs, the DeltaNet's conv, gates and output
-norm) applying 1 / rms: 47 of the 49 add+RMSNorm launches gone at the 0.8B (the embedding's and the
-final norm stay).
+add into the residual stream themselves (beta = 1) and the norms before the gate/ups and the attention
+layers' in-projections are folded into those GEMMs' weights (W (1 + w), folded_weights), the GEMMs
+reading the residual stream and their consumers (SwiGLU, attention's inputs) applying 1 / rms: 30 of
+the 49 add+RMSNorm launches gone at the 0.8B.
 then the final norm (of the last position where it is known on the host) and the lm_head GEMV of
 the last valid position: no logits for the rest of the prompt. Why a graph of ~270-370 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
 The state, the start position and the prompt's valid tokens are reached through a device table
-(5 pointers, the start, the count, a refused word; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
+(5 pointers, the start, the count; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
 not) serves every state of that max_seq_len at every start > 0 and one every fresh prompt of that
 length. A prompt after earlier tokens is padded to a multiple of PAD_ROWS rows (padding rows leave
 the state as it is and write nothing to the cache), so a conversation's turns of any length up to
 a multiple of 64 replay one graph, as do a long prompt's chunks. The graph reads and writes the state in place (no copies in or out,
 nothing through the host but the table). Before each replay one launch (prefill_bind) writes the
 prompt's ids (copied first where they are on the CPU), the table and flash's lengths from kernel
-arguments, and checks the ids against the vocabulary: CPU ids on the host before the replay, device
-ids by that launch, whose range the host reads after launching the replay (no wait before it; a
-refused prompt's replay writes nothing of the state, and the call raises). A shape's first
-prefill runs eagerly and the graph is captured at its second (NOTES "Prefill", v3, v5, v15, v19).
+arguments, and checks the ids against the vocabulary (one sync for device ids). A shape's first
+prefill runs eagerly and the graph is captured at its second (NOTES "Prefill", v3, v5, v15).
 """
 
 from __future__ import annotations
@@ -110,15 +107,16 @@ def layer_weights(tier) -> list[dict]:
 
 def folded_pairs(tier) -> list[list[tuple[str, str]]]:
     """Per layer, the (weight, norm) names of layer_weights whose norm a folding plan takes into the weight:
-    the gate/up and the post-attention norm, the in-projection and the input norm."""
-    return [[("gate_up", "post_norm"), ("win", "in_norm")] for _ in tier.config.layer_types]
+    the gate/up and the post-attention norm; at an attention layer also the in-projection and the input norm."""
+    return [[("gate_up", "post_norm")] + ([] if kind == LINEAR else [("win", "in_norm")])
+            for kind in tier.config.layer_types]
 
 
 def folded_weights(tier, into: list[dict] | None = None) -> list[dict]:
     """Per layer, the weights that take an RMSNorm in (folded_pairs): bf16(W (1 + w)) from fp32, by input
     column. A plan that folds (split_k 1) reads the residual stream x itself into those GEMMs, and their
     consumers (silu_mul, attn_prep) apply each row's 1 / rms(x): no add_rms_norm launch before them (NOTES
-    "Prefill" v18, v19). A second copy of those weights (~718 MB at the 0.8B, ~9.5 GB at the 9B); `into`: an earlier result refilled
+    "Prefill" v18). A second copy of those weights (~415 MB at the 0.8B, ~7.1 GB at the 9B); `into`: an earlier result refilled
     in place (the graphs captured with it keep reading its tensors)."""
     out = into if into is not None else [{} for _ in tier.prefill_weights]
     for f, lw, pairs in zip(out, tier.prefill_weights, folded_pairs(tier)):
@@ -132,10 +130,10 @@ def folded_weights(tier, into: list[dict] | None = None) -> list[dict]:
 
 
 def state_table(state, valid: int) -> list[int]:
-    """The state's pointers, its next position (the prefill's start), the prompt's `valid` tokens and
-    the refused word (0) in csrc/prefill.cuh StateSlot order."""
+    """The state's pointers, its next position (the prefill's start) and the prompt's `valid` tokens
+    in csrc/prefill.cuh StateSlot order."""
     return [state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(), state.v_cache.data_ptr(),
-            state.rope.data_ptr(), state.seq_len, valid, 0]  # (ST_REFUSED: the bind launch's to set)
+            state.rope.data_ptr(), state.seq_len, valid]
 
 
 def check_fits(n: int, start: int, max_seq: int) -> None:
@@ -190,8 +188,6 @@ class PrefillPlan:
         self.words = torch.zeros(T + S + -(-n32 // 2) + k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, device=dev)
         self.id_range = torch.zeros(k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, pin_memory=True)
         self.id_range_host = self.id_range.numpy()  # (read without a torch op)
-        self.range_copied = torch.cuda.Event()  # (recorded after bind's copy of the device ids' range)
-        self.unchecked = self.range_on_host = False  # (bind's ids left to check_bound_ids; their range on the host)
         self.ids, self.table = self.words[:T], self.words[T:T + S]
         w32 = self.words[T + S:-k.PREFILL_BIND_RANGE_WORDS].view(torch.int32)
         at = lambda i, n: w32[i:i + n]  # noqa: E731
@@ -202,8 +198,8 @@ class PrefillPlan:
         # the output of the last GEMM (an out-projection or down, N = hidden): at most SPLIT_K_ROWS rows, the
         # fp32 partials [SPLIT_K, T, D] of those GEMMs split over K (one batched GEMM; add_rms_norm sums them),
         # and [SPLIT_K, 1, D] for a fresh prompt's last row alone; else added into the residual stream by the
-        # GEMM itself (beta = 1, one rounding), and the norms before the gate/ups and the in-projections
-        # folded into their weights (`folded()`: folded_weights(tier), called there alone;
+        # GEMM itself (beta = 1, one rounding), and the norms before the gate/ups and the attention layers'
+        # in-projections folded into their weights (`folded()`: folded_weights(tier), called there alone;
         # None: made here)
         self.split_k = split_k(T, k.D)
         self.folded = None
@@ -261,10 +257,11 @@ class PrefillPlan:
         for i, kind in enumerate(t.config.layer_types):
             w, slot = W[i], t.config.layer_slot(i)
             r = slice(T - 1, T) if last_only and i == len(W) - 1 else slice(0, T)
-            if i > 0 and not fold:  # (folded: the sum is in res already, the norm in the in-projection's weights)
-                op["prefill_add_rms_norm"](self.out_rows(slice(0, T)), None, embed, self.res, w["in_norm"], self.h, eps)
+            if i > 0 and not (fold and kind != LINEAR):  # (folded: the sum is in res already; a DeltaNet's norm)
+                op["prefill_add_rms_norm"](None if fold else self.out_rows(slice(0, T)), None, embed, self.res, w["in_norm"],
+                                           self.h, eps)
             if kind == LINEAR:
-                self.deltanet(w, slot, r, FW[i]["win"] if fold else None)
+                self.deltanet(w, slot, r)
             else:
                 self.attention(w, slot, r, FW[i]["win"] if fold else None)
             if fold:  # (the post-attention norm's (1 + w) in the weights, 1 / rms by silu_mul)
@@ -284,21 +281,17 @@ class PrefillPlan:
         record(trace, "norm", self.h.view(1, T, D)[:, :self.valid])
         op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
 
-    def deltanet(self, w, slot, rows, win_folded=None):
-        """The DeltaNet mixer on every row, its out-projection of `rows` (project). With `win_folded` (the
-        input norm in the in-projection's weights) the GEMM reads the residual stream and dn_prep and
-        dn_out_norm apply each row's 1 / rms."""
+    def deltanet(self, w, slot, rows):
+        """The DeltaNet mixer on every row, its out-projection of `rows` (project)."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
-        fold = win_folded is not None
-        x = self.res if fold else None
-        torch.mm(x if fold else self.h, (win_folded if fold else w["win"]).t(), out=proj)
+        torch.mm(self.h, w["win"].t(), out=proj)
         op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
-                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.delta_rule.g_chunk, x, self.eps)
+                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.delta_rule.g_chunk)
         o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, k.DN_DK ** -0.5,
                                    self.h0[slot:slot + 1])
         # (also the conv ring, and `final` into the state's slot)
-        op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps, x)
+        op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps)
         self.project(self.mix[rows], w["out"], rows)
 
     def attention(self, w, slot, rows, win_folded=None):
@@ -363,14 +356,11 @@ class PrefillPlan:
             t.fill_(float("nan"))
 
     # ---- graph ------------------------------------------------------------------------
-    def bind(self, ids, state, checked: bool = False, wait: bool = True):
+    def bind(self, ids, state, checked: bool = False):
         """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding;
         on the CPU or the tier's device), the state's pointers, its start and n into the plan's device
         buffers; unless `checked` (the caller did), ids outside the vocabulary are a TierInputError here,
-        before any replay reads them — or, for device ids and `wait` False, at `check_bound_ids()`, which
-        the caller calls after launching the replay: the host then does not wait for the bind launch
-        before the launch (~35 µs of a pp520 call, NOTES "Prefill" v19), and the replay of a refused
-        prompt writes nothing of the state (the bind launch set the table's refused word)."""
+        before any replay reads them."""
         n, start = ids.shape[1], state.seq_len
         check_fits(n, start, state.max_seq_len)
         if state.max_seq_len != self.max_seq or (start == 0) != self.fresh or not (n == self.T if self.fresh else n <= self.T):
@@ -382,24 +372,9 @@ class PrefillPlan:
             ids = ids.contiguous()
         self.op["prefill_bind"](ids, self.words, None if checked else self.id_range, state_table(state, n), self.T,
                                 self.pieces, self.piece, self.max_seq)
-        self.unchecked = not checked
-        if self.unchecked and ids.is_cuda:  # (the range comes back by a copy in stream order: done when this is)
-            self.range_copied.record()
-            self.range_on_host = False
-        else:
-            self.range_on_host = True  # (CPU ids: scanned by the op before it returned)
-        if wait:
-            self.check_bound_ids()
-
-    def check_bound_ids(self):
-        """Refuse the ids of the last bind() that were left unchecked (TierInputError naming one outside the
-        vocabulary), waiting where their range is still on its way from the device."""
-        if not self.unchecked:
-            return
-        self.unchecked = False
-        if not self.range_on_host:
-            self.range_copied.synchronize()
-        check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size, "input_ids")
+        if not checked:
+            check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size,
+                           "input_ids")
 
     def capture(self):
         """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""
@@ -461,9 +436,7 @@ class FastPrefill:
         plan = self.plan(*key)
         if plan.folded is not None:
             self.folded_weights()  # (the same tensors, refilled if a source changed in place)
-        # device ids are checked after the launch (the host does not wait for the bind launch first; a refused
-        # prompt's replay writes nothing of the state); CPU ids, or a poisoned run (poison writes the state), before
-        plan.bind(ids, state, checked, wait=self.tier.debug_poison or not ids.is_cuda)
+        plan.bind(ids, state, checked)  # (first: it refuses ids outside the vocabulary)
         if self.tier.debug_poison:
             self.tier.poison(state)
             plan.poison()
@@ -477,7 +450,6 @@ class FastPrefill:
                     plan.uses = 0  # (the next prefill of this shape runs eagerly again, then captures)
                     raise
             plan.graph.replay()
-        plan.check_bound_ids()  # (a refused prompt counts as no use of its plan)
         if trace is None:  # (a traced run computes every row of the last layer: not the path a graph records)
             plan.uses += 1
         return plan.logits.view(1, -1).clone()

@@ -275,13 +275,10 @@ const auto I64 = torch::kInt64;
 
 // The prompt's ids (CPU or CUDA int64 [1, n]) into the plan's words, the table and flash's lengths, and, where id_range
 // (a CPU int64 [2], pinned) is given, the ids' smallest and largest into it, for the caller to check against the
-// vocabulary: CPU ids are scanned here (before this returns: the caller refuses them before any replay), device ids by
-// the bind launch, whose two range words come back by a copy in stream order, not synced here: the caller waits for
-// it (an event after this op), before or after launching the replay — the launch that finds an id outside the
-// vocabulary sets the table's ST_REFUSED, so the replay writes nothing of the state (prefill.cuh), and takes such ids
-// as 0. None given: the caller checked them already. CPU ids are copied in stream order: pageable memory is staged
-// before the copy call returns; pinned memory is read by the copy itself, so the stream is synced before returning
-// (the caller may then change or free them, as after torch's blocking copy).
+// vocabulary before any replay reads the words: CPU ids are scanned here, device ids by the bind launch, whose two
+// range words come back with one sync (none given: the caller checked them already, nothing syncs). CPU ids are copied
+// in stream order: pageable memory is staged before the copy call returns; pinned memory is read by the copy itself,
+// so the stream is synced before returning (the caller may then change or free them, as after torch's blocking copy).
 void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Tensor>& id_range, c10::IntArrayRef table,
                   int64_t T, int64_t pieces, int64_t piece, int64_t max_seq) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_bind";
@@ -299,8 +296,6 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Te
            table[mkp::ST_VALID], ") into a plan of ", T, " rows");
   MK_CHECK(table[mkp::ST_START] >= 0 && table[mkp::ST_START] + n <= max_seq, op, ": ", n, " ids at position ",
            table[mkp::ST_START], " do not fit max_seq ", max_seq);
-  MK_CHECK(table[mkp::ST_REFUSED] == 0, op, ": the table's refused word is the bind launch's to set (got ",
-           table[mkp::ST_REFUSED], "; pass 0)");
   MK_CHECK(pieces >= 1 && piece >= 1 && pieces * piece >= max_seq && pieces <= 1024, op, ": ", pieces, " pieces of ", piece,
            " positions do not cover max_seq ", max_seq);
   const int64_t n32 = mkp::BIND_USED_PIECES + pieces, range_at = T + mkp::ST_N + (n32 + 1) / 2;
@@ -330,6 +325,7 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Te
     if (range) {
       ok(cudaMemcpyAsync(range, ptr<int64_t>(words) + range_at, mkp::BIND_RANGE_WORDS * sizeof(int64_t),
                          cudaMemcpyDeviceToHost, s), op);
+      ok(cudaStreamSynchronize(s), op);
     }
   }
 }
@@ -360,7 +356,7 @@ void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Te
 
 void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, const Tensor& conv_w,
                      const Tensor& a_log, const Tensor& dt_bias, const Tensor& q, const Tensor& k, const Tensor& v,
-                     const Tensor& g, const Tensor& beta, int64_t g_chunk, const c10::optional<Tensor>& x, double eps) {
+                     const Tensor& g, const Tensor& beta, int64_t g_chunk) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_prep";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
@@ -375,17 +371,14 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
   MK_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   MK_CHECK(g_chunk == 0 || g_chunk == mkp::DN_GATE_ROWS, op, ": g_chunk ", g_chunk, " is neither 0 (g itself) nor ",
               mkp::DN_GATE_ROWS, " (g summed within chunks of that many rows)");
-  if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
-  MK_CHECK(!x || eps > 0, op, ": x (the folded norm's input) needs the norm's eps > 0, got ", eps);
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, ptr<const uint16_t>(conv_w),
                   ptr<const uint16_t>(a_log), ptr<const uint16_t>(dt_bias), ptr<uint16_t>(q), ptr<uint16_t>(k), ptr<uint16_t>(v),
-                  ptr<float>(g), ptr<float>(beta), static_cast<int>(g_chunk), T, x ? ptr<const uint16_t>(*x) : nullptr,
-                  static_cast<float>(eps), stream_of(proj)), op);
+                  ptr<float>(g), ptr<float>(beta), static_cast<int>(g_chunk), T, stream_of(proj)), op);
 }
 
 void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, const Tensor& final_state,
-                         const Tensor& table, int64_t layer, const Tensor& out, double eps, const c10::optional<Tensor>& x) {
+                         const Tensor& table, int64_t layer, const Tensor& out, double eps) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_out_norm";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
@@ -395,12 +388,9 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(out, op, "out", BF, {T, mk::DN_VAL});
   MK_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
-  if (x) check_tensor(*x, op, "x", BF, {T, mk::D});
-  MK_CHECK(eps > 0, op, ": eps must be > 0, got ", eps);
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_out_norm(ptr<const uint16_t>(o), ptr<const uint16_t>(proj), ptr<const uint16_t>(w), ptr<const float>(final_state),
-                      ptr<const int64_t>(table), layer, ptr<uint16_t>(out), T, static_cast<float>(eps),
-                      x ? ptr<const uint16_t>(*x) : nullptr, stream_of(proj)), op);
+                      ptr<const int64_t>(table), layer, ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(proj)), op);
 }
 
 void prefill_dn_state_in(const Tensor& table, const Tensor& dst) {
@@ -540,7 +530,6 @@ py::dict constants() {
   d["PREFILL_STATE_SLOTS"] = static_cast<int>(mkp::ST_N);
   d["PREFILL_STATE_START"] = static_cast<int>(mkp::ST_START);
   d["PREFILL_STATE_VALID"] = static_cast<int>(mkp::ST_VALID);
-  d["PREFILL_STATE_REFUSED"] = static_cast<int>(mkp::ST_REFUSED);
   d["PREFILL_BIND_USED"] = static_cast<int>(mkp::BIND_USED);
   d["PREFILL_BIND_CU_Q"] = static_cast<int>(mkp::BIND_CU_Q);
   d["PREFILL_BIND_CU_NEW"] = static_cast<int>(mkp::BIND_CU_NEW);
@@ -563,10 +552,9 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");
   m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, Tensor conv_w, Tensor a_log, "
-        "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta, int g_chunk, "
-        "Tensor? x=None, float eps=0.) -> ()");
+        "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta, int g_chunk) -> ()");
   m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor final_state, Tensor state_table, int layer, "
-        "Tensor(a!) out, float eps, Tensor? x=None) -> ()");
+        "Tensor(a!) out, float eps) -> ()");
   m.def("prefill_dn_state_in(Tensor state_table, Tensor(a!) dst) -> ()");
   m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out, Tensor? x=None, float eps=0.) -> ()");
   m.def("prefill_attn_prep(Tensor(c!) proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int max_seq, "

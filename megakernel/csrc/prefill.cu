@@ -29,7 +29,6 @@ using mk::FA_HKV;
 using mk::FA_HQ;
 using mk::FA_QKV;
 using mk::INTER;
-using mk::VOCAB;
 constexpr int DN_HD = mk::DN_DK;  // = DN_DV: the gated norm's group and the state's side
 static_assert(mk::DN_DK == mk::DN_DV, "a DeltaNet head's q, k and v have one width");
 constexpr int DN_Z = mk::DN_WIN_Z, DN_B = mk::DN_WIN_B, DN_A = mk::DN_WIN_A;
@@ -81,8 +80,6 @@ __device__ __forceinline__ T* table_ptr(const int64_t* table, int i) {
 __device__ __forceinline__ int table_start(const int64_t* table) { return static_cast<int>(table[ST_START]); }
 // the prompt's valid tokens: rows t >= valid of this prefill are padding
 __device__ __forceinline__ int table_valid(const int64_t* table) { return static_cast<int>(table[ST_VALID]); }
-// bind found an id outside the vocabulary: the state is not written (prefill.cuh ST_REFUSED)
-__device__ __forceinline__ bool table_refused(const int64_t* table) { return table[ST_REFUSED] != 0; }
 
 // 1 / rms of a [D] row from each thread's sum of squares `ss` of its values (the warps' sums in warp
 // order); every thread of the block calls it at most once (one block barrier, none after: a second call
@@ -115,30 +112,12 @@ __device__ __forceinline__ void scale8(float (&f)[8], float s) {
   for (int j = 0; j < 8; ++j) f[j] *= s;
 }
 
-// 1 / rms of a [D] bf16 row computed by one warp alone (no barrier): the DeltaNet's folded input norm, whose
-// kernels (dn_prep's conv and gate blocks, dn_out_norm) each take a row's r by this one function, so every
-// kernel applies the same bits to the same row
-__device__ __forceinline__ float warp_rms_inv(const uint16_t* __restrict__ row, float eps) {
-  static_assert(D % 256 == 0, "warp_rms_inv: 8 values a lane, whole warps");
-  float ss = 0.f;
-  for (int i = (threadIdx.x & 31) * 8; i < D; i += 256) {
-    float v[8];
-    load8(row + i, v);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) ss += v[j] * v[j];
-  }
-  return rsqrtf(group_sum<32>(ss) / D + eps);
-}
-
-// ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's, 0 for
-// one outside the vocabulary, 0 past n); block 0's first threads the table and flash's lengths, and all of
-// block 0 (256 threads) the ids' min and max where asked, and the table's ST_REFUSED where they fall outside -----
+// ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's,
+// or 0 past n); block 0's first threads the table and flash's lengths, and all of block 0 (256 threads)
+// the ids' min and max where asked ------------------------------------------------------------------
 __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, int64_t* words, const BindArgs a) {
   const int n = static_cast<int>(a.table[ST_VALID]), start = static_cast<int>(a.table[ST_START]);
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) {
-    const int64_t id = i < n ? ids[i] : 0;  // (ids may be words itself: each thread reads the row it writes)
-    words[i] = id >= 0 && id < VOCAB ? id : 0;
-  }
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) words[i] = i < n ? ids[i] : 0;
   if (blockIdx.x != 0) return;
   const int t = threadIdx.x;
   if (t < ST_N) words[a.T + t] = a.table[t];
@@ -173,7 +152,6 @@ __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, 
     for (int w = 1; w < BIND_THREADS / 32; ++w) lo = min(lo, part[0][w]), hi = max(hi, part[1][w]);
     words[a.range_at] = lo;
     words[a.range_at + 1] = hi;
-    if (lo < 0 || hi >= VOCAB) words[a.T + ST_REFUSED] = 1;  // (after the barrier: thread ST_REFUSED wrote the host's 0)
   }
 }
 
@@ -225,19 +203,10 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const float*
 static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds one of q, k, v");
 __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                          const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
-                                         float* __restrict__ g, float* __restrict__ beta, int g_chunk, int first, int T,
-                                         const uint16_t* __restrict__ x_in, float eps) {
+                                         float* __restrict__ g, float* __restrict__ beta, int g_chunk, int first, int T) {
   static_assert(DN_GATE_ROWS == 64, "dn_prep: a gate block's rows are a warp's 32 lanes x 2");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, valid = table_valid(table);
-  __shared__ float r_in[DN_GATE_ROWS];  // the rows' 1 / rms(x) (folded input norm), warp w rows w, w + 8, ...
-  if (x_in != nullptr) {
-    for (int j = warp; j < DN_GATE_ROWS; j += 8) {
-      const float r = first + j < T ? warp_rms_inv(x_in + static_cast<size_t>(first + j) * D, eps) : 1.f;
-      if (lane == 0) r_in[j] = r;
-    }
-    __syncthreads();
-  }
-  for (int h = warp; h < DN_HV; h += 8) {  // (shared memory: only the 64 rows' r, not to shrink the conv blocks' L1)
+  for (int h = warp; h < DN_HV; h += 8) {  // (no shared memory: it would shrink the conv blocks' L1)
     const float decay = -expf(bf(a_log[h])), bias = bf(dt_bias[h]);
     float gv[2];
 #pragma unroll
@@ -246,13 +215,11 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
       gv[r] = 0.f;
       if (t < T) {
         const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
-        const float ri = x_in != nullptr ? r_in[2 * lane + r] : 1.f;  // (folded: the normed row's a and b, in bf16)
-        const float x = (x_in != nullptr ? rnd(bf(row[DN_A + h]) * ri) : bf(row[DN_A + h])) + bias;
+        const float x = bf(row[DN_A + h]) + bias;
         const float softplus = x > 20.f ? x : log1pf(expf(x));
         const bool pad = t >= valid;  // (no decay, no update: the state passes the row unchanged)
         gv[r] = pad ? 0.f : decay * softplus;
-        const float b = x_in != nullptr ? rnd(bf(row[DN_B + h]) * ri) : bf(row[DN_B + h]);
-        beta[t * DN_HV + h] = pad ? 0.f : rnd(sigmoidf_(b));
+        beta[t * DN_HV + h] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + h])));
         if (g_chunk == 0) g[t * DN_HV + h] = gv[r];
       }
     }
@@ -275,11 +242,10 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
-                                                      float* __restrict__ beta, int g_chunk, int T,
-                                                      const uint16_t* __restrict__ x_in, float eps) {
+                                                      float* __restrict__ beta, int g_chunk, int T) {
   const int gate_blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS;
   if (static_cast<int>(blockIdx.x) < gate_blocks) {
-    dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, blockIdx.x * DN_GATE_ROWS, T, x_in, eps);
+    dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, blockIdx.x * DN_GATE_ROWS, T);
     return;
   }
   const int b = blockIdx.x - gate_blocks, t = b % T, p = b / T, tid = threadIdx.x, start = table_start(table);
@@ -288,15 +254,6 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
   float cw[4][8];  // conv_w [6144][4]: channels c..c+7 are 32 consecutive values, cw[m][n] = w[c + 2m + n/4][n%4]
 #pragma unroll
   for (int m = 0; m < 4; ++m) load8(conv_w + c * 4 + 8 * m, cw[m]);
-  __shared__ float r_win[4];  // folded input norm: 1 / rms(x) of the window's rows t - 3 + j (warp j < 4)
-  if (x_in != nullptr) {
-    const int warp = tid >> 5, tt = t - 3 + warp;
-    if (warp < 4 && tt >= 0) {
-      const float r = warp_rms_inv(x_in + static_cast<size_t>(tt) * D, eps);
-      if ((tid & 31) == 0) r_win[warp] = r;
-    }
-    __syncthreads();
-  }
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {  // tap j multiplies the input at t - 3 + j
@@ -305,10 +262,6 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
                                   : ring + static_cast<size_t>((start + tt) & 3) * DN_CONV + c;
     float xv[8];
     load8(src, xv);
-    if (x_in != nullptr && tt >= 0) {  // (the ring holds normed inputs already; a row of proj: its bf16 normed value)
-#pragma unroll
-      for (int e = 0; e < 8; ++e) xv[e] = rnd(xv[e] * r_win[j]);
-    }
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[e] += cw[e >> 1][(e & 1) * 4 + j] * xv[e];
   }
@@ -335,19 +288,14 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
 __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __restrict__ o, const uint16_t* __restrict__ proj,
                                                           const uint16_t* __restrict__ w, const float4* __restrict__ final_state,
                                                           const int64_t* __restrict__ table, int slot,
-                                                          uint16_t* __restrict__ out, float eps, int T,
-                                                          const uint16_t* __restrict__ x_in) {
+                                                          uint16_t* __restrict__ out, float eps, int T) {
   const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
-  const bool refused = table_refused(table);  // (the state as it was: neither its slot nor the ring written)
-  if (!refused) {  // the layer's final delta-rule state into its slot of the decode state, 16 bytes a thread, every block in turn
+  {  // the layer's final delta-rule state into its slot of the decode state, 16 bytes a thread, every block in turn
     float4* dst = table_ptr<float4>(table, ST_DN) + static_cast<size_t>(slot) * DN_STATE / 4;
     for (int e = t * 256 + tid; e < DN_STATE / 4; e += gridDim.x * 256) dst[e] = final_state[e];
   }
   if (t >= T) return;  // (a copying block only: a short prompt's grid is DN_COPY_BLOCKS wide; no block barrier below)
   const uint16_t* row = proj + static_cast<size_t>(t) * DN_WIN;
-  // folded input norm: z and the pre-conv inputs kept for decode are the row's times 1 / rms(x[t]), each warp's own
-  // (the bits dn_prep used for this row)
-  const float r = x_in != nullptr ? warp_rms_inv(x_in + static_cast<size_t>(t) * D, eps) : 1.f;
   float wv[8];
   load8(w + (i & (DN_HD - 1)), wv);
 #pragma unroll
@@ -361,22 +309,14 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
     for (int e = 0; e < 8; ++e) ss += x[e] * x[e];
     const float inv = rsqrtf(group_sum<16>(ss) / DN_HD + eps);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) y[e] = rnd(wv[e] * rnd(x[e] * inv)) * siluf_(x_in != nullptr ? rnd(z[e] * r) : z[e]);
+    for (int e = 0; e < 8; ++e) y[e] = rnd(wv[e] * rnd(x[e] * inv)) * siluf_(z[e]);
     store8(out + static_cast<size_t>(t) * DN_VAL + c, y);
   }
   const int valid = table_valid(table);
-  if (t >= valid - 3 && t < valid && !refused) {  // this token's pre-conv inputs are among the last three: keep them for decode
+  if (t >= valid - 3 && t < valid) {  // this token's pre-conv inputs are among the last three: keep them for decode
     uint16_t* ring = table_ptr<uint16_t>(table, ST_CONV) + (static_cast<size_t>(slot) * 4 + ((table_start(table) + t) & 3)) * DN_CONV;
-    for (int c = i; c < DN_CONV; c += 2048) {
-      if (x_in == nullptr) {
-        *reinterpret_cast<uint4*>(ring + c) = *reinterpret_cast<const uint4*>(row + c);
-      } else {
-        float xv[8];
-        load8(row + c, xv);
-        scale8(xv, r);
-        store8(ring + c, xv);
-      }
-    }
+    for (int c = i; c < DN_CONV; c += 2048)
+      *reinterpret_cast<uint4*>(ring + c) = *reinterpret_cast<const uint4*>(row + c);
   }
 }
 
@@ -467,7 +407,7 @@ __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(uint16_t* 
   scale8(x, inv);
   if (is_k) norm_rope_head(x, k_w, cs, lane, eps);
   uint16_t* cache = table_ptr<uint16_t>(table, is_k ? ST_K : ST_V);
-  if (!table_refused(table)) store8(cache + ((static_cast<size_t>(slot) * FA_HKV + h) * max_seq + pos) * FA_HD + lane * 8, x);
+  store8(cache + ((static_cast<size_t>(slot) * FA_HKV + h) * max_seq + pos) * FA_HD + lane * 8, x);
   store8(kv + ((static_cast<size_t>(is_k ? 0 : 1) * max_seq + pos) * FA_HKV + h) * FA_HD + lane * 8, x);
 }
 
@@ -595,18 +535,17 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, int g_chunk, int T, const uint16_t* x, float eps, cudaStream_t s) {
+                    float* g, float* beta, int g_chunk, int T, cudaStream_t s) {
   const int blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS + T * (DN_CONV / 2048);
-  dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T, x, eps);
+  dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T);
   return cudaGetLastError();
 }
 
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const float* final_state,
-                        const int64_t* table, int slot, uint16_t* out, int T, float eps, const uint16_t* x,
-                        cudaStream_t s) {
+                        const int64_t* table, int slot, uint16_t* out, int T, float eps, cudaStream_t s) {
   constexpr int DN_COPY_BLOCKS = 128;  // at least this many blocks copy the state (a 2-row prompt's 2 alone: 128 loads in a row each)
   dn_out_norm_kernel<<<T > DN_COPY_BLOCKS ? T : DN_COPY_BLOCKS, 256, 0, s>>>(
-      o, proj, w, reinterpret_cast<const float4*>(final_state), table, slot, out, eps, T, x);
+      o, proj, w, reinterpret_cast<const float4*>(final_state), table, slot, out, eps, T);
   return cudaGetLastError();
 }
 

@@ -8,20 +8,14 @@
 // past `valid` are padding: no-ops for the state, nothing written to the cache, their outputs 0;
 // a fresh prompt's graph, SDPA over its own keys, serves start 0 and valid = T):
 //   [dn_state fp32 [18][16][128 v][128 k], conv_ring bf16 [18][4][6144],
-//    k_cache bf16 [6][2][max_seq][256], v_cache (same), rope bf16 [max_seq][2][32], start, valid, refused]
+//    k_cache bf16 [6][2][max_seq][256], v_cache (same), rope bf16 [max_seq][2][32], start, valid]
 #pragma once
 #include <cstdint>
 #include <cuda_runtime.h>
 
 namespace mkp {
 
-// ST_REFUSED: 1 where bind found an id outside the vocabulary in device ids whose range the host reads only after
-// the replay's launch (prefill.py FastPrefill): the ids were taken as 0 (nothing reads past the embedding), and the
-// kernels that write the state (attn_prep's cache rows, dn_out_norm's state and conv ring) write nothing, so a
-// refused prompt leaves the state as it was. The host passes 0.
-enum StateSlot : int {
-  ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, ST_START = 5, ST_VALID = 6, ST_REFUSED = 7, ST_N = 8
-};
+enum StateSlot : int { ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, ST_START = 5, ST_VALID = 6, ST_N = 7 };
 
 // All activation pointers are bf16 bits (uint16_t) unless named fp32. T = tokens of this prefill.
 
@@ -32,8 +26,7 @@ enum StateSlot : int {
 // by one launch (bind) from the prompt's device ids and the host's table values, or, for ids on the CPU, by
 // a copy of the ids and that launch (binding.cpp prefill_bind).
 enum BindWord : int { BIND_USED = 0, BIND_CU_Q = 2, BIND_CU_NEW = 4, BIND_USED_PIECES = 6 };
-constexpr int BIND_RANGE_WORDS = 2;  // the words' last two: min, max of the ids (written where range_at >= 0;
-                                     // ids outside [0, vocab) then also set the table's ST_REFUSED)
+constexpr int BIND_RANGE_WORDS = 2;  // the words' last two: min, max of the ids (written where range_at >= 0)
 constexpr int BIND_THREADS = 256;    // a bind block's threads (block 0 writes the table, the pieces and the range)
 struct BindArgs {
   int64_t table[ST_N];  // ST_START and ST_VALID: the start and n
@@ -54,20 +47,16 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 // a padding row's g and beta 0 (the delta rule leaves the state as it is there); g_chunk = DN_GATE_ROWS:
 // g as its inclusive sum within chunks of 64 rows from row 0 (what FlashQLA's kernels read), 0: g itself.
 // proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [T][16][128]; g, beta fp32 [T][16].
-// With x [T][D] (the input norm folded into the in-projection's weights: proj = x W'ᵀ), row t of proj is taken
-// times 1 / rms(x[t]) and rounded to bf16 first (the conv window's rows, a and b; the ring's rows are normed already).
 constexpr int DN_GATE_ROWS = 64;  // rows of one gate block of dn_prep: the chunk g may be summed over
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, int g_chunk, int T, const uint16_t* x, float eps, cudaStream_t s);
+                    float* g, float* beta, int g_chunk, int T, cudaStream_t s);
 
 // out [T][2048] = rms_norm(o per head) * w * silu(z); also stores the last 3 valid pre-conv inputs
 // of proj into the conv ring (after dn_prep has read the old ones) and the layer's final delta-rule
-// state `final_state` [16][128][128] fp32 into its slot of the table's dn_state. With x [T][D] (folded input
-// norm, as dn_prep's): z and the stored inputs are proj's row times 1 / rms(x[t]) (the ring's in bf16, as dn_prep read them).
+// state `final_state` [16][128][128] fp32 into its slot of the table's dn_state.
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const float* final_state,
-                        const int64_t* table, int slot, uint16_t* out, int T, float eps, const uint16_t* x,
-                        cudaStream_t s);
+                        const int64_t* table, int slot, uint16_t* out, int T, float eps, cudaStream_t s);
 
 // fp32 delta-rule states of all 18 layers from the table's dn_state into `dst` [18][16][128][128]
 // (before the layers; each layer's final state goes back through dn_out_norm).
