@@ -10,7 +10,6 @@
 #   echo 76dccc0 > .ab_prev/COMMIT; git rev-parse --short HEAD > COMMIT; carry .whl .qla COMMIT .ab_prev
 set -u
 source docs/results/device_call.sh --site
-S41=$ROOT/docs/results/2026-12-06-h100-s41
 build_trees new prev
 in_tree new 170 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_megakernel_prefill.py tests/test_megakernel.py \
     -k "bind or refus or back_to_back or graph_replay or deltanet_kernels or every_layer_of_the_prompt or opcheck" \
@@ -20,7 +19,7 @@ i=0
 for side in prev new new prev; do
   i=$((i + 1))
   mkdir -p "$OUT/r/prelude_${i}_$side"
-  in_tree $side 70 python3 "$S41/prelude_profile.py" "$OUT/r/prelude_${i}_$side" 520 > "$OUT/r/prelude_${i}_$side.txt" 2>&1
+  in_tree $side 70 python3 "$ROOT/docs/results/2026-11-27-h100-s29/prelude_profile.py" "$OUT/r/prelude_${i}_$side" 520 > "$OUT/r/prelude_${i}_$side.txt" 2>&1
   echo "prelude $i $side: exit $? ${SECONDS}s"; grep -E "gpu_prelude|gpu_graph|host_call|pp520" "$OUT/r/prelude_${i}_$side.txt"; pack
 done
 i=0

@@ -11,7 +11,6 @@
 #   git rev-parse --short HEAD > COMMIT; carry .whl .qla COMMIT .ab_silu .ab_ovl
 set -u
 source docs/results/device_call.sh --site
-S41=$ROOT/docs/results/2026-12-06-h100-s41
 build_trees new silu ovl
 for side in silu ovl; do
   [ $((270 - SECONDS)) -lt 150 ] && { echo "tests $side: skipped"; continue; }
@@ -24,7 +23,7 @@ for side in new silu ovl ovl silu new; do
   i=$((i + 1))
   [ $((270 - SECONDS)) -lt 25 ] && { echo "prelude $i $side: skipped"; continue; }
   mkdir -p "$OUT/r/prelude_${i}_$side"
-  in_tree $side 45 python3 "$S41/prelude_profile.py" "$OUT/r/prelude_${i}_$side" 520 > "$OUT/r/prelude_${i}_$side.txt" 2>&1
+  in_tree $side 45 python3 "$ROOT/docs/results/2026-11-27-h100-s29/prelude_profile.py" "$OUT/r/prelude_${i}_$side" 520 > "$OUT/r/prelude_${i}_$side.txt" 2>&1
   echo "prelude $i $side: exit $? ${SECONDS}s"; grep -E "gpu_graph" "$OUT/r/prelude_${i}_$side.txt"; pack
 done
 true
