@@ -58,3 +58,27 @@ triton_b8() {
       --depth 0 --batch 8 --json "$OUT/r/bench_triton_b8.json" > "$OUT/r/bench_triton_b8.txt" 2>&1
   echo "triton b8: exit $? ${SECONDS}s"; grep -E '\| tg128' "$OUT/r/bench_triton_b8.txt" | cut -c1-110; pack
 }
+# Since session 42 (END, default 585: the second past which nothing new starts; set it before sourcing or after):
+#   gpu_tests NAME SIDE LIMIT FILTER [FILE]   pytest -m gpu -k FILTER of FILE (default the tree's
+#                                   tests/test_megakernel_prefill.py) in tree SIDE ($OUT/r/tests_NAME.txt), skipped when
+#                                   fewer than LIMIT + 5 s are left before END
+#   graph_time SIDE LIMIT GUARD     session 29's prelude_profile.py at 520 rows in tree SIDE (its gpu_graph: the prefill
+#                                   graph's own time), numbered in call order ($OUT/r/prelude_<n>_SIDE.txt and folder),
+#                                   skipped when fewer than GUARD s are left before END
+END=${END:-585}
+gpu_tests() {
+  local name=$1 side=$2 limit=$3 filter=$4 file=${5:-tests/test_megakernel_prefill.py}
+  if [ $((END - SECONDS)) -lt $((limit + 5)) ]; then echo "tests $name: skipped"; return; fi
+  in_tree "$side" "$limit" python3 -m pytest -q -m gpu -p no:cacheprovider "$file" -k "$filter" > "$OUT/r/tests_$name.txt" 2>&1
+  echo "tests $name: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_$name.txt"; pack
+}
+GRAPH_N=0
+graph_time() {
+  local side=$1 limit=$2 guard=$3
+  GRAPH_N=$((GRAPH_N + 1))
+  if [ $((END - SECONDS)) -lt "$guard" ]; then echo "graph $GRAPH_N $side: skipped"; return; fi
+  mkdir -p "$OUT/r/prelude_${GRAPH_N}_$side"
+  in_tree "$side" "$limit" python3 "$ROOT/docs/results/2026-11-27-h100-s29/prelude_profile.py" "$OUT/r/prelude_${GRAPH_N}_$side" \
+      520 > "$OUT/r/prelude_${GRAPH_N}_$side.txt" 2>&1
+  echo "graph $GRAPH_N $side: exit $? ${SECONDS}s"; grep -E "gpu_graph" "$OUT/r/prelude_${GRAPH_N}_$side.txt" | head -1; pack
+}

@@ -16,34 +16,18 @@
 #   rm -rf .ab_$n/docs && git rev-parse --short ${b#*:} > .ab_$n/COMMIT; done; git rev-parse --short HEAD > COMMIT
 #   carry [".whl", ".qla", "COMMIT", ".ab_dp", ".ab_silu", ".ab_ovl", ".ab_att2"]
 set -u
-END=${END:-585}
 source docs/results/device_call.sh --site
 build_trees new dp silu ovl att2
 in_tree new 150 python3 -m compare prefill --pp 520 --reference-pp 0 --out "$OUT/r/warmup_new" > "$OUT/r/warmup_new.txt" 2>&1
 echo "warm-up: exit $? ${SECONDS}s"; grep -E "^pp|\| pp" "$OUT/r/warmup_new.txt" | cut -c1-200; pack
-tests() {  # NAME SIDE LIMIT FILTER
-  [ $((END - SECONDS)) -lt $(($3 + 5)) ] && { echo "tests $1: skipped"; return; }
-  in_tree "$2" "$3" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_megakernel_prefill.py -k "$4" \
-      > "$OUT/r/tests_$1.txt" 2>&1
-  echo "tests $1: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_$1.txt"; pack
-}
-tests dp dp 90 "(every_layer_of_the_prompt and (520 or 65)) or (graph_replay and 300) or untraced"
-i=0
-graph() {  # SIDE
-  i=$((i + 1))
-  [ $((END - SECONDS)) -lt 40 ] && { echo "graph $i $1: skipped"; return; }
-  mkdir -p "$OUT/r/prelude_${i}_$1"
-  in_tree "$1" 60 python3 "$ROOT/docs/results/2026-11-27-h100-s29/prelude_profile.py" "$OUT/r/prelude_${i}_$1" 520 \
-      > "$OUT/r/prelude_${i}_$1.txt" 2>&1
-  echo "graph $i $1: exit $? ${SECONDS}s"; grep -E "gpu_graph" "$OUT/r/prelude_${i}_$1.txt" | head -1; pack
-}
-graph new; graph dp; graph silu; graph ovl
+gpu_tests dp dp 90 "(every_layer_of_the_prompt and (520 or 65)) or (graph_replay and 300) or untraced"
+for side in new dp silu ovl; do graph_time $side 60 40; done
 [ $((END - SECONDS)) -ge 60 ] && {
   in_tree att2 50 python3 "$ROOT/docs/results/2026-12-06-h100-s42/attn_fresh_graph_bench.py" "$OUT/r" 128,256,520,1024,2048 \
       > "$OUT/r/attn_fresh_graph_bench_att2.txt" 2>&1
   echo "attn_fresh graph bench att2: exit $? ${SECONDS}s"; tail -12 "$OUT/r/attn_fresh_graph_bench_att2.txt"; pack
 }
-graph ovl; graph silu; graph dp; graph new
-tests silu silu 60 "(every_layer_of_the_prompt and 520) or silu_mul"
-tests ovl ovl 60 "(every_layer_of_the_prompt and 520) or (graph_replay and 300)"
+for side in ovl silu dp new; do graph_time $side 60 40; done
+gpu_tests silu silu 60 "(every_layer_of_the_prompt and 520) or silu_mul"
+gpu_tests ovl ovl 60 "(every_layer_of_the_prompt and 520) or (graph_replay and 300)"
 true
