@@ -62,6 +62,9 @@ triton_b8() {
 #   gpu_tests NAME SIDE LIMIT FILTER [FILE]   pytest -m gpu -k FILTER of FILE (default the tree's
 #                                   tests/test_megakernel_prefill.py) in tree SIDE ($OUT/r/tests_NAME.txt), skipped when
 #                                   fewer than LIMIT + 5 s are left before END
+#   call_span SIDE LIMIT GUARD      session 43's call_span.py at 520 rows in tree SIDE (a prefill call's whole time, host
+#                                   prelude included: works in every tree), numbered in call order
+#                                   ($OUT/r/span_<n>_SIDE.txt and folder), skipped when fewer than GUARD s are left before END
 #   graph_time SIDE LIMIT GUARD     session 29's prelude_profile.py at 520 rows in tree SIDE (its gpu_graph: the prefill
 #                                   graph's own time), numbered in call order ($OUT/r/prelude_<n>_SIDE.txt and folder),
 #                                   skipped when fewer than GUARD s are left before END
@@ -81,4 +84,14 @@ graph_time() {
   in_tree "$side" "$limit" python3 "$ROOT/docs/results/2026-11-27-h100-s29/prelude_profile.py" "$OUT/r/prelude_${GRAPH_N}_$side" \
       520 > "$OUT/r/prelude_${GRAPH_N}_$side.txt" 2>&1
   echo "graph $GRAPH_N $side: exit $? ${SECONDS}s"; grep -E "gpu_graph" "$OUT/r/prelude_${GRAPH_N}_$side.txt" | head -1; pack
+}
+SPAN_N=0
+call_span() {
+  local side=$1 limit=$2 guard=$3
+  SPAN_N=$((SPAN_N + 1))
+  if [ $((END - SECONDS)) -lt "$guard" ]; then echo "span $SPAN_N $side: skipped"; return; fi
+  mkdir -p "$OUT/r/span_${SPAN_N}_$side"
+  in_tree "$side" "$limit" python3 "$ROOT/docs/results/2026-12-07-h100-s43/call_span.py" "$OUT/r/span_${SPAN_N}_$side" \
+      520 > "$OUT/r/span_${SPAN_N}_$side.txt" 2>&1
+  echo "span $SPAN_N $side: exit $? ${SECONDS}s"; grep -E "^pp" "$OUT/r/span_${SPAN_N}_$side.txt"; pack
 }
