@@ -5,7 +5,7 @@
 #   dp    s42-dn-prep-rows (3b2ba65): dn_prep's conv blocks as 8 tokens x 256 channels; predicted −40 to −70 µs
 #   silu  s41-silu-one-pass (c2e36b5): silu_mul in one pass of 448 threads; predicted −0 to −8 µs
 #   ovl   s41-state-in-side-stream (c51cc88): dn_state_in on a side stream; predicted −5 to −10 µs
-#   gl    s43-graph-launch (0acfb0e): the bind launch as the graph's first node, its arguments set before each launch
+#   gl    s43-graph-launch (42f7531): the bind launch as the graph's first node, its arguments set before each launch
 #         (no bind op, sync or torch replay before the graph); predicted the call −25 to −40 µs (the GPU's idle
 #         before the graph: s41's H200 70-78 µs, of which bind's op ~28-32 and torch's replay ~13)
 #   all   s43-all: main with the four merged (their tests run here, on the union)
