@@ -16,10 +16,11 @@
 #   git rev-parse --short HEAD > COMMIT; carry [".whl", ".qla", "COMMIT", ".ab_dp", ".ab_silu", ".ab_ovl", ".ab_gl", ".ab_all"]
 set -u
 source docs/results/device_call.sh --site
-build_trees new dp silu ovl gl all
+SIDES=${SIDES:-new dp silu ovl gl all}  # (a shorter call: fewer trees)
+build_trees $SIDES
 in_tree new 150 python3 -m compare prefill --pp 520 --reference-pp 0 --out "$OUT/r/warmup_new" > "$OUT/r/warmup_new.txt" 2>&1
 echo "warm-up: exit $? ${SECONDS}s"; grep -E "^pp" "$OUT/r/warmup_new.txt" | cut -c1-220; pack
 gpu_tests all all 130 "bind or vocabulary or queued or graph_replay or conversations or folded_again or (untraced and 520) or (every_layer_of_the_prompt and (520 or 65)) or silu_mul or dn_prep"
-for side in new dp silu ovl gl all; do call_span $side 45 30; done
-for side in all gl ovl silu dp new; do call_span $side 45 30; done
+for side in $SIDES; do call_span $side 45 30; done
+for side in $(echo $SIDES | tr ' ' '\n' | tac); do call_span $side 45 30; done
 true
