@@ -75,23 +75,16 @@ gpu_tests() {
   in_tree "$side" "$limit" python3 -m pytest -q -m gpu -p no:cacheprovider "$file" -k "$filter" > "$OUT/r/tests_$name.txt" 2>&1
   echo "tests $name: exit $? ${SECONDS}s"; tail -3 "$OUT/r/tests_$name.txt"; pack
 }
-GRAPH_N=0
-graph_time() {
-  local side=$1 limit=$2 guard=$3
-  GRAPH_N=$((GRAPH_N + 1))
-  if [ $((END - SECONDS)) -lt "$guard" ]; then echo "graph $GRAPH_N $side: skipped"; return; fi
-  mkdir -p "$OUT/r/prelude_${GRAPH_N}_$side"
-  in_tree "$side" "$limit" python3 "$ROOT/docs/results/2026-11-27-h100-s29/prelude_profile.py" "$OUT/r/prelude_${GRAPH_N}_$side" \
-      520 > "$OUT/r/prelude_${GRAPH_N}_$side.txt" 2>&1
-  echo "graph $GRAPH_N $side: exit $? ${SECONDS}s"; grep -E "gpu_graph" "$OUT/r/prelude_${GRAPH_N}_$side.txt" | head -1; pack
+# one numbered 520-row run of a results script (called as SCRIPT OUT_DIR 520) in tree SIDE: $OUT/r/KIND_N_SIDE.txt and
+# folder, the output's lines matching PATTERN echoed; skipped when fewer than GUARD s are left before END
+run_520() {
+  local kind=$1 script=$2 pattern=$3 n=$4 side=$5 limit=$6 guard=$7 out
+  out="$OUT/r/${kind}_${n}_$side"
+  if [ $((END - SECONDS)) -lt "$guard" ]; then echo "$kind $n $side: skipped"; return; fi
+  mkdir -p "$out"
+  in_tree "$side" "$limit" python3 "$ROOT/$script" "$out" 520 > "$out.txt" 2>&1
+  echo "$kind $n $side: exit $? ${SECONDS}s"; grep -E "$pattern" "$out.txt" | head -2; pack
 }
-SPAN_N=0
-call_span() {
-  local side=$1 limit=$2 guard=$3
-  SPAN_N=$((SPAN_N + 1))
-  if [ $((END - SECONDS)) -lt "$guard" ]; then echo "span $SPAN_N $side: skipped"; return; fi
-  mkdir -p "$OUT/r/span_${SPAN_N}_$side"
-  in_tree "$side" "$limit" python3 "$ROOT/docs/results/2026-12-07-h100-s43/call_span.py" "$OUT/r/span_${SPAN_N}_$side" \
-      520 > "$OUT/r/span_${SPAN_N}_$side.txt" 2>&1
-  echo "span $SPAN_N $side: exit $? ${SECONDS}s"; grep -E "^pp" "$OUT/r/span_${SPAN_N}_$side.txt"; pack
-}
+GRAPH_N=0 SPAN_N=0
+graph_time() { GRAPH_N=$((GRAPH_N + 1)); run_520 prelude docs/results/2026-11-27-h100-s29/prelude_profile.py gpu_graph "$GRAPH_N" "$@"; }
+call_span() { SPAN_N=$((SPAN_N + 1)); run_520 span docs/results/2026-12-07-h100-s43/call_span.py "^pp" "$SPAN_N" "$@"; }
