@@ -21,15 +21,20 @@ then the final norm (of the last position where it is known on the host) and the
 the last valid position: no logits for the rest of the prompt. Why a graph of ~270-370 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
 The state, the start position and the prompt's valid tokens are reached through a device table
-(5 pointers, the start, the count; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
+(5 pointers, the start, the count, a refused word; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
 not) serves every state of that max_seq_len at every start > 0 and one every fresh prompt of that
 length. A prompt after earlier tokens is padded to a multiple of PAD_ROWS rows (padding rows leave
 the state as it is and write nothing to the cache), so a conversation's turns of any length up to
 a multiple of 64 replay one graph, as do a long prompt's chunks. The graph reads and writes the state in place (no copies in or out,
-nothing through the host but the table). Before each replay one launch (prefill_bind) writes the
-prompt's ids (copied first where they are on the CPU), the table and flash's lengths from kernel
-arguments, and checks the ids against the vocabulary (one sync for device ids). A shape's first
-prefill runs eagerly and the graph is captured at its second (NOTES "Prefill", v3, v5, v15).
+nothing through the host but the table). The graph's first node is one launch (prefill_bind) that writes the
+prompt's ids (copied first where they are on the CPU), the table and flash's lengths from its kernel
+arguments, which the host sets in the instantiated graph before each launch of it (launch_prefill_graph:
+no launch, sync or torch op between the call and the graph's start), and checks the ids against the
+vocabulary: CPU ids on the host before the launch, device ids by that node, whose range the graph copies
+to pinned memory and the host reads after the launch (a refused prompt's graph writes nothing of the
+state, and the call raises). A shape's first
+prefill runs eagerly (bind, then run(): the ids checked between) and the graph is captured at its second
+(NOTES "Prefill", v3, v5, v15, v19, v21).
 """
 
 from __future__ import annotations
@@ -130,10 +135,10 @@ def folded_weights(tier, into: list[dict] | None = None) -> list[dict]:
 
 
 def state_table(state, valid: int) -> list[int]:
-    """The state's pointers, its next position (the prefill's start) and the prompt's `valid` tokens
-    in csrc/prefill.cuh StateSlot order."""
+    """The state's pointers, its next position (the prefill's start), the prompt's `valid` tokens and
+    the refused word (0) in csrc/prefill.cuh StateSlot order."""
     return [state.dn_state.data_ptr(), state.conv_ring.data_ptr(), state.k_cache.data_ptr(), state.v_cache.data_ptr(),
-            state.rope.data_ptr(), state.seq_len, valid]
+            state.rope.data_ptr(), state.seq_len, valid, 0]  # (ST_REFUSED: the bind launch's to set)
 
 
 def check_fits(n: int, start: int, max_seq: int) -> None:
@@ -183,11 +188,13 @@ class PrefillPlan:
         self.piece = -(-max_seq // self.pieces)
         # what bind() writes for each prompt in one launch (prefill_bind; csrc/prefill.cuh BindWord):
         # int64 words [ids (T) | state table | int32s: used, cu_q (2), cu_new (2), used_pieces (pieces) |
-        # the ids' min and max], and those two, checked before anything reads the ids, in pinned host memory
+        # the ids' min and max], and those two in pinned host memory (where the host checks them: before run() reads
+        # the ids, or, after a graph's launch, when range_ready, an event the graph records after their copy, is done)
         S, n32 = k.PREFILL_STATE_SLOTS, k.PREFILL_BIND_USED_PIECES + self.pieces
         self.words = torch.zeros(T + S + -(-n32 // 2) + k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, device=dev)
         self.id_range = torch.zeros(k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, pin_memory=True)
         self.id_range_host = self.id_range.numpy()  # (read without a torch op)
+        self.range_ready = torch.cuda.Event(external=True)  # (external: captured as a node of the graph)
         self.ids, self.table = self.words[:T], self.words[T:T + S]
         w32 = self.words[T + S:-k.PREFILL_BIND_RANGE_WORDS].view(torch.int32)
         at = lambda i, n: w32[i:i + n]  # noqa: E731
@@ -355,12 +362,11 @@ class PrefillPlan:
                   self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits) + ((self.q_pieces,) if self.pieces > 1 else ()):
             t.fill_(float("nan"))
 
-    # ---- graph ------------------------------------------------------------------------
-    def bind(self, ids, state, checked: bool = False):
-        """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding;
-        on the CPU or the tier's device), the state's pointers, its start and n into the plan's device
-        buffers; unless `checked` (the caller did), ids outside the vocabulary are a TierInputError here,
-        before any replay reads them."""
+    # ---- binding a prompt: eagerly, or as the graph's first node --------------------------
+    def prompt(self, ids, state):
+        """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding; on the CPU
+        or the tier's device) checked against this plan and `state` (ValueError), as the ops read them
+        (contiguous); n becomes the plan's `valid`."""
         n, start = ids.shape[1], state.seq_len
         check_fits(n, start, state.max_seq_len)
         if state.max_seq_len != self.max_seq or (start == 0) != self.fresh or not (n == self.T if self.fresh else n <= self.T):
@@ -368,20 +374,56 @@ class PrefillPlan:
             raise ValueError(f"a plan of {self.T} rows at {where} for max_seq_len {self.max_seq} cannot take {n} tokens "
                              f"into a state at position {start} with max_seq_len {state.max_seq_len}")
         self.valid = n
-        if not ids.is_contiguous():  # (a view, as prompt[:, ::2] is: the op reads n ids in a row)
-            ids = ids.contiguous()
-        self.op["prefill_bind"](ids, self.words, None if checked else self.id_range, state_table(state, n), self.T,
-                                self.pieces, self.piece, self.max_seq)
-        if not checked:
-            check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size,
-                           "input_ids")
+        return ids if ids.is_contiguous() else ids.contiguous()  # (a view, as prompt[:, ::2] is: n ids in a row)
 
-    def capture(self):
-        """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel)."""
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+    def bind(self, ids, state, checked: bool = False):
+        """The prompt (prompt()), the state's pointers, its start and n into the plan's device buffers by one launch
+        (for an eager run()); unless `checked` (the caller did), ids outside the vocabulary are a TierInputError
+        here, before the run reads them (device ids: after a wait for their range)."""
+        ids = self.prompt(ids, state)
+        self.op["prefill_bind"](ids, self.words, None if checked else self.id_range, state_table(state, self.valid),
+                                self.T, self.pieces, self.piece, self.max_seq)
+        if not checked:
+            if ids.is_cuda:
+                self.range_ready.record()
+                self.range_ready.synchronize()
+            self.check_range()
+
+    def check_range(self):
+        """The last bound ids' range (on the host) against the vocabulary: a TierInputError naming one outside."""
+        check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size, "input_ids")
+
+    def capture(self, ids, state):
+        """Record the bind launch, the copy of its range with range_ready after it, and run() as a CUDA graph (after
+        an eager run has compiled and tuned every kernel); the graph is kept (not only its instantiation) to find
+        the bind node in, whose arguments launch() sets. (The graph draws no random numbers: launch() skips
+        torch's replay, whose prologue advances the captured generators.)"""
+        self.prompt(ids, state)
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(graph):  # (the bind of the words' own ids: launch() replaces its arguments)
+            self.op["prefill_bind"](self.ids[:self.valid].view(1, -1), self.words, self.id_range,
+                                    state_table(state, self.valid), self.T, self.pieces, self.piece, self.max_seq)
+            self.range_ready.record()
             self.run()
+        graph.instantiate()
+        self.bind_node = self.tier.ext.prefill_graph_bind_node(graph.raw_cuda_graph())
+        self.graph_exec = graph.raw_cuda_graph_exec()
         self.graph = graph
+
+    def launch(self, ids, state, checked: bool = False):
+        """The captured graph launched for the prompt (prompt()) into `state`, its bind node given the ids and the
+        table (no op or sync before the launch: NOTES "Prefill" v21); unless `checked`, ids outside the vocabulary
+        are a TierInputError: CPU ids before the launch, device ids after it (the graph's bind refused them: it
+        wrote nothing of the state)."""
+        ids = self.prompt(ids, state)
+        if not checked and not ids.is_cuda:
+            check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
+            checked = True
+        self.tier.ext.launch_prefill_graph(self.graph_exec, self.bind_node, ids, self.words, not checked,
+                                           state_table(state, self.valid), self.T, self.pieces, self.piece, self.max_seq)
+        if not checked:
+            self.range_ready.synchronize()
+            self.check_range()
 
 
 class FastPrefill:
@@ -423,11 +465,18 @@ class FastPrefill:
         self._fold_versions = [t._version for t in self._fold_sources]
         return self._folded
 
+    def poison(self, plan, state):
+        """The tier's debug_poison: NaN into the state's unwritten parts and the plan's buffers before a run."""
+        if self.tier.debug_poison:
+            self.tier.poison(state)
+            plan.poison()
+
     def __call__(self, ids, state, trace=None, checked: bool = False) -> torch.Tensor:
         """Prefill ids [1, T] (on the CPU or the tier's device) into `state` (its seq_len is the start) →
         fp32 logits [1, vocab]. Unless `checked` (the caller did), ids outside the vocabulary are a
-        TierInputError before anything changes: checked by bind() as it copies them, or, where the
-        shape has no plan yet, before one is made (a refused prompt evicts no plan)."""
+        TierInputError before anything changes: checked by the plan's bind() or launch() (device ids by the
+        bind launch, the host reading their range), or, where the shape has no plan yet, before one is made (a
+        refused prompt evicts no plan)."""
         check_fits(ids.shape[1], state.seq_len, state.max_seq_len)  # (before a plan is made or evicted for it)
         key = (plan_rows(ids.shape[1], state.seq_len, state.max_seq_len), state.max_seq_len, state.seq_len == 0)
         if not checked and key + (self.delta_rule,) not in self.plans:  # (a shape's first prefill: eager and slow anyway)
@@ -436,20 +485,22 @@ class FastPrefill:
         plan = self.plan(*key)
         if plan.folded is not None:
             self.folded_weights()  # (the same tensors, refilled if a source changed in place)
-        plan.bind(ids, state, checked)  # (first: it refuses ids outside the vocabulary)
-        if self.tier.debug_poison:
-            self.tier.poison(state)
-            plan.poison()
+        if self.tier.debug_poison and not checked:  # (poison writes the state: a refused prompt must find it as it was)
+            check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
+            checked = True
         if trace is not None or not self.use_graph or plan.uses == 0:
+            plan.bind(ids, state, checked)  # (first: it refuses ids outside the vocabulary)
+            self.poison(plan, state)
             plan.run(trace)  # (the shape's first untraced prefill also compiles and tunes every kernel it captures)
         else:
             if plan.graph is None:  # the shape repeats: worth a graph
                 try:
-                    plan.capture()
+                    plan.capture(ids, state)
                 except Exception:
                     plan.uses = 0  # (the next prefill of this shape runs eagerly again, then captures)
                     raise
-            plan.graph.replay()
+            self.poison(plan, state)
+            plan.launch(ids, state, checked)  # (a refused prompt counts as no use of its plan)
         if trace is None:  # (a traced run computes every row of the last layer: not the path a graph records)
             plan.uses += 1
         return plan.logits.view(1, -1).clone()

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <string>
 #include <type_traits>
+#include <vector>
 #include <mutex>
 
 #include "megakernel.cuh"
@@ -273,22 +274,17 @@ const auto BF = torch::kBFloat16;
 const auto F32 = torch::kFloat32;
 const auto I64 = torch::kInt64;
 
-// The prompt's ids (CPU or CUDA int64 [1, n]) into the plan's words, the table and flash's lengths, and, where id_range
-// (a CPU int64 [2], pinned) is given, the ids' smallest and largest into it, for the caller to check against the
-// vocabulary before any replay reads the words: CPU ids are scanned here, device ids by the bind launch, whose two
-// range words come back with one sync (none given: the caller checked them already, nothing syncs). CPU ids are copied
-// in stream order: pageable memory is staged before the copy call returns; pinned memory is read by the copy itself,
-// so the stream is synced before returning (the caller may then change or free them, as after torch's blocking copy).
-void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Tensor>& id_range, c10::IntArrayRef table,
-                  int64_t T, int64_t pieces, int64_t piece, int64_t max_seq) {
-  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_bind";
+// the words' index of the ids' min (max after it) in a plan of T rows and `pieces` pieces (prefill.cuh BindWord)
+int64_t range_word(int64_t T, int64_t pieces) { return T + mkp::ST_N + (mkp::BIND_USED_PIECES + pieces + 1) / 2; }
+
+// What a bind launch is given (prefill.cuh BindArgs) for the prompt ids (CPU or CUDA int64 [1, n], contiguous) into a
+// plan's words of T rows with `pieces` pieces of `piece` positions, checked; range_at -1 (no range asked).
+mkp::BindArgs bind_args(const char* op, const Tensor& ids, const Tensor& words, c10::IntArrayRef table, int64_t T,
+                        int64_t pieces, int64_t piece, int64_t max_seq) {
   MK_CHECK(ids.dim() == 2 && ids.size(0) == 1, op, ": ids must be the prompt [1, n], got ", ids.sizes());
   MK_CHECK(ids.scalar_type() == I64 && ids.is_contiguous(), op, ": ids must be contiguous int64 (got ", ids.scalar_type(), ")");
   MK_CHECK(ids.is_cpu() || ids.device() == words.device(), op, ": ids must be on the CPU or on words' device ",
            words.device(), " (got one on ", ids.device(), ")");
-  MK_CHECK(!id_range || (id_range->is_cpu() && id_range->scalar_type() == I64 && id_range->numel() == 2 &&
-                         id_range->is_contiguous()),
-           op, ": id_range must be a contiguous CPU int64 tensor of 2 values");
   const int64_t n = ids.size(1);
   MK_CHECK((int64_t)table.size() == mkp::ST_N, op, ": table needs ", static_cast<int>(mkp::ST_N), " values, got ",
            table.size());
@@ -296,10 +292,11 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Te
            table[mkp::ST_VALID], ") into a plan of ", T, " rows");
   MK_CHECK(table[mkp::ST_START] >= 0 && table[mkp::ST_START] + n <= max_seq, op, ": ", n, " ids at position ",
            table[mkp::ST_START], " do not fit max_seq ", max_seq);
+  MK_CHECK(table[mkp::ST_REFUSED] == 0, op, ": the table's refused word is the bind launch's to set (got ",
+           table[mkp::ST_REFUSED], "; pass 0)");
   MK_CHECK(pieces >= 1 && piece >= 1 && pieces * piece >= max_seq && pieces <= 1024, op, ": ", pieces, " pieces of ", piece,
            " positions do not cover max_seq ", max_seq);
-  const int64_t n32 = mkp::BIND_USED_PIECES + pieces, range_at = T + mkp::ST_N + (n32 + 1) / 2;
-  check_tensor(words, op, "words", I64, {range_at + mkp::BIND_RANGE_WORDS});
+  check_tensor(words, op, "words", I64, {range_word(T, pieces) + mkp::BIND_RANGE_WORDS});
   mkp::BindArgs a{};
   for (int i = 0; i < mkp::ST_N; ++i) a.table[i] = table[i];
   a.T = static_cast<int>(T);
@@ -307,6 +304,32 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Te
   a.piece = static_cast<int>(piece);
   a.max_seq = static_cast<int>(max_seq);
   a.range_at = -1;
+  return a;
+}
+
+// CPU ids into the first n words, in stream order: pageable memory is staged before the copy call returns; pinned
+// memory is read by the copy itself, so the stream is synced before returning (the caller may then change or free
+// them, as after torch's blocking copy)
+void copy_cpu_ids(const char* op, const Tensor& ids, const Tensor& words, cudaStream_t s) {
+  ok(cudaMemcpyAsync(ptr<int64_t>(words), ids.data_ptr<int64_t>(), ids.numel() * sizeof(int64_t), cudaMemcpyHostToDevice,
+                     s), op);
+  if (ids.is_pinned()) ok(cudaStreamSynchronize(s), op);
+}
+
+// The prompt's ids (CPU or CUDA int64 [1, n]) into the plan's words, the table and flash's lengths by one launch, and,
+// where id_range (a CPU int64 [2], pinned) is given, the ids' smallest and largest into it, for the caller to check
+// against the vocabulary: CPU ids are scanned here (before this returns), device ids by the bind launch, whose two
+// range words come back by a copy in stream order, not synced here: the caller waits for it (an event after this op;
+// inside a graph's capture, an external event). The launch that finds an id outside the vocabulary takes it as 0 and
+// sets the table's ST_REFUSED, with which the kernels write nothing of the state (prefill.cuh). None given: the caller
+// checked them already.
+void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Tensor>& id_range, c10::IntArrayRef table,
+                  int64_t T, int64_t pieces, int64_t piece, int64_t max_seq) {
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_bind";
+  MK_CHECK(!id_range || (id_range->is_cpu() && id_range->scalar_type() == I64 && id_range->numel() == 2 &&
+                         id_range->is_contiguous()),
+           op, ": id_range must be a contiguous CPU int64 tensor of 2 values");
+  mkp::BindArgs a = bind_args(op, ids, words, table, T, pieces, piece, max_seq);
   c10::cuda::CUDAGuard guard(words.device());
   const cudaStream_t s = stream_of(words);
   int64_t* range = id_range ? id_range->data_ptr<int64_t>() : nullptr;
@@ -314,20 +337,50 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Te
     const int64_t* p = ids.data_ptr<int64_t>();
     if (range) {
       range[0] = range[1] = p[0];
-      for (int64_t i = 1; i < n; ++i) range[0] = std::min(range[0], p[i]), range[1] = std::max(range[1], p[i]);
+      for (int64_t i = 1; i < ids.numel(); ++i) range[0] = std::min(range[0], p[i]), range[1] = std::max(range[1], p[i]);
     }
-    ok(cudaMemcpyAsync(ptr<int64_t>(words), p, n * sizeof(int64_t), cudaMemcpyHostToDevice, s), op);
+    copy_cpu_ids(op, ids, words, s);
     ok(mkp::bind(ptr<int64_t>(words), ptr<int64_t>(words), a, s), op);
-    if (ids.is_pinned()) ok(cudaStreamSynchronize(s), op);
   } else {
-    if (range) a.range_at = range_at;
+    if (range) a.range_at = range_word(T, pieces);
     ok(mkp::bind(ptr<const int64_t>(ids), ptr<int64_t>(words), a, s), op);
     if (range) {
-      ok(cudaMemcpyAsync(range, ptr<int64_t>(words) + range_at, mkp::BIND_RANGE_WORDS * sizeof(int64_t),
+      ok(cudaMemcpyAsync(range, ptr<int64_t>(words) + a.range_at, mkp::BIND_RANGE_WORDS * sizeof(int64_t),
                          cudaMemcpyDeviceToHost, s), op);
-      ok(cudaStreamSynchronize(s), op);
     }
   }
+}
+
+// ---- a captured prefill graph, launched (module functions, not ops: they take CUDA graph handles, and are what
+// the host pays between a prefill call and the GPU's start, so no dispatcher between; NOTES "Prefill" v21) ----
+
+// The bind node of a prefill graph captured with a prefill_bind first (torch.cuda.CUDAGraph(keep_graph=True)'s
+// raw_cuda_graph()) -> its handle, for launch_prefill_graph
+int64_t prefill_graph_bind_node(int64_t graph) {
+  cudaGraphNode_t node = nullptr;
+  ok(mkp::find_bind_node(reinterpret_cast<cudaGraph_t>(graph), &node),
+     "prefill_graph_bind_node (a captured prefill graph holds one bind launch)");
+  return reinterpret_cast<int64_t>(node);
+}
+
+// The instantiated graph `exec` launched on the current stream with its bind node given the prompt's ids (CPU ids:
+// copied into the words first, in stream order; device ids: read by the launch), the table and the plan's numbers:
+// what prefill_bind and a replay do, without a launch or a sync before the graph's. `range`: the bind node finds the
+// ids' smallest and largest (the graph copies them to its pinned id_range and records its event after them; the
+// caller checks them there), and refuses ids outside the vocabulary by the table's ST_REFUSED (device ids the caller
+// has not checked); else the caller checked them.
+void launch_prefill_graph(int64_t exec, int64_t node, const Tensor& ids, const Tensor& words, bool range,
+                          std::vector<int64_t> table, int64_t T, int64_t pieces, int64_t piece, int64_t max_seq) {
+  const char* op = "launch_prefill_graph";
+  mkp::BindArgs a = bind_args(op, ids, words, table, T, pieces, piece, max_seq);
+  MK_CHECK(!range || ids.is_cuda(), op, ": the range of CPU ids is the caller's to check before the launch");
+  c10::cuda::CUDAGuard guard(words.device());
+  const cudaStream_t s = stream_of(words);
+  if (ids.is_cpu()) copy_cpu_ids(op, ids, words, s);
+  if (range) a.range_at = range_word(T, pieces);
+  ok(mkp::launch_with_bind(reinterpret_cast<cudaGraphExec_t>(exec), reinterpret_cast<cudaGraphNode_t>(node),
+                           ids.is_cpu() ? ptr<const int64_t>(words) : ptr<const int64_t>(ids), ptr<int64_t>(words), a, s),
+     op);
 }
 
 void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Tensor>& ids, const Tensor& embed,
@@ -530,6 +583,7 @@ py::dict constants() {
   d["PREFILL_STATE_SLOTS"] = static_cast<int>(mkp::ST_N);
   d["PREFILL_STATE_START"] = static_cast<int>(mkp::ST_START);
   d["PREFILL_STATE_VALID"] = static_cast<int>(mkp::ST_VALID);
+  d["PREFILL_STATE_REFUSED"] = static_cast<int>(mkp::ST_REFUSED);
   d["PREFILL_BIND_USED"] = static_cast<int>(mkp::BIND_USED);
   d["PREFILL_BIND_CU_Q"] = static_cast<int>(mkp::BIND_CU_Q);
   d["PREFILL_BIND_CU_NEW"] = static_cast<int>(mkp::BIND_CU_NEW);
@@ -585,4 +639,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "Qwen3.5 megakernel tier (one build per shape): the ops are torch.ops.<constants()['NAMESPACE']>.*";
   m.def("configure", &configure_py, "set the kernels' shared-memory limits on a device (once) -> what fits there");
   m.def("constants", &constants, "every number of csrc/shapes.cuh");
+  m.def("prefill_graph_bind_node", &prefill_graph_bind_node,
+        "the bind launch's node of a captured prefill graph (its raw cudaGraph_t) -> the node's handle");
+  m.def("launch_prefill_graph", &launch_prefill_graph,
+        "an instantiated prefill graph launched with its bind node given the prompt (ids, words, range, table, T, "
+        "pieces, piece, max_seq)");
 }

@@ -8,6 +8,7 @@
 // normed row, the product is rounded before its 1 / rms (attn_prep's gates and v once more after it),
 // and the residual add is the GEMM's (one rounding).
 #include <climits>
+#include <vector>
 #include <cuda_bf16.h>
 
 #include "prefill.cuh"
@@ -29,6 +30,7 @@ using mk::FA_HKV;
 using mk::FA_HQ;
 using mk::FA_QKV;
 using mk::INTER;
+using mk::VOCAB;
 constexpr int DN_HD = mk::DN_DK;  // = DN_DV: the gated norm's group and the state's side
 static_assert(mk::DN_DK == mk::DN_DV, "a DeltaNet head's q, k and v have one width");
 constexpr int DN_Z = mk::DN_WIN_Z, DN_B = mk::DN_WIN_B, DN_A = mk::DN_WIN_A;
@@ -80,6 +82,8 @@ __device__ __forceinline__ T* table_ptr(const int64_t* table, int i) {
 __device__ __forceinline__ int table_start(const int64_t* table) { return static_cast<int>(table[ST_START]); }
 // the prompt's valid tokens: rows t >= valid of this prefill are padding
 __device__ __forceinline__ int table_valid(const int64_t* table) { return static_cast<int>(table[ST_VALID]); }
+// bind found an id outside the vocabulary: the state is not written (prefill.cuh ST_REFUSED)
+__device__ __forceinline__ bool table_refused(const int64_t* table) { return table[ST_REFUSED] != 0; }
 
 // 1 / rms of a [D] row from each thread's sum of squares `ss` of its values (the warps' sums in warp
 // order); every thread of the block calls it at most once (one block barrier, none after: a second call
@@ -112,12 +116,15 @@ __device__ __forceinline__ void scale8(float (&f)[8], float s) {
   for (int j = 0; j < 8; ++j) f[j] *= s;
 }
 
-// ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's,
-// or 0 past n); block 0's first threads the table and flash's lengths, and all of block 0 (256 threads)
-// the ids' min and max where asked ------------------------------------------------------------------
+// ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's, 0 for
+// one outside the vocabulary, 0 past n); block 0's first threads the table and flash's lengths, and all of
+// block 0 (256 threads) the ids' min and max where asked, and the table's ST_REFUSED where they fall outside -----
 __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, int64_t* words, const BindArgs a) {
   const int n = static_cast<int>(a.table[ST_VALID]), start = static_cast<int>(a.table[ST_START]);
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) words[i] = i < n ? ids[i] : 0;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) {
+    const int64_t id = i < n ? ids[i] : 0;  // (ids may be words itself: each thread reads the row it writes)
+    words[i] = id >= 0 && id < VOCAB ? id : 0;
+  }
   if (blockIdx.x != 0) return;
   const int t = threadIdx.x;
   if (t < ST_N) words[a.T + t] = a.table[t];
@@ -152,6 +159,7 @@ __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, 
     for (int w = 1; w < BIND_THREADS / 32; ++w) lo = min(lo, part[0][w]), hi = max(hi, part[1][w]);
     words[a.range_at] = lo;
     words[a.range_at + 1] = hi;
+    if (lo < 0 || hi >= VOCAB) words[a.T + ST_REFUSED] = 1;  // (after the barrier: thread ST_REFUSED wrote the host's 0)
   }
 }
 
@@ -290,7 +298,8 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
                                                           const int64_t* __restrict__ table, int slot,
                                                           uint16_t* __restrict__ out, float eps, int T) {
   const int t = blockIdx.x, tid = threadIdx.x, i = tid * 8;
-  {  // the layer's final delta-rule state into its slot of the decode state, 16 bytes a thread, every block in turn
+  const bool refused = table_refused(table);  // (the state as it was: neither its slot nor the ring written)
+  if (!refused) {  // the layer's final delta-rule state into its slot of the decode state, 16 bytes a thread, every block in turn
     float4* dst = table_ptr<float4>(table, ST_DN) + static_cast<size_t>(slot) * DN_STATE / 4;
     for (int e = t * 256 + tid; e < DN_STATE / 4; e += gridDim.x * 256) dst[e] = final_state[e];
   }
@@ -313,7 +322,7 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
     store8(out + static_cast<size_t>(t) * DN_VAL + c, y);
   }
   const int valid = table_valid(table);
-  if (t >= valid - 3 && t < valid) {  // this token's pre-conv inputs are among the last three: keep them for decode
+  if (t >= valid - 3 && t < valid && !refused) {  // this token's pre-conv inputs are among the last three: keep them for decode
     uint16_t* ring = table_ptr<uint16_t>(table, ST_CONV) + (static_cast<size_t>(slot) * 4 + ((table_start(table) + t) & 3)) * DN_CONV;
     for (int c = i; c < DN_CONV; c += 2048)
       *reinterpret_cast<uint4*>(ring + c) = *reinterpret_cast<const uint4*>(row + c);
@@ -407,7 +416,7 @@ __global__ void __launch_bounds__(ATTN_PREP_THREADS) attn_prep_kernel(uint16_t* 
   scale8(x, inv);
   if (is_k) norm_rope_head(x, k_w, cs, lane, eps);
   uint16_t* cache = table_ptr<uint16_t>(table, is_k ? ST_K : ST_V);
-  store8(cache + ((static_cast<size_t>(slot) * FA_HKV + h) * max_seq + pos) * FA_HD + lane * 8, x);
+  if (!table_refused(table)) store8(cache + ((static_cast<size_t>(slot) * FA_HKV + h) * max_seq + pos) * FA_HD + lane * 8, x);
   store8(kv + ((static_cast<size_t>(is_k ? 0 : 1) * max_seq + pos) * FA_HKV + h) * FA_HD + lane * 8, x);
 }
 
@@ -525,6 +534,39 @@ inline int blocks_for(size_t n, int threads, int cap = 132 * 8) {
 cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStream_t s) {
   bind_kernel<<<blocks_for(static_cast<size_t>(a.T), BIND_THREADS), BIND_THREADS, 0, s>>>(ids, words, a);
   return cudaGetLastError();
+}
+
+cudaError_t find_bind_node(cudaGraph_t graph, cudaGraphNode_t* node) {
+  size_t n = 0;
+  cudaError_t e = cudaGraphGetNodes(graph, nullptr, &n);
+  if (e != cudaSuccess) return e;
+  std::vector<cudaGraphNode_t> nodes(n);
+  if ((e = cudaGraphGetNodes(graph, nodes.data(), &n)) != cudaSuccess) return e;
+  int found = 0;
+  for (cudaGraphNode_t g : nodes) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(g, &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams p{};
+    if (cudaGraphKernelNodeGetParams(g, &p) != cudaSuccess) {  // (a library's kernel launched by the driver API)
+      (void)cudaGetLastError();
+      continue;
+    }
+    if (p.func == reinterpret_cast<void*>(bind_kernel)) *node = g, ++found;
+  }
+  return found == 1 ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t launch_with_bind(cudaGraphExec_t exec, cudaGraphNode_t node, const int64_t* ids, int64_t* words,
+                             const BindArgs& a, cudaStream_t s) {
+  BindArgs args = a;
+  void* params[] = {&ids, &words, &args};
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(bind_kernel);  // (as bind() launches it: the node's kernel cannot change)
+  p.gridDim = dim3(blocks_for(static_cast<size_t>(a.T), BIND_THREADS));
+  p.blockDim = dim3(BIND_THREADS);
+  p.kernelParams = params;
+  cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, node, &p);  // (copied: later launches are not affected)
+  return e != cudaSuccess ? e : cudaGraphLaunch(exec, s);
 }
 
 cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const uint16_t* embed,

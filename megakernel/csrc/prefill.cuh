@@ -8,14 +8,20 @@
 // past `valid` are padding: no-ops for the state, nothing written to the cache, their outputs 0;
 // a fresh prompt's graph, SDPA over its own keys, serves start 0 and valid = T):
 //   [dn_state fp32 [18][16][128 v][128 k], conv_ring bf16 [18][4][6144],
-//    k_cache bf16 [6][2][max_seq][256], v_cache (same), rope bf16 [max_seq][2][32], start, valid]
+//    k_cache bf16 [6][2][max_seq][256], v_cache (same), rope bf16 [max_seq][2][32], start, valid, refused]
 #pragma once
 #include <cstdint>
 #include <cuda_runtime.h>
 
 namespace mkp {
 
-enum StateSlot : int { ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, ST_START = 5, ST_VALID = 6, ST_N = 7 };
+// ST_REFUSED: 1 where bind found an id outside the vocabulary in device ids whose range the host reads only after
+// the replay's launch (prefill.py FastPrefill): the ids were taken as 0 (nothing reads past the embedding), and the
+// kernels that write the state (attn_prep's cache rows, dn_out_norm's state and conv ring) write nothing, so a
+// refused prompt leaves the state as it was. The host passes 0.
+enum StateSlot : int {
+  ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, ST_START = 5, ST_VALID = 6, ST_REFUSED = 7, ST_N = 8
+};
 
 // All activation pointers are bf16 bits (uint16_t) unless named fp32. T = tokens of this prefill.
 
@@ -26,7 +32,8 @@ enum StateSlot : int { ST_DN = 0, ST_CONV = 1, ST_K = 2, ST_V = 3, ST_ROPE = 4, 
 // by one launch (bind) from the prompt's device ids and the host's table values, or, for ids on the CPU, by
 // a copy of the ids and that launch (binding.cpp prefill_bind).
 enum BindWord : int { BIND_USED = 0, BIND_CU_Q = 2, BIND_CU_NEW = 4, BIND_USED_PIECES = 6 };
-constexpr int BIND_RANGE_WORDS = 2;  // the words' last two: min, max of the ids (written where range_at >= 0)
+constexpr int BIND_RANGE_WORDS = 2;  // the words' last two: min, max of the ids (written where range_at >= 0;
+                                     // ids outside [0, vocab) then also set the table's ST_REFUSED)
 constexpr int BIND_THREADS = 256;    // a bind block's threads (block 0 writes the table, the pieces and the range)
 struct BindArgs {
   int64_t table[ST_N];  // ST_START and ST_VALID: the start and n
@@ -35,6 +42,14 @@ struct BindArgs {
 };
 // ids: the prompt's n ids on the device (they may be words' own first n: bind then only pads and writes the rest)
 cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStream_t s);
+
+// A captured prefill graph whose first node is a bind launch (prefill.py PrefillPlan.capture): `graph`'s one
+// node that launches the bind kernel (found once; an error where there is not exactly one), and its arguments
+// set to (ids, words, a) in the instantiated `exec` before `exec` is launched on s — no launch of its own
+// before the graph's (binding.cpp launch_prefill_graph: what the host pays before the GPU starts a prompt).
+cudaError_t find_bind_node(cudaGraph_t graph, cudaGraphNode_t* node);
+cudaError_t launch_with_bind(cudaGraphExec_t exec, cudaGraphNode_t node, const int64_t* ids, int64_t* words,
+                             const BindArgs& a, cudaStream_t s);
 
 // residual <- residual + x32 (the fp32 partials [splits][T][1024] of a split-K GEMM, summed, one rounding;
 // null: residual as is, the GEMMs having added into it; ids non-null: residual <- embed[ids]),
