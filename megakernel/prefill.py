@@ -188,13 +188,18 @@ class PrefillPlan:
         self.piece = -(-max_seq // self.pieces)
         # what bind() writes for each prompt in one launch (prefill_bind; csrc/prefill.cuh BindWord):
         # int64 words [ids (T) | state table | int32s: used, cu_q (2), cu_new (2), used_pieces (pieces) |
-        # the ids' min and max], and those two in pinned host memory (where the host checks them: before run() reads
-        # the ids, or, after a graph's launch, when range_ready, an event the graph records after their copy, is done)
+        # the ids' min and max], and those two in pinned host memory, where the host checks them: id_range for bind()
+        # (before run() reads the ids), graph_range for the graph's bind node (after the launch, when range_ready,
+        # the event the graph records after that node, is done); the bind kernel stores them there itself
         S, n32 = k.PREFILL_STATE_SLOTS, k.PREFILL_BIND_USED_PIECES + self.pieces
         self.words = torch.zeros(T + S + -(-n32 // 2) + k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, device=dev)
         self.id_range = torch.zeros(k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, pin_memory=True)
-        self.id_range_host = self.id_range.numpy()  # (read without a torch op)
+        self.graph_range = torch.zeros(k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, pin_memory=True)
+        self.id_range_host, self.graph_range_host = self.id_range.numpy(), self.graph_range.numpy()  # (no torch op)
         self.range_ready = torch.cuda.Event(external=True)  # (external: captured as a node of the graph)
+        # the torch graph (capture()): launched by launch() alone — its replay() would run the bind node with the last
+        # launch's arguments (that prompt's ids and state, which may be gone)
+        self.graph = self.graph_exec = self.bind_node = None
         self.ids, self.table = self.words[:T], self.words[T:T + S]
         w32 = self.words[T + S:-k.PREFILL_BIND_RANGE_WORDS].view(torch.int32)
         at = lambda i, n: w32[i:i + n]  # noqa: E731
@@ -242,9 +247,8 @@ class PrefillPlan:
             self.cu_pieces_q = torch.arange(self.pieces + 1, dtype=i32, device=dev) * T
             self.q_pieces = torch.empty(self.pieces * T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
         self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
-        self.graph = None
         self.uses = 0  # prefills of this shape so far (the graph is captured at the second)
-        self.valid = T  # the bound prompt's tokens (bind())
+        self.valid = T  # the bound prompt's tokens (prompt())
 
     # ---- the launch sequence --------------------------------------------------------
     def run(self, trace=None):
@@ -385,25 +389,25 @@ class PrefillPlan:
                                 self.T, self.pieces, self.piece, self.max_seq)
         if not checked:
             if ids.is_cuda:
-                self.range_ready.record()
+                self.range_ready.record(torch.cuda.current_stream(self.words.device))
                 self.range_ready.synchronize()
-            self.check_range()
+            self.check_range(self.id_range_host)
 
-    def check_range(self):
-        """The last bound ids' range (on the host) against the vocabulary: a TierInputError naming one outside."""
-        check_id_range(int(self.id_range_host[0]), int(self.id_range_host[1]), self.tier.config.vocab_size, "input_ids")
+    def check_range(self, host):
+        """A bound prompt's ids' [min, max] (`host`) against the vocabulary: a TierInputError naming one outside."""
+        check_id_range(int(host[0]), int(host[1]), self.tier.config.vocab_size, "input_ids")
 
     def capture(self, ids, state):
-        """Record the bind launch, the copy of its range with range_ready after it, and run() as a CUDA graph (after
-        an eager run has compiled and tuned every kernel); the graph is kept (not only its instantiation) to find
-        the bind node in, whose arguments launch() sets. (The graph draws no random numbers: launch() skips
-        torch's replay, whose prologue advances the captured generators.)"""
+        """Record the bind launch, range_ready after it, and run() as a CUDA graph (after an eager run has compiled
+        and tuned every kernel); the graph is kept (not only its instantiation) to find the bind node in, whose
+        arguments launch() sets. (The graph draws no random numbers: launch() skips torch's replay, whose prologue
+        advances the captured generators.)"""
         self.prompt(ids, state)
         graph = torch.cuda.CUDAGraph(keep_graph=True)
         with torch.cuda.graph(graph):  # (the bind of the words' own ids: launch() replaces its arguments)
-            self.op["prefill_bind"](self.ids[:self.valid].view(1, -1), self.words, self.id_range,
+            self.op["prefill_bind"](self.ids[:self.valid].view(1, -1), self.words, self.graph_range,
                                     state_table(state, self.valid), self.T, self.pieces, self.piece, self.max_seq)
-            self.range_ready.record()
+            self.range_ready.record(torch.cuda.current_stream(self.words.device))
             self.run()
         graph.instantiate()
         self.bind_node = self.tier.ext.prefill_graph_bind_node(graph.raw_cuda_graph())
@@ -412,18 +416,19 @@ class PrefillPlan:
 
     def launch(self, ids, state, checked: bool = False):
         """The captured graph launched for the prompt (prompt()) into `state`, its bind node given the ids and the
-        table (no op or sync before the launch: NOTES "Prefill" v21); unless `checked`, ids outside the vocabulary
-        are a TierInputError: CPU ids before the launch, device ids after it (the graph's bind refused them: it
-        wrote nothing of the state)."""
+        table (no op, launch or sync before the graph's: NOTES "Prefill" v21); unless `checked`, ids outside the
+        vocabulary are a TierInputError: CPU ids before the launch (nothing launched), device ids after it (the
+        graph's bind node refused them: the graph wrote nothing of the state)."""
         ids = self.prompt(ids, state)
-        if not checked and not ids.is_cuda:
-            check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
-            checked = True
-        self.tier.ext.launch_prefill_graph(self.graph_exec, self.bind_node, ids, self.words, not checked,
-                                           state_table(state, self.valid), self.T, self.pieces, self.piece, self.max_seq)
-        if not checked:
+        refused = self.tier.ext.launch_prefill_graph(self.graph_exec, self.bind_node, ids, self.words,
+                                                     None if checked else self.graph_range, state_table(state, self.valid),
+                                                     self.T, self.pieces, self.piece, self.max_seq,
+                                                     self.tier.config.vocab_size)
+        if refused:  # (CPU ids: nothing launched)
+            self.check_range(refused)
+        elif not checked and ids.is_cuda:
             self.range_ready.synchronize()
-            self.check_range()
+            self.check_range(self.graph_range_host)
 
 
 class FastPrefill:
@@ -446,8 +451,8 @@ class FastPrefill:
         if plan is None:
             kv = next((p.kv for p in self.plans.values() if p.max_seq == max_seq), None)
             plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv, self.delta_rule, self.folded_weights)
-            while len(self.plans) > MAX_PLANS:
-                self.plans.popitem(last=False)
+            while len(self.plans) > MAX_PLANS:  # (after its graph's last bind node: none then writes its pinned range)
+                self.plans.popitem(last=False)[1].range_ready.synchronize()
         self.plans.move_to_end(key)
         return plan
 
@@ -494,6 +499,9 @@ class FastPrefill:
             plan.run(trace)  # (the shape's first untraced prefill also compiles and tunes every kernel it captures)
         else:
             if plan.graph is None:  # the shape repeats: worth a graph
+                if not checked:  # (a refused prompt costs no capture)
+                    check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
+                    checked = True
                 try:
                     plan.capture(ids, state)
                 except Exception:

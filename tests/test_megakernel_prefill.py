@@ -43,6 +43,7 @@ class FakePlan:
         self.T, self.max_seq, self.fresh, self.kv = T, max_seq, fresh, kv if kv is not None else object()
         self.delta_rule_name = delta_rule
         self.uses, self.graph, self.log, self.logits, self.folded = 0, None, [], torch.zeros(3), None
+        self.range_ready = types.SimpleNamespace(synchronize=lambda: None)
         FakePlan.made.append(self)
 
     def bind(self, ids, state, checked=False):
@@ -63,7 +64,7 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
     """FastPrefill keys its plans by (rows, max_seq, start == 0), not by the start: a prompt after
     earlier tokens runs in a plan of its length rounded up to a multiple of 64, so a conversation's
     turns of 16, 37 and 64 tokens (at growing starts) share one: eager once, captured at the second,
-    replayed from then on; a fresh prompt has a plan of its own length (SDPA over its own keys); plans
+    launched from then on; a fresh prompt has a plan of its own length (SDPA over its own keys); plans
     of one max_seq share their K/V staging buffer; past MAX_PLANS the least recently used goes."""
     import megakernel.prefill as prefill_mod
 
@@ -96,7 +97,7 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
             fast(torch.zeros(1, n, dtype=torch.int64), at(start, max_seq))
     assert len(FakePlan.made) == 7 and list(fast.plans) == kept
     # an id outside the vocabulary for a shape without a plan: refused before one is made or another dropped
-    # (a shape with a plan leaves the check to its bind(), GPU tests)
+    # (a shape with a plan leaves the check to its bind() or launch(), GPU tests)
     with pytest.raises(TierInputError, match=r"input_ids holds token id 1000, outside the vocabulary \[0, 1000\)"):
         fast(torch.full((1, 12), 1000), at(0))
     assert len(FakePlan.made) == 7 and list(fast.plans) == kept
@@ -398,11 +399,12 @@ def test_a_prompt_id_outside_the_vocabulary_is_refused_by_bind_and_changes_nothi
     before = {name: t.clone() for name, t in vars(state).items() if isinstance(t, torch.Tensor)}
     x = good.clone()
     x[0, at] = bad
+    torch.cuda._sleep(50_000_000)  # (~25 ms of a busy GPU ahead: a check that did not wait for the launch's range fails)
     with pytest.raises(TierInputError, match=rf"input_ids holds token id {bad}, outside the vocabulary \[0, {V}\)"):
         mk.prefill(put(x), state)
     plan = mk.fast_prefill.plans[(plan_rows(T, start, max_seq), max_seq, start == 0, mk.prefill_delta_rule)]
     if where == "cuda":  # (checked after the graph's launch: its bind took the id as 0, the graph wrote no state)
-        assert bad in plan.id_range.tolist()
+        assert bad in plan.graph_range.tolist()
         assert plan.table[mk.k.PREFILL_STATE_REFUSED].item() == 1 and plan.ids[at].item() == 0
     assert state.seq_len == start
     for name, t in before.items():

@@ -6,7 +6,8 @@
 // (dtype, device, shape against shapes.cuh) before launching on the current stream, and has a
 // fake (meta) implementation in megakernel/ops.py, so `torch.library.opcheck` and
 // `torch.compile(fullgraph=True)` see them as first-class ops. The Python module adds
-// `configure(device)` and `constants()` (every number of shapes.cuh).
+// `configure(device)`, `constants()` (every number of shapes.cuh), and `prefill_graph_bind_node` and
+// `launch_prefill_graph` (a captured prefill graph's launch: CUDA graph handles, not tensors).
 #include <torch/extension.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -304,6 +305,7 @@ mkp::BindArgs bind_args(const char* op, const Tensor& ids, const Tensor& words, 
   a.piece = static_cast<int>(piece);
   a.max_seq = static_cast<int>(max_seq);
   a.range_at = -1;
+  a.host_range = nullptr;
   return a;
 }
 
@@ -316,38 +318,46 @@ void copy_cpu_ids(const char* op, const Tensor& ids, const Tensor& words, cudaSt
   if (ids.is_pinned()) ok(cudaStreamSynchronize(s), op);
 }
 
+// The CPU ids' smallest and largest (n >= 1)
+std::pair<int64_t, int64_t> cpu_range(const Tensor& ids) {
+  const int64_t* p = ids.data_ptr<int64_t>();
+  int64_t lo = p[0], hi = p[0];
+  for (int64_t i = 1; i < ids.numel(); ++i) lo = std::min(lo, p[i]), hi = std::max(hi, p[i]);
+  return {lo, hi};
+}
+
+// A pinned CPU int64 [2] the bind kernel writes the device ids' min and max into (BindArgs host_range)
+void check_host_range(const Tensor& r, const char* op, const char* what) {
+  MK_CHECK(r.is_cpu() && r.is_pinned() && r.scalar_type() == I64 && r.numel() == mkp::BIND_RANGE_WORDS && r.is_contiguous(),
+           op, ": ", what, " must be a contiguous pinned CPU int64 tensor of ", static_cast<int>(mkp::BIND_RANGE_WORDS),
+           " values");
+}
+
 // The prompt's ids (CPU or CUDA int64 [1, n]) into the plan's words, the table and flash's lengths by one launch, and,
-// where id_range (a CPU int64 [2], pinned) is given, the ids' smallest and largest into it, for the caller to check
-// against the vocabulary: CPU ids are scanned here (before this returns), device ids by the bind launch, whose two
-// range words come back by a copy in stream order, not synced here: the caller waits for it (an event after this op;
-// inside a graph's capture, an external event). The launch that finds an id outside the vocabulary takes it as 0 and
-// sets the table's ST_REFUSED, with which the kernels write nothing of the state (prefill.cuh). None given: the caller
-// checked them already.
+// where id_range (a pinned CPU int64 [2]) is given, the ids' smallest and largest into it, for the caller to check
+// against the vocabulary: CPU ids are scanned here (before this returns), device ids by the bind launch, which stores
+// them there itself (mapped pinned memory), not synced here: the caller waits for an event after this op. The launch
+// that finds an id outside the vocabulary takes it as 0 and sets the table's ST_REFUSED, with which the kernels
+// write nothing of the state (prefill.cuh). None given: the caller checked them already. (Captured as the first
+// node of a prefill graph, whose arguments launch_prefill_graph sets at each launch.)
 void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Tensor>& id_range, c10::IntArrayRef table,
                   int64_t T, int64_t pieces, int64_t piece, int64_t max_seq) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_bind";
-  MK_CHECK(!id_range || (id_range->is_cpu() && id_range->scalar_type() == I64 && id_range->numel() == 2 &&
-                         id_range->is_contiguous()),
-           op, ": id_range must be a contiguous CPU int64 tensor of 2 values");
+  if (id_range) check_host_range(*id_range, op, "id_range");
   mkp::BindArgs a = bind_args(op, ids, words, table, T, pieces, piece, max_seq);
   c10::cuda::CUDAGuard guard(words.device());
   const cudaStream_t s = stream_of(words);
-  int64_t* range = id_range ? id_range->data_ptr<int64_t>() : nullptr;
   if (ids.is_cpu()) {
-    const int64_t* p = ids.data_ptr<int64_t>();
-    if (range) {
-      range[0] = range[1] = p[0];
-      for (int64_t i = 1; i < ids.numel(); ++i) range[0] = std::min(range[0], p[i]), range[1] = std::max(range[1], p[i]);
+    if (id_range) {
+      const auto [lo, hi] = cpu_range(ids);
+      id_range->data_ptr<int64_t>()[0] = lo;
+      id_range->data_ptr<int64_t>()[1] = hi;
     }
     copy_cpu_ids(op, ids, words, s);
     ok(mkp::bind(ptr<int64_t>(words), ptr<int64_t>(words), a, s), op);
   } else {
-    if (range) a.range_at = range_word(T, pieces);
+    if (id_range) a.range_at = range_word(T, pieces), a.host_range = id_range->data_ptr<int64_t>();
     ok(mkp::bind(ptr<const int64_t>(ids), ptr<int64_t>(words), a, s), op);
-    if (range) {
-      ok(cudaMemcpyAsync(range, ptr<int64_t>(words) + a.range_at, mkp::BIND_RANGE_WORDS * sizeof(int64_t),
-                         cudaMemcpyDeviceToHost, s), op);
-    }
   }
 }
 
@@ -365,22 +375,33 @@ int64_t prefill_graph_bind_node(int64_t graph) {
 
 // The instantiated graph `exec` launched on the current stream with its bind node given the prompt's ids (CPU ids:
 // copied into the words first, in stream order; device ids: read by the launch), the table and the plan's numbers:
-// what prefill_bind and a replay do, without a launch or a sync before the graph's. `range`: the bind node finds the
-// ids' smallest and largest (the graph copies them to its pinned id_range and records its event after them; the
-// caller checks them there), and refuses ids outside the vocabulary by the table's ST_REFUSED (device ids the caller
-// has not checked); else the caller checked them.
-void launch_prefill_graph(int64_t exec, int64_t node, const Tensor& ids, const Tensor& words, bool range,
-                          std::vector<int64_t> table, int64_t T, int64_t pieces, int64_t piece, int64_t max_seq) {
+// what prefill_bind and a replay do, without a launch, an op or a sync before the graph's. With host_range (a pinned
+// CPU int64 [2]) the ids are checked against [0, vocab): CPU ids here, before anything is launched (refused: their
+// [min, max] is returned and nothing launched); device ids by the bind node, which stores their min and max into
+// host_range (the caller reads them after the event the graph records after that node) and, for ids outside the
+// vocabulary, sets the table's ST_REFUSED (the graph then writes nothing of the state). Without, the caller checked
+// them. -> [] (launched), or the refused CPU ids' [min, max].
+std::vector<int64_t> launch_prefill_graph(int64_t exec, int64_t node, const Tensor& ids, const Tensor& words,
+                                          const c10::optional<Tensor>& host_range, std::vector<int64_t> table, int64_t T,
+                                          int64_t pieces, int64_t piece, int64_t max_seq, int64_t vocab) {
   const char* op = "launch_prefill_graph";
   mkp::BindArgs a = bind_args(op, ids, words, table, T, pieces, piece, max_seq);
-  MK_CHECK(!range || ids.is_cuda(), op, ": the range of CPU ids is the caller's to check before the launch");
+  if (host_range) check_host_range(*host_range, op, "host_range");
   c10::cuda::CUDAGuard guard(words.device());
   const cudaStream_t s = stream_of(words);
-  if (ids.is_cpu()) copy_cpu_ids(op, ids, words, s);
-  if (range) a.range_at = range_word(T, pieces);
+  if (ids.is_cpu()) {
+    if (host_range) {
+      const auto [lo, hi] = cpu_range(ids);
+      if (lo < 0 || hi >= vocab) return {lo, hi};
+    }
+    copy_cpu_ids(op, ids, words, s);
+  } else if (host_range) {
+    a.range_at = range_word(T, pieces), a.host_range = host_range->data_ptr<int64_t>();
+  }
   ok(mkp::launch_with_bind(reinterpret_cast<cudaGraphExec_t>(exec), reinterpret_cast<cudaGraphNode_t>(node),
                            ids.is_cpu() ? ptr<const int64_t>(words) : ptr<const int64_t>(ids), ptr<int64_t>(words), a, s),
      op);
+  return {};
 }
 
 void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Tensor>& ids, const Tensor& embed,
@@ -642,6 +663,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("prefill_graph_bind_node", &prefill_graph_bind_node,
         "the bind launch's node of a captured prefill graph (its raw cudaGraph_t) -> the node's handle");
   m.def("launch_prefill_graph", &launch_prefill_graph,
-        "an instantiated prefill graph launched with its bind node given the prompt (ids, words, range, table, T, "
-        "pieces, piece, max_seq)");
+        "an instantiated prefill graph launched with its bind node given the prompt (exec, node, ids, words, "
+        "host_range, table, T, pieces, piece, max_seq, vocab) -> [] or the refused CPU ids' [min, max]");
 }

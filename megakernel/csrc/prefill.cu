@@ -118,7 +118,8 @@ __device__ __forceinline__ void scale8(float (&f)[8], float s) {
 
 // ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's, 0 for
 // one outside the vocabulary, 0 past n); block 0's first threads the table and flash's lengths, and all of
-// block 0 (256 threads) the ids' min and max where asked, and the table's ST_REFUSED where they fall outside -----
+// block 0 (256 threads) the ids' min and max where asked (into the words and the host's pinned range), and the
+// table's ST_REFUSED where they fall outside ---------------------------------------------------------------
 __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, int64_t* words, const BindArgs a) {
   const int n = static_cast<int>(a.table[ST_VALID]), start = static_cast<int>(a.table[ST_START]);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) {
@@ -159,6 +160,8 @@ __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, 
     for (int w = 1; w < BIND_THREADS / 32; ++w) lo = min(lo, part[0][w]), hi = max(hi, part[1][w]);
     words[a.range_at] = lo;
     words[a.range_at + 1] = hi;
+    a.host_range[0] = lo;
+    a.host_range[1] = hi;
     if (lo < 0 || hi >= VOCAB) words[a.T + ST_REFUSED] = 1;  // (after the barrier: thread ST_REFUSED wrote the host's 0)
   }
 }
@@ -537,15 +540,21 @@ cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStre
 }
 
 cudaError_t find_bind_node(cudaGraph_t graph, cudaGraphNode_t* node) {
+  cudaError_t e = cudaPeekAtLastError();  // (an earlier launch's error is its own, not cleared by the search below)
+  if (e != cudaSuccess) return e;
   size_t n = 0;
-  cudaError_t e = cudaGraphGetNodes(graph, nullptr, &n);
+  e = cudaGraphGetNodes(graph, nullptr, &n);
   if (e != cudaSuccess) return e;
   std::vector<cudaGraphNode_t> nodes(n);
   if ((e = cudaGraphGetNodes(graph, nodes.data(), &n)) != cudaSuccess) return e;
   int found = 0;
   for (cudaGraphNode_t g : nodes) {
     cudaGraphNodeType type;
-    if (cudaGraphNodeGetType(g, &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) continue;
+    if (cudaGraphNodeGetType(g, &type) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    if (type != cudaGraphNodeTypeKernel) continue;
     cudaKernelNodeParams p{};
     if (cudaGraphKernelNodeGetParams(g, &p) != cudaSuccess) {  // (a library's kernel launched by the driver API)
       (void)cudaGetLastError();
@@ -565,8 +574,10 @@ cudaError_t launch_with_bind(cudaGraphExec_t exec, cudaGraphNode_t node, const i
   p.gridDim = dim3(blocks_for(static_cast<size_t>(a.T), BIND_THREADS));
   p.blockDim = dim3(BIND_THREADS);
   p.kernelParams = params;
-  cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, node, &p);  // (copied: later launches are not affected)
-  return e != cudaSuccess ? e : cudaGraphLaunch(exec, s);
+  cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, node, &p);  // (copied: launches already queued keep theirs)
+  if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
+  if (e != cudaSuccess) (void)cudaGetLastError();  // (reported by the caller, not again by the next launch's check)
+  return e;
 }
 
 cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const uint16_t* embed,

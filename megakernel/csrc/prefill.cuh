@@ -28,9 +28,10 @@ enum StateSlot : int {
 // A plan's per-prompt words (int64) [ids (T rows: the prompt's n, then 0) | the table (ST_N) | int32s at
 // these indices: flash's `used` keys (start + n), cu_q (0, n), cu_new (start, start + n), and after earlier
 // tokens in `pieces` > 1 pieces of `piece` positions the earlier keys each piece holds (used_pieces) | the
-// ids' smallest and largest (BIND_RANGE_WORDS)], written in stream order before the replay that reads them:
+// ids' smallest and largest (BIND_RANGE_WORDS)], written in stream order before the kernels that read them:
 // by one launch (bind) from the prompt's device ids and the host's table values, or, for ids on the CPU, by
-// a copy of the ids and that launch (binding.cpp prefill_bind).
+// a copy of the ids and that launch (binding.cpp prefill_bind before an eager run; launch_prefill_graph giving
+// a captured graph's bind node its arguments).
 enum BindWord : int { BIND_USED = 0, BIND_CU_Q = 2, BIND_CU_NEW = 4, BIND_USED_PIECES = 6 };
 constexpr int BIND_RANGE_WORDS = 2;  // the words' last two: min, max of the ids (written where range_at >= 0;
                                      // ids outside [0, vocab) then also set the table's ST_REFUSED)
@@ -39,6 +40,8 @@ struct BindArgs {
   int64_t table[ST_N];  // ST_START and ST_VALID: the start and n
   int T, pieces, piece, max_seq;
   int64_t range_at;     // the word of the ids' min (max after it); -1: not asked (the host has them)
+  int64_t* host_range;  // where range_at >= 0: the min and max also into this pinned host memory (mapped: the
+                        // kernel's own stores, no copy), which the host reads after an event after the launch
 };
 // ids: the prompt's n ids on the device (they may be words' own first n: bind then only pads and writes the rest)
 cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStream_t s);
