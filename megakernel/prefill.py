@@ -26,13 +26,12 @@ not) serves every state of that max_seq_len at every start > 0 and one every fre
 length. A prompt after earlier tokens is padded to a multiple of PAD_ROWS rows (padding rows leave
 the state as it is and write nothing to the cache), so a conversation's turns of any length up to
 a multiple of 64 replay one graph, as do a long prompt's chunks. The graph reads and writes the state in place (no copies in or out,
-nothing through the host but the table). The graph's first node is one launch (prefill_bind) that writes the
+nothing through the host but the table). Before each launch of the graph one launch (prefill_bind) writes the
 prompt's ids (copied first where they are on the CPU), the table and flash's lengths from its kernel
-arguments, which the host sets in the instantiated graph before each launch of it (launch_prefill_graph:
-no launch, sync or torch op between the call and the graph's start), and checks the ids against the
-vocabulary: CPU ids on the host before the launch, device ids by that node, whose range the graph copies
-to pinned memory and the host reads after the launch (a refused prompt's graph writes nothing of the
-state, and the call raises). A shape's first
+arguments; both launches are made by one module function (launch_prefill_graph: no torch op, sync or torch
+replay before them), which also checks the ids against the vocabulary: CPU ids on the host before anything is
+launched, device ids by the bind launch, which stores their range into pinned memory the host polls after the
+graph's launch (a refused prompt's graph writes nothing of the state, and the call raises). A shape's first
 prefill runs eagerly (bind, then run(): the ids checked between) and the graph is captured at its second
 (NOTES "Prefill", v3, v5, v15, v19, v21).
 """
@@ -188,18 +187,18 @@ class PrefillPlan:
         self.piece = -(-max_seq // self.pieces)
         # what bind() writes for each prompt in one launch (prefill_bind; csrc/prefill.cuh BindWord):
         # int64 words [ids (T) | state table | int32s: used, cu_q (2), cu_new (2), used_pieces (pieces) |
-        # the ids' min and max], and those two in pinned host memory, where the host checks them: id_range for bind()
-        # (before run() reads the ids), graph_range for the graph's bind node (after the launch, when range_ready,
-        # the event the graph records after that node, is done); the bind kernel stores them there itself
+        # the ids' min and max], and those two (and, from a graph's launch, its number) in pinned host memory, where
+        # the host checks them: id_range for bind() (before run() reads the ids), launch_range for launch() (after the
+        # graph's launch, once the bind launch has written the launch's number after them); the bind kernel stores
+        # them there itself
         S, n32 = k.PREFILL_STATE_SLOTS, k.PREFILL_BIND_USED_PIECES + self.pieces
         self.words = torch.zeros(T + S + -(-n32 // 2) + k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, device=dev)
-        self.id_range = torch.zeros(k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, pin_memory=True)
-        self.graph_range = torch.zeros(k.PREFILL_BIND_RANGE_WORDS, dtype=torch.int64, pin_memory=True)
-        self.id_range_host, self.graph_range_host = self.id_range.numpy(), self.graph_range.numpy()  # (no torch op)
-        self.range_ready = torch.cuda.Event(external=True)  # (external: captured as a node of the graph)
-        # the torch graph (capture()): launched by launch() alone — its replay() would run the bind node with the last
-        # launch's arguments (that prompt's ids and state, which may be gone)
-        self.graph = self.graph_exec = self.bind_node = None
+        self.id_range, self.launch_range = (torch.zeros(k.PREFILL_BIND_HOST_WORDS, dtype=torch.int64, pin_memory=True)
+                                            for _ in range(2))
+        self.id_range_host = self.id_range.numpy()  # (read without a torch op)
+        self.range_ready = torch.cuda.Event()  # (recorded after bind()'s launch: its range is then on the host)
+        self.graph = self.graph_exec = None  # (capture(): the torch graph, its instantiation launched by launch())
+        self.launches = 0  # (the graph's launches: each one's number comes back with its ids' range)
         self.ids, self.table = self.words[:T], self.words[T:T + S]
         w32 = self.words[T + S:-k.PREFILL_BIND_RANGE_WORDS].view(torch.int32)
         at = lambda i, n: w32[i:i + n]  # noqa: E731
@@ -397,38 +396,27 @@ class PrefillPlan:
         """A bound prompt's ids' [min, max] (`host`) against the vocabulary: a TierInputError naming one outside."""
         check_id_range(int(host[0]), int(host[1]), self.tier.config.vocab_size, "input_ids")
 
-    def capture(self, ids, state):
-        """Record the bind launch, range_ready after it, and run() as a CUDA graph (after an eager run has compiled
-        and tuned every kernel); the graph is kept (not only its instantiation) to find the bind node in, whose
-        arguments launch() sets. (The graph draws no random numbers: launch() skips torch's replay, whose prologue
-        advances the captured generators.)"""
-        self.prompt(ids, state)
-        graph = torch.cuda.CUDAGraph(keep_graph=True)
-        with torch.cuda.graph(graph):  # (the bind of the words' own ids: launch() replaces its arguments)
-            self.op["prefill_bind"](self.ids[:self.valid].view(1, -1), self.words, self.graph_range,
-                                    state_table(state, self.valid), self.T, self.pieces, self.piece, self.max_seq)
-            self.range_ready.record(torch.cuda.current_stream(self.words.device))
+    def capture(self):
+        """Record run() as a CUDA graph (after an eager run has compiled and tuned every kernel), launched by launch()
+        (not torch's replay(), whose prologue fills the captured generators' seeds: this graph draws none)."""
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
             self.run()
-        graph.instantiate()
-        self.bind_node = self.tier.ext.prefill_graph_bind_node(graph.raw_cuda_graph())
         self.graph_exec = graph.raw_cuda_graph_exec()
         self.graph = graph
 
     def launch(self, ids, state, checked: bool = False):
-        """The captured graph launched for the prompt (prompt()) into `state`, its bind node given the ids and the
-        table (no op, launch or sync before the graph's: NOTES "Prefill" v21); unless `checked`, ids outside the
-        vocabulary are a TierInputError: CPU ids before the launch (nothing launched), device ids after it (the
-        graph's bind node refused them: the graph wrote nothing of the state)."""
+        """The bind launch for the prompt (prompt()) into `state`, then the captured graph, both from one module
+        function (no torch op or sync before them: NOTES "Prefill" v21); unless `checked`, ids outside the vocabulary
+        are a TierInputError: CPU ids before anything is launched, device ids after the graph's launch (the bind
+        launch refused them: the graph wrote nothing of the state)."""
         ids = self.prompt(ids, state)
-        refused = self.tier.ext.launch_prefill_graph(self.graph_exec, self.bind_node, ids, self.words,
-                                                     None if checked else self.graph_range, state_table(state, self.valid),
-                                                     self.T, self.pieces, self.piece, self.max_seq,
-                                                     self.tier.config.vocab_size)
-        if refused:  # (CPU ids: nothing launched)
-            self.check_range(refused)
-        elif not checked and ids.is_cuda:
-            self.range_ready.synchronize()
-            self.check_range(self.graph_range_host)
+        self.launches += 1
+        got = self.tier.ext.launch_prefill_graph(self.graph_exec, ids, self.words, None if checked else self.launch_range,
+                                                 state_table(state, self.valid), self.T, self.pieces, self.piece,
+                                                 self.max_seq, self.tier.config.vocab_size, self.launches)
+        if got:
+            self.check_range(got)
 
 
 class FastPrefill:
@@ -451,8 +439,8 @@ class FastPrefill:
         if plan is None:
             kv = next((p.kv for p in self.plans.values() if p.max_seq == max_seq), None)
             plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv, self.delta_rule, self.folded_weights)
-            while len(self.plans) > MAX_PLANS:  # (after its graph's last bind node: none then writes its pinned range)
-                self.plans.popitem(last=False)[1].range_ready.synchronize()
+            while len(self.plans) > MAX_PLANS:
+                self.plans.popitem(last=False)
         self.plans.move_to_end(key)
         return plan
 
@@ -503,7 +491,7 @@ class FastPrefill:
                     check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
                     checked = True
                 try:
-                    plan.capture(ids, state)
+                    plan.capture()
                 except Exception:
                     plan.uses = 0  # (the next prefill of this shape runs eagerly again, then captures)
                     raise

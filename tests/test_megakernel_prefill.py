@@ -43,7 +43,6 @@ class FakePlan:
         self.T, self.max_seq, self.fresh, self.kv = T, max_seq, fresh, kv if kv is not None else object()
         self.delta_rule_name = delta_rule
         self.uses, self.graph, self.log, self.logits, self.folded = 0, None, [], torch.zeros(3), None
-        self.range_ready = types.SimpleNamespace(synchronize=lambda: None)
         FakePlan.made.append(self)
 
     def bind(self, ids, state, checked=False):
@@ -52,9 +51,9 @@ class FakePlan:
     def run(self, trace=None):
         self.log.append("eager")
 
-    def capture(self, ids, state):
+    def capture(self):
         self.graph = object()
-        self.log.append(("capture", state.seq_len))
+        self.log.append("capture")
 
     def launch(self, ids, state, checked=False):
         self.log.append(("launch", state.seq_len))
@@ -77,7 +76,7 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
         fast(torch.zeros(1, n, dtype=torch.int64), at(start))
     turns = FakePlan.made[0]
     assert len(FakePlan.made) == 1 and turns.uses == 3 and not turns.fresh and turns.T == 64
-    assert turns.log == [("bind", 40), "eager", ("capture", 7), ("launch", 7), ("launch", 100)]
+    assert turns.log == [("bind", 40), "eager", "capture", ("launch", 7), ("launch", 100)]
     fast(torch.zeros(1, 16, dtype=torch.int64), at(0))
     fast(torch.zeros(1, 16, dtype=torch.int64), at(0, 300))
     fresh, other = FakePlan.made[1:]
@@ -111,12 +110,12 @@ def test_one_plan_serves_every_start_and_length_and_its_graph_is_captured_at_the
         fast(torch.zeros(1, 9, dtype=torch.int64), at(0), trace=trace)
     plan = FakePlan.made[-1]
     assert plan.T == 9 and plan.uses == 2
-    assert plan.log == [("bind", 0), "eager", ("bind", 0), "eager", ("capture", 0), ("launch", 0)]
+    assert plan.log == [("bind", 0), "eager", ("bind", 0), "eager", "capture", ("launch", 0)]
     # a capture that fails leaves the shape to an eager run again (then a capture), not to a missing graph
     fast(torch.zeros(1, 11, dtype=torch.int64), at(0))
     plan = FakePlan.made[-1]
 
-    def fails(ids, state):
+    def fails():
         raise RuntimeError("capture failed")
     plan.capture = fails
     with pytest.raises(RuntimeError, match="capture failed"):
@@ -353,7 +352,7 @@ def test_bind_writes_the_prompts_words_and_their_range(mk, T, max_seq, start, n)
             x = wide[..., 1]
         plan.bind(x, state)
         assert torch.equal(plan.ids[:n].cpu(), x[0].cpu()) and (plan.ids[n:] == 0).all()
-        assert plan.id_range.tolist() == [int(x.min()), int(x.max())], where
+        assert plan.id_range.tolist()[:2] == [int(x.min()), int(x.max())], where
         assert plan.table.tolist() == state_table(state, n)
         assert plan.used.tolist() == [start + n] and plan.cu_q.tolist() == [0, n]
         if plan.pieces > 1:
@@ -378,9 +377,9 @@ def test_a_prompt_id_outside_the_vocabulary_is_refused_by_bind_and_changes_nothi
     """The fast prefill's ids are checked by bind() (the interface leaves one row's prompt to it): an id
     outside the vocabulary anywhere in the prompt (past the bind launch's first warps too), on the device,
     the CPU or in pinned memory, fresh or after earlier tokens, is a TierInputError naming it: CPU ids before
-    the graph's launch, device ids after it, found by the graph's bind launch (the plan's id range holds it; it
-    took the id as 0 and set the table's refused word); the state and its position are as they were, the
-    shape's captured graph too, and the same state then prefills bit for bit as a fresh one does."""
+    anything is launched, device ids after the graph's launch, found by the bind launch before it (the plan's
+    launch range holds it; it took the id as 0 and set the table's refused word); the state and its position are
+    as they were, the shape's captured graph too, and the same state then prefills bit for bit as a fresh one does."""
     from megakernel.prefill import plan_rows
 
     V, max_seq = mk.config.vocab_size, start + T + 64
@@ -403,8 +402,8 @@ def test_a_prompt_id_outside_the_vocabulary_is_refused_by_bind_and_changes_nothi
     with pytest.raises(TierInputError, match=rf"input_ids holds token id {bad}, outside the vocabulary \[0, {V}\)"):
         mk.prefill(put(x), state)
     plan = mk.fast_prefill.plans[(plan_rows(T, start, max_seq), max_seq, start == 0, mk.prefill_delta_rule)]
-    if where == "cuda":  # (checked after the graph's launch: its bind took the id as 0, the graph wrote no state)
-        assert bad in plan.graph_range.tolist()
+    if where == "cuda":  # (checked after the graph's launch: the bind launch took the id as 0, the graph wrote no state)
+        assert bad in plan.launch_range.tolist()[:2]
         assert plan.table[mk.k.PREFILL_STATE_REFUSED].item() == 1 and plan.ids[at].item() == 0
     assert state.seq_len == start
     for name, t in before.items():
@@ -416,10 +415,9 @@ def test_a_prompt_id_outside_the_vocabulary_is_refused_by_bind_and_changes_nothi
 @gpu
 @needs_gpu
 def test_prompts_queued_back_to_back_on_one_plan_keep_their_own_ids(mk):
-    """Each launch of a plan's graph gives its bind node that prompt's ids and state table (a later launch's
-    arguments do not reach an earlier one's): two prompts queued behind a busy GPU on one plan (graph launches,
-    no sync between) each give their own logits, bit for bit those of the prompt alone; ids on the device the
-    same as on the CPU."""
+    """Each launch of a plan's graph follows a bind launch of that prompt's ids and state table, in stream order:
+    two prompts queued behind a busy GPU on one plan (graph launches, no sync between) each give their own
+    logits, bit for bit those of the prompt alone; ids on the device the same as on the CPU."""
     T, seq = 40, 64
     a, b = ids(T, 11), ids(T, 12)
     alone = {}
@@ -431,27 +429,6 @@ def test_prompts_queued_back_to_back_on_one_plan_keep_their_own_ids(mk):
     torch.cuda._sleep(100_000_000)  # (~50 ms: both prompts' copies wait behind it; the second must not overwrite the first's)
     la, lb, lc = mk.prefill(a, sa), mk.prefill(b, sb), mk.prefill(a.cuda(), sc)
     assert torch.equal(la, alone["a"]) and torch.equal(lb, alone["b"]) and torch.equal(lc, alone["a"])
-
-
-@gpu
-@needs_gpu
-def test_a_graph_without_one_bind_launch_has_no_bind_node(mk):
-    """launch_prefill_graph sets the arguments of the one bind launch a captured prefill graph holds: a graph
-    without one (or with two) is refused by name, not launched with another kernel's arguments."""
-    from megakernel.prefill import state_table
-
-    x = torch.zeros(4, device="cuda")
-    for binds in (0, 2):
-        plan, state = FastPrefill(mk).plan(8, 8, True), mk.new_state(max_seq_len=8)
-        plan.prompt(ids(8, 3), state)
-        graph = torch.cuda.CUDAGraph(keep_graph=True)
-        with torch.cuda.graph(graph):
-            x.add_(1)
-            for _ in range(binds):
-                plan.op["prefill_bind"](plan.ids.view(1, -1), plan.words, None, state_table(state, 8), 8, plan.pieces,
-                                        plan.piece, 8)
-        with pytest.raises(RuntimeError, match="a captured prefill graph holds one bind launch"):
-            mk.ext.prefill_graph_bind_node(graph.raw_cuda_graph())
 
 
 @gpu

@@ -6,13 +6,14 @@
 // (dtype, device, shape against shapes.cuh) before launching on the current stream, and has a
 // fake (meta) implementation in megakernel/ops.py, so `torch.library.opcheck` and
 // `torch.compile(fullgraph=True)` see them as first-class ops. The Python module adds
-// `configure(device)`, `constants()` (every number of shapes.cuh), and `prefill_graph_bind_node` and
-// `launch_prefill_graph` (a captured prefill graph's launch: CUDA graph handles, not tensors).
+// `configure(device)`, `constants()` (every number of shapes.cuh) and `launch_prefill_graph` (a captured
+// prefill graph's launch after its bind launch: a CUDA graph handle, not tensors).
 #include <torch/extension.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -326,20 +327,20 @@ std::pair<int64_t, int64_t> cpu_range(const Tensor& ids) {
   return {lo, hi};
 }
 
-// A pinned CPU int64 [2] the bind kernel writes the device ids' min and max into (BindArgs host_range)
+// A pinned CPU int64 [BIND_HOST_WORDS] the bind kernel writes the device ids' min, max and the launch's seq into
+// (BindArgs host_range)
 void check_host_range(const Tensor& r, const char* op, const char* what) {
-  MK_CHECK(r.is_cpu() && r.is_pinned() && r.scalar_type() == I64 && r.numel() == mkp::BIND_RANGE_WORDS && r.is_contiguous(),
-           op, ": ", what, " must be a contiguous pinned CPU int64 tensor of ", static_cast<int>(mkp::BIND_RANGE_WORDS),
+  MK_CHECK(r.is_cpu() && r.is_pinned() && r.scalar_type() == I64 && r.numel() == mkp::BIND_HOST_WORDS && r.is_contiguous(),
+           op, ": ", what, " must be a contiguous pinned CPU int64 tensor of ", static_cast<int>(mkp::BIND_HOST_WORDS),
            " values");
 }
 
 // The prompt's ids (CPU or CUDA int64 [1, n]) into the plan's words, the table and flash's lengths by one launch, and,
-// where id_range (a pinned CPU int64 [2]) is given, the ids' smallest and largest into it, for the caller to check
-// against the vocabulary: CPU ids are scanned here (before this returns), device ids by the bind launch, which stores
-// them there itself (mapped pinned memory), not synced here: the caller waits for an event after this op. The launch
-// that finds an id outside the vocabulary takes it as 0 and sets the table's ST_REFUSED, with which the kernels
-// write nothing of the state (prefill.cuh). None given: the caller checked them already. (Captured as the first
-// node of a prefill graph, whose arguments launch_prefill_graph sets at each launch.)
+// where id_range (a pinned CPU int64 [BIND_HOST_WORDS]) is given, the ids' smallest and largest into it, for the caller
+// to check against the vocabulary: CPU ids are scanned here (before this returns), device ids by the bind launch,
+// which stores them there itself (mapped pinned memory), not synced here: the caller waits for an event after this
+// op. The launch that finds an id outside the vocabulary takes it as 0 and sets the table's ST_REFUSED, with which the
+// kernels write nothing of the state (prefill.cuh). None given: the caller checked them already.
 void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Tensor>& id_range, c10::IntArrayRef table,
                   int64_t T, int64_t pieces, int64_t piece, int64_t max_seq) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_bind";
@@ -361,47 +362,50 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Te
   }
 }
 
-// ---- a captured prefill graph, launched (module functions, not ops: they take CUDA graph handles, and are what
-// the host pays between a prefill call and the GPU's start, so no dispatcher between; NOTES "Prefill" v21) ----
-
-// The bind node of a prefill graph captured with a prefill_bind first (torch.cuda.CUDAGraph(keep_graph=True)'s
-// raw_cuda_graph()) -> its handle, for launch_prefill_graph
-int64_t prefill_graph_bind_node(int64_t graph) {
-  cudaGraphNode_t node = nullptr;
-  ok(mkp::find_bind_node(reinterpret_cast<cudaGraph_t>(graph), &node),
-     "prefill_graph_bind_node (a captured prefill graph holds one bind launch)");
-  return reinterpret_cast<int64_t>(node);
-}
-
-// The instantiated graph `exec` launched on the current stream with its bind node given the prompt's ids (CPU ids:
-// copied into the words first, in stream order; device ids: read by the launch), the table and the plan's numbers:
-// what prefill_bind and a replay do, without a launch, an op or a sync before the graph's. With host_range (a pinned
-// CPU int64 [2]) the ids are checked against [0, vocab): CPU ids here, before anything is launched (refused: their
-// [min, max] is returned and nothing launched); device ids by the bind node, which stores their min and max into
-// host_range (the caller reads them after the event the graph records after that node) and, for ids outside the
-// vocabulary, sets the table's ST_REFUSED (the graph then writes nothing of the state). Without, the caller checked
-// them. -> [] (launched), or the refused CPU ids' [min, max].
-std::vector<int64_t> launch_prefill_graph(int64_t exec, int64_t node, const Tensor& ids, const Tensor& words,
+// The bind launch, then the instantiated prefill graph `exec` (torch.cuda.CUDAGraph's raw_cuda_graph_exec()), on the
+// current stream: prefill_bind and a replay in one module function (not an op: no dispatcher; and not torch's
+// replay, whose prologue fills the captured generators' seeds: the prefill graph draws none; NOTES "Prefill" v21).
+// With host_range (a pinned CPU int64 [BIND_HOST_WORDS]) the ids are checked: CPU ids scanned here, and nothing is
+// launched where they fall outside [0, vocab); device ids by the bind launch, which takes such ids as 0 and sets
+// the table's ST_REFUSED (the graph then writes nothing of the state), stores their min and max into host_range and
+// then `seq`, which this polls after launching the graph (the host waits for the bind launch, not the graph).
+// -> [min, max] of the ids where host_range is given (the caller refuses them), else [].
+std::vector<int64_t> launch_prefill_graph(int64_t exec, const Tensor& ids, const Tensor& words,
                                           const c10::optional<Tensor>& host_range, std::vector<int64_t> table, int64_t T,
-                                          int64_t pieces, int64_t piece, int64_t max_seq, int64_t vocab) {
+                                          int64_t pieces, int64_t piece, int64_t max_seq, int64_t vocab, int64_t seq) {
   const char* op = "launch_prefill_graph";
   mkp::BindArgs a = bind_args(op, ids, words, table, T, pieces, piece, max_seq);
   if (host_range) check_host_range(*host_range, op, "host_range");
   c10::cuda::CUDAGuard guard(words.device());
   const cudaStream_t s = stream_of(words);
+  const auto graph = reinterpret_cast<cudaGraphExec_t>(exec);
   if (ids.is_cpu()) {
-    if (host_range) {
-      const auto [lo, hi] = cpu_range(ids);
-      if (lo < 0 || hi >= vocab) return {lo, hi};
-    }
+    std::pair<int64_t, int64_t> r{0, 0};
+    if (host_range && ((r = cpu_range(ids)).first < 0 || r.second >= vocab)) return {r.first, r.second};
     copy_cpu_ids(op, ids, words, s);
-  } else if (host_range) {
-    a.range_at = range_word(T, pieces), a.host_range = host_range->data_ptr<int64_t>();
+    ok(mkp::bind(ptr<int64_t>(words), ptr<int64_t>(words), a, s), op);
+    ok(cudaGraphLaunch(graph, s), op);
+    return host_range ? std::vector<int64_t>{r.first, r.second} : std::vector<int64_t>{};
   }
-  ok(mkp::launch_with_bind(reinterpret_cast<cudaGraphExec_t>(exec), reinterpret_cast<cudaGraphNode_t>(node),
-                           ids.is_cpu() ? ptr<const int64_t>(words) : ptr<const int64_t>(ids), ptr<int64_t>(words), a, s),
-     op);
-  return {};
+  volatile int64_t* w = host_range ? host_range->data_ptr<int64_t>() : nullptr;
+  if (w) {
+    w[2] = seq - 1;  // (not this launch's until its bind launch writes it)
+    a.range_at = range_word(T, pieces), a.host_range = host_range->data_ptr<int64_t>(), a.seq = seq;
+  }
+  ok(mkp::bind(ptr<const int64_t>(ids), ptr<int64_t>(words), a, s), op);
+  ok(cudaGraphLaunch(graph, s), op);
+  if (!w) return {};
+  for (long spin = 1; w[2] != seq; ++spin) {
+    if (spin % 4096 == 0) {  // (the stream idle or failed and no seq written: the launch never ran)
+      const cudaError_t e = cudaStreamQuery(s);
+      if (e != cudaErrorNotReady && w[2] != seq) {
+        (void)cudaGetLastError();
+        MK_CHECK(false, op, ": the bind launch did not report the ids' range (", cudaGetErrorString(e), ")");
+      }
+    }
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return {w[0], w[1]};
 }
 
 void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Tensor>& ids, const Tensor& embed,
@@ -610,6 +614,7 @@ py::dict constants() {
   d["PREFILL_BIND_CU_NEW"] = static_cast<int>(mkp::BIND_CU_NEW);
   d["PREFILL_BIND_USED_PIECES"] = static_cast<int>(mkp::BIND_USED_PIECES);
   d["PREFILL_BIND_RANGE_WORDS"] = static_cast<int>(mkp::BIND_RANGE_WORDS);
+  d["PREFILL_BIND_HOST_WORDS"] = static_cast<int>(mkp::BIND_HOST_WORDS);
   return d;
 }
 
@@ -660,9 +665,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "Qwen3.5 megakernel tier (one build per shape): the ops are torch.ops.<constants()['NAMESPACE']>.*";
   m.def("configure", &configure_py, "set the kernels' shared-memory limits on a device (once) -> what fits there");
   m.def("constants", &constants, "every number of csrc/shapes.cuh");
-  m.def("prefill_graph_bind_node", &prefill_graph_bind_node,
-        "the bind launch's node of a captured prefill graph (its raw cudaGraph_t) -> the node's handle");
   m.def("launch_prefill_graph", &launch_prefill_graph,
-        "an instantiated prefill graph launched with its bind node given the prompt (exec, node, ids, words, "
-        "host_range, table, T, pieces, piece, max_seq, vocab) -> [] or the refused CPU ids' [min, max]");
+        "the bind launch, then an instantiated prefill graph (exec, ids, words, host_range, table, T, pieces, piece, "
+        "max_seq, vocab, seq) -> the ids' [min, max] where host_range is given, else []");
 }

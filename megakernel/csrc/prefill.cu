@@ -8,7 +8,6 @@
 // normed row, the product is rounded before its 1 / rms (attn_prep's gates and v once more after it),
 // and the residual add is the GEMM's (one rounding).
 #include <climits>
-#include <vector>
 #include <cuda_bf16.h>
 
 #include "prefill.cuh"
@@ -162,6 +161,8 @@ __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, 
     words[a.range_at + 1] = hi;
     a.host_range[0] = lo;
     a.host_range[1] = hi;
+    __threadfence_system();  // (the range before the word the host polls)
+    *reinterpret_cast<volatile int64_t*>(a.host_range + 2) = a.seq;
     if (lo < 0 || hi >= VOCAB) words[a.T + ST_REFUSED] = 1;  // (after the barrier: thread ST_REFUSED wrote the host's 0)
   }
 }
@@ -537,47 +538,6 @@ inline int blocks_for(size_t n, int threads, int cap = 132 * 8) {
 cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStream_t s) {
   bind_kernel<<<blocks_for(static_cast<size_t>(a.T), BIND_THREADS), BIND_THREADS, 0, s>>>(ids, words, a);
   return cudaGetLastError();
-}
-
-cudaError_t find_bind_node(cudaGraph_t graph, cudaGraphNode_t* node) {
-  cudaError_t e = cudaPeekAtLastError();  // (an earlier launch's error is its own, not cleared by the search below)
-  if (e != cudaSuccess) return e;
-  size_t n = 0;
-  e = cudaGraphGetNodes(graph, nullptr, &n);
-  if (e != cudaSuccess) return e;
-  std::vector<cudaGraphNode_t> nodes(n);
-  if ((e = cudaGraphGetNodes(graph, nodes.data(), &n)) != cudaSuccess) return e;
-  int found = 0;
-  for (cudaGraphNode_t g : nodes) {
-    cudaGraphNodeType type;
-    if (cudaGraphNodeGetType(g, &type) != cudaSuccess) {
-      (void)cudaGetLastError();
-      continue;
-    }
-    if (type != cudaGraphNodeTypeKernel) continue;
-    cudaKernelNodeParams p{};
-    if (cudaGraphKernelNodeGetParams(g, &p) != cudaSuccess) {  // (a library's kernel launched by the driver API)
-      (void)cudaGetLastError();
-      continue;
-    }
-    if (p.func == reinterpret_cast<void*>(bind_kernel)) *node = g, ++found;
-  }
-  return found == 1 ? cudaSuccess : cudaErrorInvalidValue;
-}
-
-cudaError_t launch_with_bind(cudaGraphExec_t exec, cudaGraphNode_t node, const int64_t* ids, int64_t* words,
-                             const BindArgs& a, cudaStream_t s) {
-  BindArgs args = a;
-  void* params[] = {&ids, &words, &args};
-  cudaKernelNodeParams p{};
-  p.func = reinterpret_cast<void*>(bind_kernel);  // (as bind() launches it: the node's kernel cannot change)
-  p.gridDim = dim3(blocks_for(static_cast<size_t>(a.T), BIND_THREADS));
-  p.blockDim = dim3(BIND_THREADS);
-  p.kernelParams = params;
-  cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, node, &p);  // (copied: launches already queued keep theirs)
-  if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
-  if (e != cudaSuccess) (void)cudaGetLastError();  // (reported by the caller, not again by the next launch's check)
-  return e;
 }
 
 cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const uint16_t* embed,

@@ -30,8 +30,8 @@ enum StateSlot : int {
 // tokens in `pieces` > 1 pieces of `piece` positions the earlier keys each piece holds (used_pieces) | the
 // ids' smallest and largest (BIND_RANGE_WORDS)], written in stream order before the kernels that read them:
 // by one launch (bind) from the prompt's device ids and the host's table values, or, for ids on the CPU, by
-// a copy of the ids and that launch (binding.cpp prefill_bind before an eager run; launch_prefill_graph giving
-// a captured graph's bind node its arguments).
+// a copy of the ids and that launch (binding.cpp prefill_bind before an eager run; launch_prefill_graph before
+// it launches a captured graph).
 enum BindWord : int { BIND_USED = 0, BIND_CU_Q = 2, BIND_CU_NEW = 4, BIND_USED_PIECES = 6 };
 constexpr int BIND_RANGE_WORDS = 2;  // the words' last two: min, max of the ids (written where range_at >= 0;
                                      // ids outside [0, vocab) then also set the table's ST_REFUSED)
@@ -41,18 +41,14 @@ struct BindArgs {
   int T, pieces, piece, max_seq;
   int64_t range_at;     // the word of the ids' min (max after it); -1: not asked (the host has them)
   int64_t* host_range;  // where range_at >= 0: the min and max also into this pinned host memory (mapped: the
-                        // kernel's own stores, no copy), which the host reads after an event after the launch
+                        // kernel's own stores, no copy), then, after a system-scope fence, `seq` into its third word:
+                        // the host polls that word, not an event (binding.cpp launch_prefill_graph)
+  int64_t seq;
 };
+constexpr int BIND_HOST_WORDS = 3;  // host_range: min, max, seq
 // ids: the prompt's n ids on the device (they may be words' own first n: bind then only pads and writes the rest)
 cudaError_t bind(const int64_t* ids, int64_t* words, const BindArgs& a, cudaStream_t s);
 
-// A captured prefill graph whose first node is a bind launch (prefill.py PrefillPlan.capture): `graph`'s one
-// node that launches the bind kernel (found once; an error where there is not exactly one), and its arguments
-// set to (ids, words, a) in the instantiated `exec` before `exec` is launched on s — no launch of its own
-// before the graph's (binding.cpp launch_prefill_graph: what the host pays before the GPU starts a prompt).
-cudaError_t find_bind_node(cudaGraph_t graph, cudaGraphNode_t* node);
-cudaError_t launch_with_bind(cudaGraphExec_t exec, cudaGraphNode_t node, const int64_t* ids, int64_t* words,
-                             const BindArgs& a, cudaStream_t s);
 
 // residual <- residual + x32 (the fp32 partials [splits][T][1024] of a split-K GEMM, summed, one rounding;
 // null: residual as is, the GEMMs having added into it; ids non-null: residual <- embed[ids]),
