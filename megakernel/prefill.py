@@ -26,7 +26,7 @@ not) serves every state of that max_seq_len at every start > 0 and one every fre
 length. A prompt after earlier tokens is padded to a multiple of PAD_ROWS rows (padding rows leave
 the state as it is and write nothing to the cache), so a conversation's turns of any length up to
 a multiple of 64 replay one graph, as do a long prompt's chunks. The graph reads and writes the state in place (no copies in or out,
-nothing through the host but the table). Before each launch of the graph one launch (prefill_bind) writes the
+nothing through the host but the table). Before each launch of the graph one launch (bind) writes the
 prompt's ids (copied first where they are on the CPU), the table and flash's lengths from its kernel
 arguments; both launches are made by one module function (launch_prefill_graph: no torch op, sync or torch
 replay before them), which also checks the ids against the vocabulary: CPU ids on the host before anything is
@@ -365,7 +365,7 @@ class PrefillPlan:
                   self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits) + ((self.q_pieces,) if self.pieces > 1 else ()):
             t.fill_(float("nan"))
 
-    # ---- binding a prompt: eagerly, or as the graph's first node --------------------------
+    # ---- binding a prompt: eagerly (bind(), then run()), or by launch() before the graph --
     def prompt(self, ids, state):
         """The prompt ids [1, n] (n = T for a fresh plan, 1..T after earlier tokens: the rest padding; on the CPU
         or the tier's device) checked against this plan and `state` (ValueError), as the ops read them

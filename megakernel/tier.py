@@ -409,7 +409,7 @@ class MegakernelTier(Tier):
     def _prefill_checks_ids(self, input_ids) -> bool:
         # one row's prompt of 2+ ids goes to the fast prefill whole, whose bind() checks the ids on the CPU or the
         # device as it copies them; nothing of the state changes for a refused prompt (one op; device ids' range
-        # read after the replay's launch: the interface's own check took ~130 µs of a pp520 call on the lent
+        # read after the graph's launch: the interface's own check took ~130 µs of a pp520 call on the lent
         # H100's host, s29 call 2). Several rows stay checked up front:
         # a bad id in row 1 must not find row 0 already prefilled. (_prefill_one checks what this leaves to it.)
         return (self.fast_prefill is not None and isinstance(input_ids, torch.Tensor) and input_ids.dim() == 2

@@ -13,10 +13,10 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 #include <mutex>
@@ -362,6 +362,16 @@ void prefill_bind(const Tensor& ids, const Tensor& words, const c10::optional<Te
   }
 }
 
+// cudaGraphLaunch; a failure cleared (so the next launch's check does not report it as its own) and, where the bind
+// launch before it writes host memory, that launch waited for (nothing then writes into a plan's memory after a raise)
+void launch_graph(cudaGraphExec_t graph, cudaStream_t s, bool bind_writes_host, const char* op) {
+  const cudaError_t e = cudaGraphLaunch(graph, s);
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();
+  if (bind_writes_host) (void)cudaStreamSynchronize(s);
+  ok(e, op);
+}
+
 // The bind launch, then the instantiated prefill graph `exec` (torch.cuda.CUDAGraph's raw_cuda_graph_exec()), on the
 // current stream: prefill_bind and a replay in one module function (not an op: no dispatcher; and not torch's
 // replay, whose prologue fills the captured generators' seeds: the prefill graph draws none; NOTES "Prefill" v21).
@@ -384,28 +394,29 @@ std::vector<int64_t> launch_prefill_graph(int64_t exec, const Tensor& ids, const
     if (host_range && ((r = cpu_range(ids)).first < 0 || r.second >= vocab)) return {r.first, r.second};
     copy_cpu_ids(op, ids, words, s);
     ok(mkp::bind(ptr<int64_t>(words), ptr<int64_t>(words), a, s), op);
-    ok(cudaGraphLaunch(graph, s), op);
+    launch_graph(graph, s, false, op);
     return host_range ? std::vector<int64_t>{r.first, r.second} : std::vector<int64_t>{};
   }
-  volatile int64_t* w = host_range ? host_range->data_ptr<int64_t>() : nullptr;
-  if (w) {
-    w[2] = seq - 1;  // (not this launch's until its bind launch writes it)
-    a.range_at = range_word(T, pieces), a.host_range = host_range->data_ptr<int64_t>(), a.seq = seq;
-  }
+  int64_t* w = host_range ? host_range->data_ptr<int64_t>() : nullptr;  // (min, max, then this launch's seq: the
+  if (w) a.range_at = range_word(T, pieces), a.host_range = w, a.seq = seq;  // plan's launches number them 1, 2, ...)
   ok(mkp::bind(ptr<const int64_t>(ids), ptr<int64_t>(words), a, s), op);
-  ok(cudaGraphLaunch(graph, s), op);
+  launch_graph(graph, s, w != nullptr, op);
   if (!w) return {};
-  for (long spin = 1; w[2] != seq; ++spin) {
-    if (spin % 4096 == 0) {  // (the stream idle or failed and no seq written: the launch never ran)
-      const cudaError_t e = cudaStreamQuery(s);
-      if (e != cudaErrorNotReady && w[2] != seq) {
-        (void)cudaGetLastError();
-        MK_CHECK(false, op, ": the bind launch did not report the ids' range (", cudaGetErrorString(e), ")");
+  {
+    py::gil_scoped_release nogil;  // (behind a busy GPU this waits long: other Python threads and Ctrl-C go on)
+    for (long spin = 1; __atomic_load_n(&w[2], __ATOMIC_ACQUIRE) != seq; ++spin) {
+      if (spin % 4096 == 0) {  // (the stream idle or failed and no seq written: the bind launch never wrote it)
+        const cudaError_t e = cudaStreamQuery(s);
+        if (e != cudaErrorNotReady && __atomic_load_n(&w[2], __ATOMIC_ACQUIRE) != seq) {
+          (void)cudaGetLastError();
+          MK_CHECK(false, op, ": the bind launch did not report the ids' range (",
+                   e == cudaSuccess ? "the stream is idle" : cudaGetErrorString(e), ")");
+        }
+        std::this_thread::yield();
       }
     }
   }
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return {w[0], w[1]};
+  return {w[0], w[1]};  // (read after the acquire of the seq the kernel stored after them)
 }
 
 void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Tensor>& ids, const Tensor& embed,

@@ -117,8 +117,9 @@ __device__ __forceinline__ void scale8(float (&f)[8], float s) {
 
 // ---- a plan's per-prompt words (prefill.cuh BindWord): thread i < T writes id row i (the prompt's, 0 for
 // one outside the vocabulary, 0 past n); block 0's first threads the table and flash's lengths, and all of
-// block 0 (256 threads) the ids' min and max where asked (into the words and the host's pinned range), and the
-// table's ST_REFUSED where they fall outside ---------------------------------------------------------------
+// block 0 (256 threads) the ids' min and max where asked (into the words and the host's pinned range, then, after a
+// system-scope fence, the launch's seq there: what the host polls), and the table's ST_REFUSED where they fall
+// outside ------------------------------------------------------------------------------------------------------
 __global__ void __launch_bounds__(BIND_THREADS) bind_kernel(const int64_t* ids, int64_t* words, const BindArgs a) {
   const int n = static_cast<int>(a.table[ST_VALID]), start = static_cast<int>(a.table[ST_START]);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.T; i += gridDim.x * blockDim.x) {
