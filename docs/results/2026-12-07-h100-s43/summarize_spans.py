@@ -1,12 +1,15 @@
-"""summary.md from this folder's call_span.py runs (call1/span_N_SIDE, call2/span_N_SIDE): one line a run, then the
-means by tree (medians of 60 calls each; µs)."""
+"""summary.md from a results folder's call_span.py runs (callN/span_N_SIDE): one line a run, then the means by tree
+(medians of 60 calls each; µs). Usage: python3 summarize_spans.py [FOLDER] (default: this script's folder, session 43's)."""
 import glob
 import json
 import os
 import re
 import statistics
+import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+SESSION = re.search(r"-s(\d+)$", os.path.abspath(HERE).rstrip("/"))[1]
+CALLS = sorted({int(re.search(r"call(\d+)", p)[1]) for p in glob.glob(f"{HERE}/call*/span_*_*/call_span.json")})
 runs = []
 for path in glob.glob(f"{HERE}/call*/span_*_*/call_span.json"):
     call, name = path.split("/")[-3:-1]
@@ -14,10 +17,10 @@ for path in glob.glob(f"{HERE}/call*/span_*_*/call_span.json"):
     runs.append((int(n), call, side, json.load(open(path))["rows"]))
 runs.sort()
 keys = ["span_us", "prelude_us", "graph_us", "wall_us"]
-out = ["# Session 43: a pp520 call's whole time by tree (`call_span.py`, H100, calls 1-2)", "",
+out = [f"# Session {SESSION}: a pp520 call's whole time by tree (`call_span.py`, H100, call(s) {', '.join(map(str, CALLS))})", "",
        "Each line one run in its call's order: 60 calls into new states, median (min) µs. span: an event before the call to",
        "one after it; prelude: that first event to one recorded just before the graph's launch call (torch's replay in",
-       "new / dp / silu / ovl, launch_prefill_graph in gl / all); graph: from there to the end; wall: the host's clock.", ""]
+       "trees before s43-graph-launch, launch_prefill_graph in the others); graph: from there to the end; wall: the host's clock.", ""]
 for where in ("gpu ids", "cpu ids"):
     out += [f"## {where}", "", "| run | call | tree | span | prelude | graph | wall |", "| ---: | --- | --- | ---: | ---: | ---: | ---: |"]
     for n, call, side, rows in runs:
