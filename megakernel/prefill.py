@@ -472,24 +472,23 @@ class FastPrefill:
         refused prompt evicts no plan)."""
         check_fits(ids.shape[1], state.seq_len, state.max_seq_len)  # (before a plan is made or evicted for it)
         key = (plan_rows(ids.shape[1], state.seq_len, state.max_seq_len), state.max_seq_len, state.seq_len == 0)
-        if not checked and key + (self.delta_rule,) not in self.plans:  # (a shape's first prefill: eager and slow anyway)
+        known = self.plans.get(key + (self.delta_rule,))
+        eager = trace is not None or not self.use_graph or known is None or known.uses == 0
+        # the ids checked here, before anything changes, where nothing later would refuse them first: a shape's first
+        # prefill (eager and slow anyway: a refused prompt makes or evicts no plan), a capture (a refused prompt costs
+        # none), a poisoning run (poison writes the state); else by the plan's bind() or launch()
+        if not checked and (known is None or self.tier.debug_poison or (not eager and known.graph is None)):
             check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
             checked = True
         plan = self.plan(*key)
         if plan.folded is not None:
             self.folded_weights()  # (the same tensors, refilled if a source changed in place)
-        if self.tier.debug_poison and not checked:  # (poison writes the state: a refused prompt must find it as it was)
-            check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
-            checked = True
-        if trace is not None or not self.use_graph or plan.uses == 0:
+        if eager:
             plan.bind(ids, state, checked)  # (first: it refuses ids outside the vocabulary)
             self.poison(plan, state)
             plan.run(trace)  # (the shape's first untraced prefill also compiles and tunes every kernel it captures)
         else:
             if plan.graph is None:  # the shape repeats: worth a graph
-                if not checked:  # (a refused prompt costs no capture)
-                    check_id_range(*id_range(ids), self.tier.config.vocab_size, "input_ids")
-                    checked = True
                 try:
                     plan.capture()
                 except Exception:
