@@ -2,9 +2,10 @@
 # Prepared in session 44, NOT RUN (issue 21; the session's device time was spent): what bounds each of our prefill
 # kernels at 520 rows and FlashQLA's two, by ncu (--clock-control none: METHOD.md), one launch each (layer 0's; the
 # lm_head's one), from a plan's first (eager) call: SpeedOfLight (SM / L2 / DRAM throughput), Occupancy, LaunchStats
-# and WarpStateStats (the stall reasons). What it is for: dn_prep is 8.7 µs a layer against ~3-4 for its bytes and one
-# round trip, and neither 8-token blocks (v21) nor wider gate blocks (v22) moved it; silu_mul 4.1 µs a layer on ~11 MB
-# of L2-resident data; dn_out_norm 3.3; FlashQLA's fused kernel 24 µs a layer on 1.8 GFLOP. Expected: per kernel the
+# and WarpStateStats (the stall reasons). What it is for: dn_prep is 8.7 µs a layer (s44 call 1's breakdown) against
+# ~3-4 estimated for its bytes and one round trip, and neither 8-token blocks (v21) nor wider gate blocks (v22) moved
+# it; silu_mul 4.1 µs a layer on ~11 MB (its input and output; L2-resident: inferred, not measured); dn_out_norm 3.3;
+# FlashQLA's fused kernel 24 µs a layer (s43 call 2) on ~1.8 GFLOP (computed from its chunk products). Expected: per kernel the
 # share of its time stalled on memory (long scoreboard), on the launch ramp (waves, occupancy) or issuing: which of the
 # v21 / v22 leads (fewer blocks, more bytes in flight a thread, fusing) each kernel calls for.
 # Run as END=570 bash docs/results/2026-12-07-h100-s44/next_call.sh (carry .whl .qla COMMIT)

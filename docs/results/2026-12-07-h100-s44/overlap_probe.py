@@ -9,7 +9,8 @@ REPS layers each (medians of 30 replays, µs a layer):
   rule || z   both, z forked onto a side stream before the rule and joined after it
   in full     the in-projection as it is (N = 8,224)
   in no-z     without z's 2,048 columns (N = 6,176)
-What the split would save a layer: (in full - in no-z) - ((rule || z) - rule).
+What the split would save a layer: (in full - in no-z) - ((rule || z) - rule). Timed by compare.timing.graph_us (call 1
+ran this file at e4a46b8 with its own copy of that loop: 2 eager warm-ups and one replay before the timed ones).
     PYTHONPATH=<tree> python overlap_probe.py OUT_DIR [T]
 """
 import json
@@ -18,31 +19,10 @@ import sys
 
 import torch
 
+from compare.timing import graph_us
 from megakernel.prefill_delta_rule import chunk_cumsum, make
 
 REPS, REPLAYS = 18, 30
-
-
-def timed(fn):
-    """fn() REPS times in one graph → median µs a rep over REPLAYS replays."""
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(REPS):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    got = []
-    for _ in range(REPLAYS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        got.append(a.elapsed_time(b) * 1e3 / REPS)
-    return statistics.median(got)
 
 
 def main(out_dir, T=520):
@@ -75,7 +55,7 @@ def main(out_dir, T=520):
                      ("rule || z", both),
                      ("in full", lambda: torch.mm(x, w_full.t(), out=out_full)),
                      ("in no-z", lambda: torch.mm(x, w_noz.t(), out=out_noz))):
-        rows[name] = [timed(fn) for _ in range(3)]
+        rows[name] = [graph_us(fn, REPS, REPLAYS)[0] for _ in range(3)]
         print(f"{name:10s} µs a layer: " + " / ".join(f"{t:.2f}" for t in rows[name]), flush=True)
     med = {n: statistics.median(v) for n, v in rows.items()}
     saved = (med["in full"] - med["in no-z"]) - (med["rule || z"] - med["rule"])
