@@ -8,6 +8,8 @@
 # FlashQLA's fused kernel 24 µs a layer (s43 call 2) on ~1.8 GFLOP (computed from its chunk products). Expected: per kernel the
 # share of its time stalled on memory (long scoreboard), on the launch ramp (waves, occupancy) or issuing: which of the
 # v21 / v22 leads (fewer blocks, more bytes in flight a thread, fusing) each kernel calls for.
+# Session 45 ran it (call 1, docs/results/2026-12-07-h100-s45/) with --cache-control none added: each kernel's inputs
+# stay in the L2 as the kernel before left them, as in the graph (ncu flushes the caches by default).
 # Run as END=570 bash docs/results/2026-12-07-h100-s44/next_call.sh (carry .whl .qla COMMIT)
 set -u
 source docs/results/device_call.sh --site
@@ -17,7 +19,7 @@ echo "warm-up (FlashQLA's compile): exit $? ${SECONDS}s"; tail -1 "$OUT/r/warmup
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 for k in dn_prep_kernel silu_mul_kernel dn_out_norm_kernel lm_head_kernel fused_chunk_gdr_fwd kkt_solve; do
   [ $((END - SECONDS)) -lt 70 ] && { echo "ncu $k: skipped"; continue; }
-  in_tree new 90 "$NCU" --clock-control none -k regex:"$k" --launch-count 1 --section SpeedOfLight --section Occupancy \
+  in_tree new 90 "$NCU" --clock-control none --cache-control none -k regex:"$k" --launch-count 1 --section SpeedOfLight --section Occupancy \
       --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
       python3 docs/results/2026-12-07-h100-s44/prefill_once.py 520 1 > "$OUT/r/ncu_$k.txt" 2>&1
   echo "ncu $k: exit $? ${SECONDS}s"
