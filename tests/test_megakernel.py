@@ -929,7 +929,9 @@ def test_opcheck_every_op(mk):
         def call(*args):
             key = (name, tuple(a is None for a in args))
             if key not in checked:
-                torch.library.opcheck(real, args)
+                # (bind's id_range must be pinned host memory, which opcheck's copies of the arguments are not: its
+                # schema is checked without it, the call itself made with it)
+                torch.library.opcheck(real, args[:2] + (None,) + args[3:] if name == "prefill_bind" else args)
                 checked.add(key)
             return real(*args)
         return call
