@@ -588,8 +588,8 @@ void prefill_attn_last_row(const Tensor& qbuf, const Tensor& kv, const Tensor& p
   check_tensor(count, op, "count", I32, {mk::FA_HKV});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(out, op, "out", BF, {T, mk::FA_OIN});
-  MK_CHECK(keys_per_block >= 1 && splits * keys_per_block < (int64_t{1} << 31), op, ": keys_per_block ", keys_per_block,
-           " must be >= 1 (and splits x keys_per_block below 2^31)");
+  MK_CHECK(keys_per_block >= 1 && splits * keys_per_block + max_seq < (int64_t{1} << 31), op, ": keys_per_block ",
+           keys_per_block, " must be >= 1 (and splits x keys_per_block + max_seq below 2^31)");
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::attn_last_row(ptr<const uint16_t>(qbuf), ptr<const uint16_t>(kv), static_cast<int>(max_seq), ptr<const uint16_t>(proj),
                         ptr<const int64_t>(table), ptr<float>(part), ptr<int>(count), ptr<uint16_t>(out),
