@@ -61,8 +61,8 @@ FLASH_BLOCK_M = 64  # query rows per block of flash attention's head-dim-256 for
 # 0.8B's hidden size (1,024) only: other sizes keep one GEMM
 SPLIT_K, SPLIT_K_ROWS, SPLIT_K_HIDDEN = 2, 256, 1024
 # a fresh prompt's last-row attention (prefill_attn_last_row): blocks of at least LAST_ROW_KEYS keys, at most
-# LAST_ROW_SPLITS of them a kv head (the last block of each merges their partials: more would make its merge the long pole)
-LAST_ROW_KEYS, LAST_ROW_SPLITS = 32, 64
+# k.PREFILL_LAST_ROW_MAX_SPLITS of them a kv head (the last block of each merges their partials)
+LAST_ROW_KEYS = 32
 
 
 def context_pieces(T: int, max_seq: int, heads: int, sms: int) -> int:
@@ -256,7 +256,7 @@ class PrefillPlan:
         # split over chunks of last_row_keys keys, their partials and a counter a kv head (zero between launches)
         self.last_row_part = self.last_row_count = None
         if fresh and self.folded is not None:
-            self.last_row_keys = max(LAST_ROW_KEYS, -(-T // LAST_ROW_SPLITS))
+            self.last_row_keys = max(LAST_ROW_KEYS, -(-T // k.PREFILL_LAST_ROW_MAX_SPLITS))
             splits = -(-T // self.last_row_keys)
             self.last_row_part = torch.empty(k.FA_HKV, splits, k.FA_GROUP, 2 + k.FA_HD, dtype=f32, device=dev)
             self.last_row_count = torch.zeros(k.FA_HKV, dtype=i32, device=dev)

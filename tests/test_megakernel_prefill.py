@@ -332,7 +332,8 @@ def test_silu_mul_given_the_residual_applies_the_folded_norm(mk, T):
 
 @gpu
 @needs_gpu
-@pytest.mark.parametrize("T,keys,splits", [(2, 32, 1), (40, 32, 4), (300, 32, 10), (520, 32, 17), (520, 32, 3), (1000, 16, 7)])
+@pytest.mark.parametrize("T,keys,splits", [(2, 32, 1), (40, 32, 4), (300, 32, 10), (520, 32, 17), (520, 32, 3), (1000, 16, 7),
+                                           (4096, 64, 64)])
 def test_attn_last_row_is_the_last_rows_gated_attention(mk, T, keys, splits):
     """prefill_attn_last_row: the last valid row's attention over every key of a fresh prompt (each q head over its
     kv head, scale 1/16), times sigmoid(gate), against the formula in fp64 — with as many splits as chunks, fewer
@@ -365,6 +366,9 @@ def test_attn_last_row_is_the_last_rows_gated_attention(mk, T, keys, splits):
     assert rel(got[0].float(), torch.cat(want).float()) < 1e-2
     with pytest.raises(RuntimeError, match="keys_per_block"):
         op(qbuf, kv, proj, plan.table, part, count, out, 0)
+    too_many = torch.zeros(k.FA_HKV, k.PREFILL_LAST_ROW_MAX_SPLITS + 1, k.FA_GROUP, 2 + k.FA_HD, device="cuda")
+    with pytest.raises(RuntimeError, match="at most"):
+        op(qbuf, kv, proj, plan.table, too_many, count, out, keys)
 
 
 @gpu

@@ -584,6 +584,7 @@ void prefill_attn_last_row(const Tensor& qbuf, const Tensor& kv, const Tensor& p
   MK_CHECK(part.dim() == 4 && part.size(1) >= 1, op, ": part is not a [", mk::FA_HKV, ", splits, ", mk::FA_GROUP, ", ",
            2 + mk::FA_HD, "] buffer (", part.sizes(), ")");
   const int64_t splits = part.size(1);
+  MK_CHECK(splits <= mkp::LAST_ROW_MAX_SPLITS, op, ": part holds ", splits, " splits; at most ", mkp::LAST_ROW_MAX_SPLITS);
   check_tensor(part, op, "part", F32, {mk::FA_HKV, splits, mk::FA_GROUP, 2 + mk::FA_HD});
   check_tensor(count, op, "count", I32, {mk::FA_HKV});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
@@ -676,6 +677,7 @@ py::dict constants() {
   d["PREFILL_BIND_USED_PIECES"] = static_cast<int>(mkp::BIND_USED_PIECES);
   d["PREFILL_BIND_RANGE_WORDS"] = static_cast<int>(mkp::BIND_RANGE_WORDS);
   d["PREFILL_BIND_HOST_WORDS"] = static_cast<int>(mkp::BIND_HOST_WORDS);
+  d["PREFILL_LAST_ROW_MAX_SPLITS"] = mkp::LAST_ROW_MAX_SPLITS;
   return d;
 }
 

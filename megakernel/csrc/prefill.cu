@@ -507,12 +507,16 @@ __global__ void __launch_bounds__(GATE_THREADS) attn_merge_gate_kernel(const uin
 // itself in (`count`) merges the S partials, o = bf16(sum o / sum), times bf16(sigmoid(gate)) as attn_gate does, into
 // out's row t, and sets its counter back to 0 (the next launch, a graph's replay too, starts from 0).
 constexpr int ALR_THREADS = 256, ALR_WARPS = ALR_THREADS / 32, ALR_PART = 2 + FA_HD;
+constexpr int ALR_MAX_SPLITS = LAST_ROW_MAX_SPLITS;  // (prefill.cuh) the merge's maxima and sums: a thread each
+static_assert(ALR_MAX_SPLITS * FA_GROUP <= ALR_THREADS, "attn_last_row: a thread a (split, head) in the merge");
+constexpr int ALR_KEYS_AT_ONCE = 4;                      // a warp's keys whose loads go out together
 static_assert(FA_HD == ALR_THREADS && FA_HD == 32 * 8, "attn_last_row: thread i = dim i; a lane 8 dims of a head");
 __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
     const uint16_t* __restrict__ qbuf, const uint16_t* __restrict__ kv, int max_seq, const uint16_t* __restrict__ proj,
     const int64_t* __restrict__ table, float* __restrict__ part, int* __restrict__ count, uint16_t* __restrict__ out,
     int kpb) {
   __shared__ float red[ALR_WARPS][FA_GROUP][ALR_PART];
+  __shared__ float weight[FA_GROUP][ALR_MAX_SPLITS], lsum[FA_GROUP][ALR_MAX_SPLITS], total[FA_GROUP];
   __shared__ bool last;
   const int S = gridDim.x, s = blockIdx.x, g = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int valid = table_valid(table), t = valid - 1, n = table_start(table) + valid;
@@ -529,21 +533,34 @@ __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
   }
   for (int base = s * kpb; base < n; base += S * kpb) {
     const int end = min(n, base + kpb);
-    for (int p = base + warp; p < end; p += ALR_WARPS) {
-      float kk[8], vv[8];
-      load8(kv + (static_cast<size_t>(p) * FA_HKV + g) * FA_HD + lane * 8, kk);
-      load8(kv + ((static_cast<size_t>(max_seq) + p) * FA_HKV + g) * FA_HD + lane * 8, vv);
+    for (int p0 = base + warp; p0 < end; p0 += ALR_WARPS * ALR_KEYS_AT_ONCE) {
+      uint4 kraw[ALR_KEYS_AT_ONCE], vraw[ALR_KEYS_AT_ONCE];
 #pragma unroll
-      for (int hh = 0; hh < FA_GROUP; ++hh) {
-        float d = 0.f;
+      for (int u = 0; u < ALR_KEYS_AT_ONCE; ++u) {
+        const int p = p0 + u * ALR_WARPS;
+        if (p < end) {
+          kraw[u] = *reinterpret_cast<const uint4*>(kv + (static_cast<size_t>(p) * FA_HKV + g) * FA_HD + lane * 8);
+          vraw[u] = *reinterpret_cast<const uint4*>(kv + ((static_cast<size_t>(max_seq) + p) * FA_HKV + g) * FA_HD + lane * 8);
+        }
+      }
 #pragma unroll
-        for (int e = 0; e < 8; ++e) d = fmaf(q[hh][e], kk[e], d);
-        d = group_sum<32>(d);
-        const float mn = fmaxf(m[hh], d), c = exp2f(m[hh] - mn), w = exp2f(d - mn);
-        l[hh] = l[hh] * c + w;
+      for (int u = 0; u < ALR_KEYS_AT_ONCE; ++u) {
+        if (p0 + u * ALR_WARPS >= end) break;
+        float kk[8], vv[8];
+        unpack8(kraw[u], kk);
+        unpack8(vraw[u], vv);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) o[hh][e] = fmaf(o[hh][e], c, w * vv[e]);
-        m[hh] = mn;
+        for (int hh = 0; hh < FA_GROUP; ++hh) {
+          float d = 0.f;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) d = fmaf(q[hh][e], kk[e], d);
+          d = group_sum<32>(d);
+          const float mn = fmaxf(m[hh], d), c = exp2f(m[hh] - mn), w = exp2f(d - mn);
+          l[hh] = l[hh] * c + w;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) o[hh][e] = fmaf(o[hh][e], c, w * vv[e]);
+          m[hh] = mn;
+        }
       }
     }
   }
@@ -580,20 +597,45 @@ __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
   __syncthreads();
   if (!last) return;
   __threadfence();
+  // the merge: thread (j, hh) loads split j's max and sum of head hh (all at once); each head's max, then its weights
+  // exp2(M_j - M) and their sum (in split order: the same bits whichever block merges) through shared memory; then
+  // thread i its dim's S partials of the 4 heads (loads in flight together)
   const float* all = part + static_cast<size_t>(g) * S * FA_GROUP * ALR_PART;
+  const int jj = i / FA_GROUP, hj = i % FA_GROUP;
+  float Mj = -INFINITY, Lj = 0.f;
+  if (jj < S) {
+    Mj = __ldcg(all + (jj * FA_GROUP + hj) * ALR_PART);
+    Lj = __ldcg(all + (jj * FA_GROUP + hj) * ALR_PART + 1);
+  }
+  weight[hj][jj] = Mj;  // (the maxima first)
+  __syncthreads();
+  if (i < FA_GROUP) {
+    float M = -INFINITY;
+    for (int j = 0; j < S; ++j) M = fmaxf(M, weight[i][j]);
+    total[i] = M;
+  }
+  __syncthreads();
+  const float M = total[hj], c = jj < S && Mj != -INFINITY ? exp2f(Mj - M) : 0.f;
+  __syncthreads();
+  weight[hj][jj] = c;
+  lsum[hj][jj] = Lj * c;
+  __syncthreads();
+  if (i < FA_GROUP) {
+    float L = 0.f;
+    for (int j = 0; j < S; ++j) L += lsum[i][j];
+    total[i] = L;
+  }
+  __syncthreads();
+  float O[FA_GROUP] = {};
+#pragma unroll 4
+  for (int j = 0; j < S; ++j)
+#pragma unroll
+    for (int hh = 0; hh < FA_GROUP; ++hh) O[hh] = fmaf(__ldcg(all + (j * FA_GROUP + hh) * ALR_PART + 2 + i), weight[hh][j], O[hh]);
 #pragma unroll
   for (int hh = 0; hh < FA_GROUP; ++hh) {
-    float M = -INFINITY, L = 0.f, O = 0.f;
-    for (int j = 0; j < S; ++j) M = fmaxf(M, __ldcg(all + (j * FA_GROUP + hh) * ALR_PART));
-    for (int j = 0; j < S; ++j) {
-      const float* pj = all + (j * FA_GROUP + hh) * ALR_PART;
-      const float Mj = __ldcg(pj), c = Mj == -INFINITY ? 0.f : exp2f(Mj - M);
-      L = fmaf(__ldcg(pj + 1), c, L);
-      O = fmaf(__ldcg(pj + 2 + i), c, O);
-    }
     const int qh = g * FA_GROUP + hh;
     const float gate = bf(proj[static_cast<size_t>(t) * FA_QKV + qh * 2 * FA_HD + FA_HD + i]);
-    out[static_cast<size_t>(t) * FA_OIN + qh * FA_HD + i] = __bfloat16_as_ushort(__float2bfloat16_rn(rnd(O / L) * rnd(sigmoidf_(gate))));
+    out[static_cast<size_t>(t) * FA_OIN + qh * FA_HD + i] = __bfloat16_as_ushort(__float2bfloat16_rn(rnd(O[hh] / total[hh]) * rnd(sigmoidf_(gate))));
   }
   if (i == 0) count[g] = 0;
 }
