@@ -18,7 +18,11 @@ layers' in-projections are folded into those GEMMs' weights (W (1 + w), folded_w
 reading the residual stream and their consumers (SwiGLU, attention's inputs) applying 1 / rms: 30 of
 the 49 add+RMSNorm launches gone at the 0.8B.
 then the final norm (of the last position where it is known on the host) and the lm_head GEMV of
-the last valid position: no logits for the rest of the prompt. Why a graph of ~270-370 launches and not one kernel: megakernel/NOTES.md ("Prefill").
+the last valid position: no logits for the rest of the prompt. A fresh prompt's last layer runs for its
+last row alone past its in-projection and attn_prep (which write every row's K/V): where the norms are
+folded, by our M = 1 kernels (attn_last_row: the row's attention split over the keys, merged and gated in
+one launch; gemv_add_row: the out-projection and down into the residual; gate_up_swiglu_row: gate/up and
+SwiGLU), else by the same launches as every row, on one row. Why a graph of ~270-370 launches and not one kernel: megakernel/NOTES.md ("Prefill").
 
 The state, the start position and the prompt's valid tokens are reached through a device table
 (5 pointers, the start, the count, a refused word; csrc/prefill.cuh), so one graph per (rows, max_seq_len, fresh or
@@ -56,6 +60,9 @@ FLASH_BLOCK_M = 64  # query rows per block of flash attention's head-dim-256 for
 # 5.55 µs, down 9.91 -> 6.97); at 520 rows no gain (docs/results/2026-11-26-h100-s23 call 1). Measured at the
 # 0.8B's hidden size (1,024) only: other sizes keep one GEMM
 SPLIT_K, SPLIT_K_ROWS, SPLIT_K_HIDDEN = 2, 256, 1024
+# a fresh prompt's last-row attention (prefill_attn_last_row): blocks of at least LAST_ROW_KEYS keys, at most
+# k.PREFILL_LAST_ROW_MAX_SPLITS of them a kv head (the last block of each merges their partials)
+LAST_ROW_KEYS = 32
 
 
 def context_pieces(T: int, max_seq: int, heads: int, sms: int) -> int:
@@ -245,6 +252,14 @@ class PrefillPlan:
             self.cu_pieces_k = torch.tensor(bounds, dtype=i32, device=dev)
             self.cu_pieces_q = torch.arange(self.pieces + 1, dtype=i32, device=dev) * T
             self.q_pieces = torch.empty(self.pieces * T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
+        # a fresh prompt's last row through the last layer where the norms are folded (run(): `tail`): its attention
+        # split over chunks of last_row_keys keys, their partials and a counter a kv head (zero between launches)
+        self.last_row_part = self.last_row_count = None
+        if fresh and self.folded is not None:
+            self.last_row_keys = max(LAST_ROW_KEYS, -(-T // k.PREFILL_LAST_ROW_MAX_SPLITS))
+            splits = -(-T // self.last_row_keys)
+            self.last_row_part = torch.empty(k.FA_HKV, splits, k.FA_GROUP, 2 + k.FA_HD, dtype=f32, device=dev)
+            self.last_row_count = torch.zeros(k.FA_HKV, dtype=i32, device=dev)
         self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
         self.uses = 0  # prefills of this shape so far (the graph is captured at the second)
         self.valid = T  # the bound prompt's tokens (prompt())
@@ -267,21 +282,24 @@ class PrefillPlan:
         for i, kind in enumerate(t.config.layer_types):
             w, slot = W[i], t.config.layer_slot(i)
             r = slice(T - 1, T) if last_only and i == len(W) - 1 else slice(0, T)
+            tail = fold and last_only and i == len(W) - 1  # (the last row by the M = 1 kernels)
             if i > 0 and not (fold and kind != LINEAR):  # (folded: the sum is in res already; a DeltaNet's norm)
                 op["prefill_add_rms_norm"](None if fold else self.out_rows(slice(0, T)), None, embed, self.res, w["in_norm"],
                                            self.h, eps)
             if kind == LINEAR:
-                self.deltanet(w, slot, r)
+                self.deltanet(w, slot, r, tail)
             else:
-                self.attention(w, slot, r, FW[i]["win"] if fold else None)
-            if fold:  # (the post-attention norm's (1 + w) in the weights, 1 / rms by silu_mul)
+                self.attention(w, slot, r, FW[i]["win"] if fold else None, tail)
+            if tail:  # (gate/up and SwiGLU in one launch, the folded norm's 1 / rms in it)
+                op["prefill_gate_up_swiglu_row"](self.res[r], FW[i]["gate_up"], self.act[r], eps)
+            elif fold:  # (the post-attention norm's (1 + w) in the weights, 1 / rms by silu_mul)
                 torch.mm(self.res[r], FW[i]["gate_up"].t(), out=self.gu[r])
                 op["prefill_silu_mul"](self.gu[r], self.act[r], self.res[r], eps)
             else:
                 op["prefill_add_rms_norm"](self.out_rows(r), None, embed, self.res[r], w["post_norm"], self.h[r], eps)
                 torch.mm(self.h[r], w["gate_up"].t(), out=self.gu[r])
                 op["prefill_silu_mul"](self.gu[r], self.act[r])
-            self.project(self.act[r], w["down"], r)
+            self.project(self.act[r], w["down"], r, tail)
             if trace is not None:  # (the layer's output: residual + x, one rounding, as add_rms_norm or the GEMM forms it)
                 out = self.res if fold else (self.res.float() + self.out_rows(slice(0, T)).sum(0)).bfloat16()
                 record(trace, f"layers.{i}", out.view(1, T, D)[:, :self.valid])
@@ -291,8 +309,9 @@ class PrefillPlan:
         record(trace, "norm", self.h.view(1, T, D)[:, :self.valid])
         op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
 
-    def deltanet(self, w, slot, rows):
-        """The DeltaNet mixer on every row, its out-projection of `rows` (project)."""
+    def deltanet(self, w, slot, rows, tail=False):
+        """The DeltaNet mixer on every row, its out-projection of `rows` (project; `tail`: the last row by
+        gemv_add_row)."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         torch.mm(self.h, w["win"].t(), out=proj)
@@ -302,13 +321,13 @@ class PrefillPlan:
                                    self.h0[slot:slot + 1])
         # (also the conv ring, and `final` into the state's slot)
         op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps)
-        self.project(self.mix[rows], w["out"], rows)
+        self.project(self.mix[rows], w["out"], rows, tail)
 
-    def attention(self, w, slot, rows, win_folded=None):
+    def attention(self, w, slot, rows, win_folded=None, tail=False):
         """Attention's projections and cache writes for every row, its core, gate and out-projection
-        (project) for `rows`: every row, or (a fresh prompt's last layer) the last one alone.
-        With `win_folded` (the input norm in the in-projection's weights) the GEMM reads the residual
-        stream and attn_prep applies each row's 1 / rms."""
+        (project) for `rows`: every row, or (a fresh prompt's last layer) the last one alone, with `tail`
+        by attn_last_row and gemv_add_row. With `win_folded` (the input norm in the in-projection's
+        weights) the GEMM reads the residual stream and attn_prep applies each row's 1 / rms."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.FA_QKV].view(T, k.FA_QKV)
         fold = win_folded is not None
@@ -317,7 +336,10 @@ class PrefillPlan:
                                 self.eps, self.res if fold else None)
         if not self.fresh:
             op["prefill_kv_prefix"](self.table, slot, self.max_seq, self.kv)
-        if self.pieces > 1:  # (after earlier tokens only) merged and gated into self.mix by one kernel
+        if tail:  # (a fresh prompt's last row: split over the keys, merged and gated into its row of self.mix)
+            op["prefill_attn_last_row"](self.qbuf, self.kv, proj, self.table, self.last_row_part, self.last_row_count,
+                                        self.mix, self.last_row_keys)
+        elif self.pieces > 1:  # (after earlier tokens only) merged and gated into self.mix by one kernel
             self.attend_in_pieces(proj)
         else:
             if self.fresh:  # (as [1, heads, n, 256] views of the token-major buffers, the layout SDPA expects)
@@ -329,18 +351,21 @@ class PrefillPlan:
             else:
                 o = flash(self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0][rows]
             op["prefill_attn_gate"](o, proj[rows], self.table, self.mix[rows])
-        self.project(self.mix[rows], w["out"], rows)
+        self.project(self.mix[rows], w["out"], rows, tail)
 
     def out_rows(self, rows):
         """A split-K plan's last GEMM's fp32 partials for `rows` (every row, or a fresh prompt's last one),
         as add_rms_norm takes them."""
         return self.xs if rows.stop - rows.start == self.T else self.xs_last
 
-    def project(self, x, weight, rows):
-        """An out-projection or down (N = hidden) of `rows`: res[rows] += x @ weight^T by one GEMM (beta = 1),
-        or out_rows(rows) <- the same product as one batched GEMM over split_k slices of K into fp32 partials."""
+    def project(self, x, weight, rows, tail=False):
+        """An out-projection or down (N = hidden) of `rows`: res[rows] += x @ weight^T by one GEMM (beta = 1) or,
+        `tail` (one row), by gemv_add_row; or out_rows(rows) <- the same product as one batched GEMM over split_k
+        slices of K into fp32 partials."""
         S, (n, K) = self.split_k, x.shape
-        if S == 1:
+        if tail:
+            self.op["prefill_gemv_add_row"](x, weight, self.res[rows])
+        elif S == 1:
             self.res[rows].addmm_(x, weight.t())
         else:
             out = self.out_rows(rows)
@@ -361,6 +386,7 @@ class PrefillPlan:
     def poison(self):
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
         outs = () if self.split_k == 1 else (self.xs, self.xs_last)
+        outs += (self.last_row_part,) if self.last_row_part is not None else ()
         for t in outs + (self.res, self.h, self.proj_buf, self.mix, self.gu, self.act, self.dn_q, self.dn_k, self.dn_v,
                   self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits) + ((self.q_pieces,) if self.pieces > 1 else ()):
             t.fill_(float("nan"))

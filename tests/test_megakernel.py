@@ -938,11 +938,13 @@ def test_opcheck_every_op(mk):
 
     # a prompt continuing the sequence: its earlier keys in one piece (flash + attn_gate) and in
     # several (attn_merge_gate: 1,100 positions); 9 rows (split-K GEMMs) and 320 (the norms folded:
-    # silu_mul and attn_prep given the residual stream)
-    for max_seq, pieces, T in ((64, 1, 9), (1100, 3, 9), (1100, 3, 320)):
+    # silu_mul and attn_prep given the residual stream); a fresh prompt of 320 (folded: its last layer's
+    # last row by attn_last_row, gemv_add_row and gate_up_swiglu_row)
+    for max_seq, pieces, T, fresh in ((64, 1, 9, False), (1100, 3, 9, False), (1100, 3, 320, False), (320, 1, 320, True)):
         start = mk.new_state(max_seq_len=max_seq)
-        mk.prefill(ids(20, 22), start)
-        plan = PrefillPlan(mk, T, max_seq, fresh=False)
+        if not fresh:
+            mk.prefill(ids(20, 22), start)
+        plan = PrefillPlan(mk, T, max_seq, fresh=fresh)
         assert plan.pieces == pieces and (plan.folded is not None) == (plan.split_k == 1) and (T < 320 or plan.folded)
         plan.op = {name: checking(name, real) for name, real in plan.op.items()}
         target = mk.clone_state(start)  # (alive while the plan writes through its pointers)

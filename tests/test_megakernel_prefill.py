@@ -332,6 +332,94 @@ def test_silu_mul_given_the_residual_applies_the_folded_norm(mk, T):
 
 @gpu
 @needs_gpu
+@pytest.mark.parametrize("T,keys,splits", [(2, 32, 1), (40, 32, 4), (300, 32, 10), (520, 32, 17), (520, 32, 3), (1000, 16, 7),
+                                           (4096, 64, 64)])
+def test_attn_last_row_is_the_last_rows_gated_attention(mk, T, keys, splits):
+    """prefill_attn_last_row: the last valid row's attention over every key of a fresh prompt (each q head over its
+    kv head, scale 1/16), times sigmoid(gate), against the formula in fp64 — with as many splits as chunks, fewer
+    (a block then takes several chunks) and more (blocks without keys); only that row of out written (over NaN,
+    the partials NaN too); its counters back at 0 after each call, so a second call gives the same bits."""
+    from megakernel import ops
+
+    op, k = ops.op("prefill_attn_last_row", mk.ops_namespace), mk.k
+    plan, state = FastPrefill(mk).plan(T, T, True), mk.new_state(max_seq_len=T)  # (the table: start 0, valid T)
+    plan.bind(ids(T, 11).to("cuda"), state)
+    gen = torch.Generator(device="cuda").manual_seed(T + splits)
+    qbuf = torch.randn(T, k.FA_HQ, k.FA_HD, device="cuda", generator=gen).bfloat16()
+    kv = torch.randn(2, T, k.FA_HKV, k.FA_HD, device="cuda", generator=gen).bfloat16()
+    proj = torch.randn(T, k.FA_QKV, device="cuda", generator=gen).bfloat16()
+    part = torch.full((k.FA_HKV, splits, k.FA_GROUP, 2 + k.FA_HD), float("nan"), device="cuda")
+    count = torch.zeros(k.FA_HKV, dtype=torch.int32, device="cuda")
+    got = []
+    for _ in range(2):
+        out = torch.full((T, k.FA_OIN), float("nan"), dtype=torch.bfloat16, device="cuda")
+        op(qbuf, kv, proj, plan.table, part, count, out, keys)
+        assert (count == 0).all() and torch.isnan(out[:T - 1]).all()
+        got.append(out[T - 1])
+    assert torch.equal(got[0], got[1])
+    q, K, V, want = qbuf[T - 1].double(), kv[0].double(), kv[1].double(), []
+    for h in range(k.FA_HQ):
+        g = h // k.FA_GROUP
+        p = torch.softmax(K[:, g] @ q[h] / k.FA_HD ** 0.5, 0)
+        gate = proj[T - 1, h * 2 * k.FA_HD + k.FA_HD:(h + 1) * 2 * k.FA_HD].double()
+        want.append((p @ V[:, g]) * torch.sigmoid(gate))
+    assert rel(got[0].float(), torch.cat(want).float()) < 1e-2
+    with pytest.raises(RuntimeError, match="keys_per_block"):
+        op(qbuf, kv, proj, plan.table, part, count, out, 0)
+    too_many = torch.zeros(k.FA_HKV, k.PREFILL_LAST_ROW_MAX_SPLITS + 1, k.FA_GROUP, 2 + k.FA_HD, device="cuda")
+    with pytest.raises(RuntimeError, match="at most"):
+        op(qbuf, kv, proj, plan.table, too_many, count, out, keys)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("which", ["FA_OIN", "INTER"])
+def test_gemv_add_row_adds_a_rows_product_into_the_residual_once_rounded(mk, which):
+    """prefill_gemv_add_row (a fresh prompt's last out-projection / down, M = 1): res <- bf16(res + x . W^T), one
+    rounding of the fp32 sum (as the GEMM with beta = 1); a W of another width is refused, naming the expected ones."""
+    from megakernel import ops
+
+    op, D, K = ops.op("prefill_gemv_add_row", mk.ops_namespace), mk.k.D, getattr(mk.k, which)
+    gen = torch.Generator(device="cuda").manual_seed(K)
+    x = torch.randn(1, K, device="cuda", generator=gen).bfloat16()
+    w = (torch.randn(D, K, device="cuda", generator=gen) / K ** 0.5).bfloat16()
+    res = (4 * torch.randn(1, D, device="cuda", generator=gen)).bfloat16()
+    r = res.clone()
+    op(x, w, r)
+    want = res.double() + x.double() @ w.double().t()
+    torch.testing.assert_close(r.float(), want.float(), rtol=2 ** -8, atol=1e-4)  # (one bf16 rounding)
+    with pytest.raises(RuntimeError, match="expected"):
+        op(x[:, :K - 256], w[:, :K - 256].contiguous(), r)
+
+
+@gpu
+@needs_gpu
+def test_gate_up_swiglu_row_is_the_gemm_then_silu_mul_of_one_row(mk):
+    """prefill_gate_up_swiglu_row (a fresh prompt's last gate/up, M = 1, the post-attention norm folded): act =
+    silu(g / rms(x)) * (u / rms(x)) with [g | u] = bf16(x . W^T), against the formula in fp64 and against torch.mm
+    then prefill_silu_mul given x (the path of every other row); x without its eps refused."""
+    from megakernel import ops
+
+    op, silu = (ops.op(n, mk.ops_namespace) for n in ("prefill_gate_up_swiglu_row", "prefill_silu_mul"))
+    D, I, eps = mk.k.D, mk.k.INTER, mk.config.rms_norm_eps
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    x = (3 * torch.randn(1, D, device="cuda", generator=gen)).bfloat16()
+    w = (torch.randn(2 * I, D, device="cuda", generator=gen) / D ** 0.5).bfloat16()
+    act = torch.full((1, I), float("nan"), dtype=torch.bfloat16, device="cuda")
+    op(x, w, act, eps)
+    gu = (x.double() @ w.double().t()).bfloat16().double()
+    r = torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + eps)
+    want = torch.nn.functional.silu(gu[:, :I] * r) * (gu[:, I:] * r)
+    assert torch.isfinite(act).all() and rel(act.float(), want.float()) < 1e-2
+    two_step = torch.empty_like(act)
+    silu(torch.mm(x, w.t()), two_step, x, eps)
+    assert rel(act.float(), two_step.float()) < 1e-2
+    with pytest.raises(RuntimeError, match="eps"):
+        op(x, w, act, 0.0)
+
+
+@gpu
+@needs_gpu
 @pytest.mark.parametrize("T,max_seq,start,n", [(9, 64, 0, 9), (64, 64, 20, 37), (64, 1100, 700, 37), (64, 1100, 1036, 64)])
 def test_bind_writes_the_prompts_words_and_their_range(mk, T, max_seq, start, n):
     """prefill_bind (one launch) writes a plan's per-prompt words over poison, from ids on the device or on
@@ -527,8 +615,8 @@ def test_a_prompt_continuing_a_sequence(mk, ref32, first, second, max_seq, seed)
 @needs_gpu
 # (37 at 1,100 positions: 90 tokens padded to 128 rows, the earlier keys in 3 pieces, attn_merge_gate
 # reading the NaN-poisoned activations of the eager run too; 300 tokens: 320 rows, past the split-K rows,
-# so the norms folded into the GEMMs' weights)
-@pytest.mark.parametrize("start,max_seq,n", [(0, 200, 90), (37, 200, 90), (37, 1100, 90), (37, 1100, 300)])
+# so the norms folded into the GEMMs' weights; at start 0 also the last layer's last row by the M = 1 kernels)
+@pytest.mark.parametrize("start,max_seq,n", [(0, 200, 90), (37, 200, 90), (37, 1100, 90), (37, 1100, 300), (0, 400, 300)])
 def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(mk, start, max_seq, n):
     prompt = ids(start + n, 40)
     eager = FastPrefill(mk, use_graph=False)

@@ -275,6 +275,7 @@ void decode(const Tensor& layer_table, const Tensor& embed, const Tensor& lm_hea
 const auto BF = torch::kBFloat16;
 const auto F32 = torch::kFloat32;
 const auto I64 = torch::kInt64;
+const auto I32 = torch::kInt32;
 
 // the words' index of the ids' min (max after it) in a plan of T rows and `pieces` pieces (prefill.cuh BindWord)
 int64_t range_word(int64_t T, int64_t pieces) { return T + mkp::ST_N + (mkp::BIND_USED_PIECES + pieces + 1) / 2; }
@@ -570,6 +571,56 @@ void prefill_attn_merge_gate(const Tensor& o_ctx, const Tensor& lse_ctx, const T
                           stream_of(proj)), op);
 }
 
+void prefill_attn_last_row(const Tensor& qbuf, const Tensor& kv, const Tensor& proj, const Tensor& table, const Tensor& part,
+                           const Tensor& count, const Tensor& out, int64_t keys_per_block) {
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_attn_last_row";
+  const int T = rows_of(proj, mk::FA_QKV, op, "proj");
+  check_tensor(proj, op, "proj", BF, {T, mk::FA_QKV});
+  check_tensor(qbuf, op, "qbuf", BF, {T, mk::FA_HQ, mk::FA_HD});
+  MK_CHECK(kv.dim() == 4 && kv.size(0) == 2, op, ": kv is not a [2, max_seq, ", mk::FA_HKV, ", ", mk::FA_HD, "] buffer (",
+           kv.sizes(), ")");
+  const int64_t max_seq = kv.size(1);
+  check_tensor(kv, op, "kv", BF, {2, max_seq, mk::FA_HKV, mk::FA_HD});
+  MK_CHECK(part.dim() == 4 && part.size(1) >= 1, op, ": part is not a [", mk::FA_HKV, ", splits, ", mk::FA_GROUP, ", ",
+           2 + mk::FA_HD, "] buffer (", part.sizes(), ")");
+  const int64_t splits = part.size(1);
+  MK_CHECK(splits <= mkp::LAST_ROW_MAX_SPLITS, op, ": part holds ", splits, " splits; at most ", mkp::LAST_ROW_MAX_SPLITS);
+  check_tensor(part, op, "part", F32, {mk::FA_HKV, splits, mk::FA_GROUP, 2 + mk::FA_HD});
+  check_tensor(count, op, "count", I32, {mk::FA_HKV});
+  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
+  check_tensor(out, op, "out", BF, {T, mk::FA_OIN});
+  MK_CHECK(keys_per_block >= 1 && splits * keys_per_block + max_seq < (int64_t{1} << 31), op, ": keys_per_block ",
+           keys_per_block, " must be >= 1 (and splits x keys_per_block + max_seq below 2^31)");
+  c10::cuda::CUDAGuard guard(proj.device());
+  ok(mkp::attn_last_row(ptr<const uint16_t>(qbuf), ptr<const uint16_t>(kv), static_cast<int>(max_seq), ptr<const uint16_t>(proj),
+                        ptr<const int64_t>(table), ptr<float>(part), ptr<int>(count), ptr<uint16_t>(out),
+                        static_cast<int>(splits), static_cast<int>(keys_per_block), stream_of(proj)),
+     op);
+}
+
+void prefill_gemv_add_row(const Tensor& x, const Tensor& w, const Tensor& res) {
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_gemv_add_row";
+  MK_CHECK(w.dim() == 2 && (w.size(1) == mk::FA_OIN || w.size(1) == mk::INTER), op, ": w has shape ", w.sizes(),
+           "; expected [", mk::D, ", K] with K = ", mk::FA_OIN, " (an out-projection) or ", mk::INTER, " (down)");
+  const int64_t K = w.size(1);
+  check_tensor(w, op, "w", BF, {mk::D, K});
+  check_tensor(x, op, "x", BF, {1, K});
+  check_tensor(res, op, "res", BF, {1, mk::D});
+  c10::cuda::CUDAGuard guard(x.device());
+  ok(mkp::gemv_add_row(ptr<const uint16_t>(x), ptr<const uint16_t>(w), ptr<uint16_t>(res), static_cast<int>(K), stream_of(x)), op);
+}
+
+void prefill_gate_up_swiglu_row(const Tensor& x, const Tensor& w, const Tensor& act, double eps) {
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_gate_up_swiglu_row";
+  check_tensor(x, op, "x", BF, {1, mk::D});
+  check_tensor(w, op, "w", BF, {2 * mk::INTER, mk::D});
+  check_tensor(act, op, "act", BF, {1, mk::INTER});
+  MK_CHECK(eps > 0, op, ": the folded norm's eps must be > 0, got ", eps);
+  c10::cuda::CUDAGuard guard(x.device());
+  ok(mkp::gate_up_swiglu_row(ptr<const uint16_t>(x), ptr<const uint16_t>(w), ptr<uint16_t>(act), static_cast<float>(eps),
+                             stream_of(x)), op);
+}
+
 void prefill_lm_head(const Tensor& rows, const Tensor& table, const Tensor& w, const Tensor& logits) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_lm_head";
   const int T = rows_of(rows, mk::D, op, "rows");
@@ -626,6 +677,7 @@ py::dict constants() {
   d["PREFILL_BIND_USED_PIECES"] = static_cast<int>(mkp::BIND_USED_PIECES);
   d["PREFILL_BIND_RANGE_WORDS"] = static_cast<int>(mkp::BIND_RANGE_WORDS);
   d["PREFILL_BIND_HOST_WORDS"] = static_cast<int>(mkp::BIND_HOST_WORDS);
+  d["PREFILL_LAST_ROW_MAX_SPLITS"] = mkp::LAST_ROW_MAX_SPLITS;
   return d;
 }
 
@@ -654,6 +706,10 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
   m.def("prefill_attn_gate(Tensor o, Tensor proj, Tensor state_table, Tensor(a!) out) -> ()");
   m.def("prefill_attn_merge_gate(Tensor o_ctx, Tensor lse_ctx, Tensor o_new, Tensor lse_new, Tensor proj, "
         "Tensor state_table, Tensor(a!) out) -> ()");
+  m.def("prefill_attn_last_row(Tensor qbuf, Tensor kv, Tensor proj, Tensor state_table, Tensor(a!) part, "
+        "Tensor(b!) count, Tensor(c!) out, int keys_per_block) -> ()");
+  m.def("prefill_gemv_add_row(Tensor x, Tensor w, Tensor(a!) res) -> ()");
+  m.def("prefill_gate_up_swiglu_row(Tensor x, Tensor w, Tensor(a!) act, float eps) -> ()");
   m.def("prefill_lm_head(Tensor rows, Tensor state_table, Tensor w, Tensor(a!) logits) -> ()");
 }
 
@@ -669,6 +725,9 @@ MK_TORCH_LIBRARY_IMPL(MK_OPS_NAMESPACE, CUDA, m) {
   m.impl("prefill_kv_prefix", &prefill_kv_prefix);
   m.impl("prefill_attn_gate", &prefill_attn_gate);
   m.impl("prefill_attn_merge_gate", &prefill_attn_merge_gate);
+  m.impl("prefill_attn_last_row", &prefill_attn_last_row);
+  m.impl("prefill_gemv_add_row", &prefill_gemv_add_row);
+  m.impl("prefill_gate_up_swiglu_row", &prefill_gate_up_swiglu_row);
   m.impl("prefill_lm_head", &prefill_lm_head);
 }
 

@@ -24,9 +24,11 @@ using mk::DN_HV;
 using mk::DN_KEY;
 using mk::DN_VAL;
 using mk::DN_WIN;
+using mk::FA_GROUP;
 using mk::FA_HD;
 using mk::FA_HKV;
 using mk::FA_HQ;
+using mk::FA_OIN;
 using mk::FA_QKV;
 using mk::INTER;
 using mk::VOCAB;
@@ -44,8 +46,7 @@ __device__ __forceinline__ float siluf_(float x) { return __fdividef(x, 1.f + __
 __device__ __forceinline__ float sigmoidf_(float x) { return __fdividef(1.f, 1.f + __expf(-x)); }
 __device__ __forceinline__ float bf(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
 
-__device__ __forceinline__ void load8(const uint16_t* p, float (&f)[8]) {
-  const uint4 v = *reinterpret_cast<const uint4*>(p);
+__device__ __forceinline__ void unpack8(const uint4 v, float (&f)[8]) {
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -53,6 +54,8 @@ __device__ __forceinline__ void load8(const uint16_t* p, float (&f)[8]) {
     f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
   }
 }
+
+__device__ __forceinline__ void load8(const uint16_t* p, float (&f)[8]) { unpack8(*reinterpret_cast<const uint4*>(p), f); }
 
 __device__ __forceinline__ void store8(uint16_t* p, const float (&f)[8]) {
   uint32_t w[4];
@@ -495,6 +498,223 @@ __global__ void __launch_bounds__(GATE_THREADS) attn_merge_gate_kernel(const uin
   store8(out + static_cast<size_t>(t) * FA_HQ * FA_HD + h * FA_HD + d, y);
 }
 
+// ---- a fresh prompt's last layer for its last row alone (NOTES "Prefill" v23) ----------------------------------
+// Attention of the last valid row t over keys [0, start + t]: grid (S, FA_HKV), ALR_THREADS threads; block (s, g)
+// takes the chunks of kpb keys s, s + S, s + 2S, ... (every key covered whatever their count) for the FA_GROUP q heads
+// of kv head g; warp w every ALR_WARPS-th key of a chunk (lane: 8 dims of the key, the value and each q head; a score
+// is a warp sum), an online softmax in base 2 a (warp, q head); the warps merged through shared memory into the
+// block's partial of each head (max, sum, o[FA_HD]: thread i = dim i) in `part`; the last block of kv head g to count
+// itself in (`count`) merges the S partials, o = bf16(sum o / sum), times bf16(sigmoid(gate)) as attn_gate does, into
+// out's row t, and sets its counter back to 0 (the next launch, a graph's replay too, starts from 0).
+constexpr int ALR_THREADS = 256, ALR_WARPS = ALR_THREADS / 32, ALR_PART = 2 + FA_HD;
+constexpr int ALR_MAX_SPLITS = LAST_ROW_MAX_SPLITS;  // (prefill.cuh) the merge's maxima and sums: a thread each
+static_assert(ALR_MAX_SPLITS * FA_GROUP <= ALR_THREADS, "attn_last_row: a thread a (split, head) in the merge");
+constexpr int ALR_KEYS_AT_ONCE = 4;                      // a warp's keys whose loads go out together
+static_assert(FA_HD == ALR_THREADS && FA_HD == 32 * 8, "attn_last_row: thread i = dim i; a lane 8 dims of a head");
+__global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
+    const uint16_t* __restrict__ qbuf, const uint16_t* __restrict__ kv, int max_seq, const uint16_t* __restrict__ proj,
+    const int64_t* __restrict__ table, float* __restrict__ part, int* __restrict__ count, uint16_t* __restrict__ out,
+    int kpb) {
+  __shared__ float red[ALR_WARPS][FA_GROUP][ALR_PART];
+  __shared__ float weight[FA_GROUP][ALR_MAX_SPLITS], lsum[FA_GROUP][ALR_MAX_SPLITS], total[FA_GROUP];
+  __shared__ bool last;
+  const int S = gridDim.x, s = blockIdx.x, g = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int valid = table_valid(table), t = valid - 1, n = table_start(table) + valid;
+  const float qscale = rsqrtf(static_cast<float>(FA_HD)) * 1.4426950408889634f;  // (the softmax in base 2)
+  float q[FA_GROUP][8], o[FA_GROUP][8], m[FA_GROUP], l[FA_GROUP];
+#pragma unroll
+  for (int hh = 0; hh < FA_GROUP; ++hh) {
+    load8(qbuf + (static_cast<size_t>(t) * FA_HQ + g * FA_GROUP + hh) * FA_HD + lane * 8, q[hh]);
+    scale8(q[hh], qscale);
+    m[hh] = -INFINITY;
+    l[hh] = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[hh][e] = 0.f;
+  }
+  for (int base = s * kpb; base < n; base += S * kpb) {
+    const int end = min(n, base + kpb);
+    for (int p0 = base + warp; p0 < end; p0 += ALR_WARPS * ALR_KEYS_AT_ONCE) {
+      uint4 kraw[ALR_KEYS_AT_ONCE], vraw[ALR_KEYS_AT_ONCE];
+#pragma unroll
+      for (int u = 0; u < ALR_KEYS_AT_ONCE; ++u) {
+        const int p = p0 + u * ALR_WARPS;
+        if (p < end) {
+          kraw[u] = *reinterpret_cast<const uint4*>(kv + (static_cast<size_t>(p) * FA_HKV + g) * FA_HD + lane * 8);
+          vraw[u] = *reinterpret_cast<const uint4*>(kv + ((static_cast<size_t>(max_seq) + p) * FA_HKV + g) * FA_HD + lane * 8);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < ALR_KEYS_AT_ONCE; ++u) {
+        if (p0 + u * ALR_WARPS >= end) break;
+        float kk[8], vv[8];
+        unpack8(kraw[u], kk);
+        unpack8(vraw[u], vv);
+#pragma unroll
+        for (int hh = 0; hh < FA_GROUP; ++hh) {
+          float d = 0.f;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) d = fmaf(q[hh][e], kk[e], d);
+          d = group_sum<32>(d);
+          const float mn = fmaxf(m[hh], d), c = exp2f(m[hh] - mn), w = exp2f(d - mn);
+          l[hh] = l[hh] * c + w;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) o[hh][e] = fmaf(o[hh][e], c, w * vv[e]);
+          m[hh] = mn;
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int hh = 0; hh < FA_GROUP; ++hh) {
+    if (lane == 0) {
+      red[warp][hh][0] = m[hh];
+      red[warp][hh][1] = l[hh];
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) red[warp][hh][2 + lane * 8 + e] = o[hh][e];
+  }
+  __syncthreads();
+  const int i = threadIdx.x;
+  float* mine = part + (static_cast<size_t>(g) * S + s) * FA_GROUP * ALR_PART;
+#pragma unroll
+  for (int hh = 0; hh < FA_GROUP; ++hh) {
+    float M = -INFINITY, L = 0.f, O = 0.f;
+    for (int w = 0; w < ALR_WARPS; ++w) M = fmaxf(M, red[w][hh][0]);
+    for (int w = 0; w < ALR_WARPS; ++w) {
+      const float c = M == -INFINITY ? 0.f : exp2f(red[w][hh][0] - M);  // (a warp, or the block, without keys: 0)
+      L = fmaf(red[w][hh][1], c, L);
+      O = fmaf(red[w][hh][2 + i], c, O);
+    }
+    mine[hh * ALR_PART + 2 + i] = O;
+    if (i == 0) {
+      mine[hh * ALR_PART] = M;
+      mine[hh * ALR_PART + 1] = L;
+    }
+  }
+  __threadfence();  // (the partial before the count: the last block reads it)
+  __syncthreads();
+  if (i == 0) last = atomicAdd(count + g, 1) == S - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // the merge: thread (j, hh) loads split j's max and sum of head hh (all at once); each head's max, then its weights
+  // exp2(M_j - M) and their sum (in split order: the same bits whichever block merges) through shared memory; then
+  // thread i its dim's S partials of the 4 heads (loads in flight together)
+  const float* all = part + static_cast<size_t>(g) * S * FA_GROUP * ALR_PART;
+  const int jj = i / FA_GROUP, hj = i % FA_GROUP;
+  float Mj = -INFINITY, Lj = 0.f;
+  if (jj < S) {
+    Mj = __ldcg(all + (jj * FA_GROUP + hj) * ALR_PART);
+    Lj = __ldcg(all + (jj * FA_GROUP + hj) * ALR_PART + 1);
+  }
+  weight[hj][jj] = Mj;  // (the maxima first)
+  __syncthreads();
+  if (i < FA_GROUP) {
+    float M = -INFINITY;
+    for (int j = 0; j < S; ++j) M = fmaxf(M, weight[i][j]);
+    total[i] = M;
+  }
+  __syncthreads();
+  const float M = total[hj], c = jj < S && Mj != -INFINITY ? exp2f(Mj - M) : 0.f;
+  __syncthreads();
+  weight[hj][jj] = c;
+  lsum[hj][jj] = Lj * c;
+  __syncthreads();
+  if (i < FA_GROUP) {
+    float L = 0.f;
+    for (int j = 0; j < S; ++j) L += lsum[i][j];
+    total[i] = L;
+  }
+  __syncthreads();
+  float O[FA_GROUP] = {};
+#pragma unroll 4
+  for (int j = 0; j < S; ++j)
+#pragma unroll
+    for (int hh = 0; hh < FA_GROUP; ++hh) O[hh] = fmaf(__ldcg(all + (j * FA_GROUP + hh) * ALR_PART + 2 + i), weight[hh][j], O[hh]);
+#pragma unroll
+  for (int hh = 0; hh < FA_GROUP; ++hh) {
+    const int qh = g * FA_GROUP + hh;
+    const float gate = bf(proj[static_cast<size_t>(t) * FA_QKV + qh * 2 * FA_HD + FA_HD + i]);
+    out[static_cast<size_t>(t) * FA_OIN + qh * FA_HD + i] = __bfloat16_as_ushort(__float2bfloat16_rn(rnd(O[hh] / total[hh]) * rnd(sigmoidf_(gate))));
+  }
+  if (i == 0) count[g] = 0;
+}
+
+// a lane's dot of 8 bf16 weights (packed) with 8 values, in lm_head's order (pairs)
+__device__ __forceinline__ float dot8(const uint4 wv, const float (&x)[8], float acc) {
+  const uint32_t u[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) acc += __uint_as_float(u[e] << 16) * x[2 * e] + __uint_as_float(u[e] & 0xffff0000u) * x[2 * e + 1];
+  return acc;
+}
+
+// The out-projection's and down's M = 1 product: res [D] <- bf16(res + W [D][K] . x [K]) (one rounding, as the GEMM with
+// beta = 1). Block = 8 warps, warp = one row of W (D / 8 blocks), lane 16 bytes at lane * 8 + 256 c: a row's loads in
+// groups of up to 16 vectors a lane, the first group's issued before x is staged in shared memory by the block (the
+// barrier keeps them ahead of it, in flight together), then the products.
+template <int K>
+__global__ void __launch_bounds__(256) gemv_add_row_kernel(const uint16_t* __restrict__ x, const uint16_t* __restrict__ w,
+                                                           uint16_t* __restrict__ res) {
+  constexpr int CH = K / 256, G = CH < 16 ? CH : 16;
+  static_assert(K % 256 == 0, "gemv_add_row: whole 256-wide pieces of a row");
+  __shared__ __align__(16) uint16_t xs[K];
+  const int n = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+  const uint16_t* row = w + static_cast<size_t>(n) * K + lane * 8;
+  float acc = 0.f;
+#pragma unroll
+  for (int c0 = 0; c0 < CH; c0 += G) {
+    uint4 wv[G];
+#pragma unroll
+    for (int c = 0; c < G; ++c)
+      if (c0 + c < CH) wv[c] = __ldcs(reinterpret_cast<const uint4*>(row + 256 * (c0 + c)));  // (read once: streamed)
+    if (c0 == 0) {
+      for (int i = threadIdx.x * 8; i < K; i += 256 * 8)
+        *reinterpret_cast<uint4*>(xs + i) = *reinterpret_cast<const uint4*>(x + i);
+      __syncthreads();
+    }
+#pragma unroll
+    for (int c = 0; c < G; ++c)
+      if (c0 + c < CH) {
+        float xv[8];
+        unpack8(*reinterpret_cast<const uint4*>(xs + lane * 8 + 256 * (c0 + c)), xv);
+        acc = dot8(wv[c], xv, acc);
+      }
+  }
+  acc = group_sum<32>(acc);
+  if (lane == 0) res[n] = __bfloat16_as_ushort(__float2bfloat16_rn(bf(res[n]) + acc));
+}
+
+// The gate/up's M = 1 product and SwiGLU with the folded post-attention norm (silu_mul's arithmetic): act [INTER] <-
+// bf16(bf16(silu(g * r)) * (u * r)), g = bf16(W[k] . x), u = bf16(W[INTER + k] . x) (the GEMM's bf16 outputs), r = 1 /
+// rms(x); W [2 INTER][D] the folded gate/up weights, x [D] the residual row. Block = 8 warps, warp = column k (both of
+// its rows, loaded before the block's reduction of r), lane 16 bytes at lane * 8 + 256 c.
+__global__ void __launch_bounds__(256) gate_up_swiglu_row_kernel(const uint16_t* __restrict__ x, const uint16_t* __restrict__ w,
+                                                                 uint16_t* __restrict__ act, float eps) {
+  constexpr int CH = D / 256;
+  static_assert(D % 256 == 0 && CH <= 16, "gate_up_swiglu_row: whole 256-wide pieces of a row, at most 16 a lane");
+  const int k = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+  const uint16_t* gate_row = w + static_cast<size_t>(k) * D + lane * 8;
+  const uint16_t* up_row = w + (static_cast<size_t>(INTER) + k) * D + lane * 8;
+  uint4 gw[CH], uw[CH];
+#pragma unroll
+  for (int c = 0; c < CH; ++c) {
+    gw[c] = __ldcs(reinterpret_cast<const uint4*>(gate_row + 256 * c));
+    uw[c] = __ldcs(reinterpret_cast<const uint4*>(up_row + 256 * c));
+  }
+  const float inv = block_rms_inv(x, eps);
+  float gd = 0.f, ud = 0.f;
+#pragma unroll
+  for (int c = 0; c < CH; ++c) {
+    float xv[8];
+    load8(x + lane * 8 + 256 * c, xv);
+    gd = dot8(gw[c], xv, gd);
+    ud = dot8(uw[c], xv, ud);
+  }
+  gd = group_sum<32>(gd);
+  ud = group_sum<32>(ud);
+  if (lane == 0) act[k] = __bfloat16_as_ushort(__float2bfloat16_rn(rnd(siluf_(rnd(gd) * inv)) * (rnd(ud) * inv)));
+}
+
 // ---- lm_head GEMV: block = 8 warps x LM_ROWS_PER_WARP rows (4 at D = 1024: 16 registers of weights
 // a lane); lane reads 16 bytes at lane*8 + 256*c of a row ------
 constexpr int LM_CH = D / 256, LM_ROWS_PER_WARP = LM_CH <= 4 ? 4 : 16 / LM_CH, LM_WARPS = 8;
@@ -596,6 +816,25 @@ cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long lo
                             int S, const uint16_t* o_new, const float* lse_new, long long ln_h, long long ln_t,
                             const uint16_t* proj, const int64_t* table, uint16_t* out, int T, cudaStream_t s) {
   attn_merge_gate_kernel<<<T, GATE_THREADS, 0, s>>>(o_ctx, lse_ctx, ls_s, ls_h, ls_t, S, o_new, lse_new, ln_h, ln_t, proj, table, out, T);
+  return cudaGetLastError();
+}
+
+cudaError_t attn_last_row(const uint16_t* qbuf, const uint16_t* kv, int max_seq, const uint16_t* proj, const int64_t* table,
+                          float* part, int* count, uint16_t* out, int splits, int keys_per_block, cudaStream_t s) {
+  attn_last_row_kernel<<<dim3(splits, FA_HKV), ALR_THREADS, 0, s>>>(qbuf, kv, max_seq, proj, table, part, count, out,
+                                                                     keys_per_block);
+  return cudaGetLastError();
+}
+
+cudaError_t gemv_add_row(const uint16_t* x, const uint16_t* w, uint16_t* res, int K, cudaStream_t s) {
+  if (K == INTER) gemv_add_row_kernel<INTER><<<D / 8, 256, 0, s>>>(x, w, res);
+  else if (K == FA_OIN) gemv_add_row_kernel<FA_OIN><<<D / 8, 256, 0, s>>>(x, w, res);
+  else return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+cudaError_t gate_up_swiglu_row(const uint16_t* x, const uint16_t* w, uint16_t* act, float eps, cudaStream_t s) {
+  gate_up_swiglu_row_kernel<<<INTER / 8, 256, 0, s>>>(x, w, act, eps);
   return cudaGetLastError();
 }
 

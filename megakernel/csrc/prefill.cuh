@@ -107,6 +107,20 @@ cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long lo
                             int S, const uint16_t* o_new, const float* lse_new, long long ln_h, long long ln_t,
                             const uint16_t* proj, const int64_t* table, uint16_t* out, int T, cudaStream_t s);
 
+// A fresh prompt's last layer for its last valid row t alone (csrc/prefill.cu says who owns what):
+constexpr int LAST_ROW_MAX_SPLITS = 64;  // attn_last_row's splits a kv head at most (its merge: a thread a split and head)
+// out[t] [FA_OIN] = attention of q row t (qbuf [T][8][256]) over the keys and values kv [2][max_seq][2][256] at
+// positions [0, start + t], times sigmoid(gate) as attn_gate; `splits` x FA_HKV blocks, each taking chunks of
+// keys_per_block keys (s, s + splits, ...; splits <= LAST_ROW_MAX_SPLITS); part fp32 [FA_HKV][splits][FA_GROUP][2 + FA_HD] their partials; count
+// int32 [FA_HKV] zeros (the last block of a kv head merges, then sets its counter back to 0)
+cudaError_t attn_last_row(const uint16_t* qbuf, const uint16_t* kv, int max_seq, const uint16_t* proj, const int64_t* table,
+                          float* part, int* count, uint16_t* out, int splits, int keys_per_block, cudaStream_t s);
+// res [D] <- bf16(res + W [D][K] . x [K]) (an out-projection's or down's M = 1 product, beta = 1), K = FA_OIN or INTER
+cudaError_t gemv_add_row(const uint16_t* x, const uint16_t* w, uint16_t* res, int K, cudaStream_t s);
+// act [INTER] <- silu_mul's SwiGLU of the folded gate/up's M = 1 product: W [2 INTER][D] (the post-attention norm's
+// (1 + w) in it), x [D] the residual row, its 1 / rms applied to both halves
+cudaError_t gate_up_swiglu_row(const uint16_t* x, const uint16_t* w, uint16_t* act, float eps, cudaStream_t s);
+
 // logits fp32 [vocab] = bf16(W [vocab][1024] . x [1024]), x the last valid row of rows [T][1024]
 cudaError_t lm_head(const uint16_t* rows, const int64_t* table, const uint16_t* w, float* logits, int vocab,
                     cudaStream_t s);
