@@ -821,6 +821,7 @@ cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long lo
 
 cudaError_t attn_last_row(const uint16_t* qbuf, const uint16_t* kv, int max_seq, const uint16_t* proj, const int64_t* table,
                           float* part, int* count, uint16_t* out, int splits, int keys_per_block, cudaStream_t s) {
+  if (splits < 1 || splits > LAST_ROW_MAX_SPLITS || keys_per_block < 1) return cudaErrorInvalidValue;  // (the merge's limit)
   attn_last_row_kernel<<<dim3(splits, FA_HKV), ALR_THREADS, 0, s>>>(qbuf, kv, max_seq, proj, table, part, count, out,
                                                                      keys_per_block);
   return cudaGetLastError();
