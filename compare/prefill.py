@@ -2,7 +2,8 @@
 official pp figures come from `compare bench`): ppN on a fresh state per repetition, graph
 replay, CUDA events, median / min / max; then one replay under torch.profiler with the kernels
 grouped into GEMM (cuBLAS), delta rule (fla's or FlashQLA's: the tier's `prefill_delta_rule`,
-named in the table), attention (SDPA), ours (csrc/prefill.cu) and other; and the rest of the
+named in the table), attention (SDPA), ours (csrc/prefill.cu) and other, each kernel listed below the
+table with its launches and µs; and the rest of the
 time, not in kernels: the gaps between them and the host's work before the first (the checks,
 bind, the graph's launch) and after the last (the logits' copy). Against the floors, both measured in the
 same run (compare/timing.py): matrix FLOPs / the dense bf16 rate, weight bytes / the copy bandwidth.
@@ -31,10 +32,12 @@ from .tiers import tier_class, unavailable_reason
 from .timing import (Clock, copy_bandwidth, dense_bf16_flops, matrix_flops, prefill_chunked, random_ids, time_pp,
                      weight_bytes_per_step)
 
-CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),  # before GEMM: cuDNN's names hold "sm90_"
-              ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
+# a kernel's group: the first whose keys its name holds (lower case), in this order: attention before GEMM (cuDNN's
+# names hold "sm90_"), ours before GEMM (gemv_add_row holds "gemv") and before the delta rule ("attn_merge")
+CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),
               ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "dn_state", "silu_mul",
                                      "attn_prep", "kv_prefix", "attn_gate", "attn_merge", "lm_head_kernel")),
+              ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
               ("delta rule", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge", "tilelang")))
 DELTA_RULE_OLD = "delta rule (fla)"  # the category's name in files written before FlashQLA was a choice
 
@@ -51,9 +54,16 @@ def pp_row(tier, T: int, reps: int, seed: int = 0, depth: int = 0):
             "ms_median": 1000.0 * statistics.median(times), "reps": reps}
 
 
+def category(kernel: str) -> str:
+    """The group (CATEGORIES) a kernel's name puts it in, "other" where none."""
+    name = kernel.lower()
+    return next((c for c, keys in CATEGORIES if any(k in name for k in keys)), "other")
+
+
 def breakdown(tier, T: int, seed: int = 0, depth: int = 0):
     """GPU time per kernel category in one prefill of T tokens (on top of a `depth`-token context,
-    prefilled first) as the bench runs it (µs), and the number of kernels."""
+    prefilled first) as the bench runs it (µs), the number of kernels, the four that take most ("top") and
+    every kernel by name ("all": [name, launches, µs], most µs first)."""
     from torch.profiler import ProfilerActivity, profile
 
     ids = random_ids(tier.config, T, seed, tier.device)
@@ -76,15 +86,15 @@ def breakdown(tier, T: int, seed: int = 0, depth: int = 0):
     for evt in prof.events():
         if evt.device_type != torch.autograd.DeviceType.CUDA or "memcpy" in evt.name.lower() or "memset" in evt.name.lower():
             continue
-        name = evt.name.lower()
-        cat = next((c for c, keys in CATEGORIES if any(k in name for k in keys)), "other")
-        us = evt.time_range.elapsed_us()
+        cat, us = category(evt.name), evt.time_range.elapsed_us()
         sums[cat] = sums.get(cat, 0.0) + us
         counts[cat] = counts.get(cat, 0) + 1
-        names.setdefault(cat, {})
-        names[cat][evt.name[:90]] = names[cat].get(evt.name[:90], 0.0) + us
-    top = {c: sorted(n.items(), key=lambda kv: -kv[1])[:4] for c, n in names.items()}
-    return {c: {"us": sums[c], "kernels": counts[c], "top": top[c]} for c in sums}
+        launches_us = names.setdefault(cat, {}).setdefault(evt.name[:90], [0, 0.0])
+        launches_us[0] += 1
+        launches_us[1] += us
+    every = {c: sorted(([k, n, us] for k, (n, us) in got.items()), key=lambda r: -r[2]) for c, got in names.items()}
+    return {c: {"us": sums[c], "kernels": counts[c], "top": [[k, us] for k, _, us in every[c][:4]], "all": every[c]}
+            for c in sums}
 
 
 def derive(row: dict, config, rates: dict) -> dict:
@@ -114,7 +124,23 @@ def render(rows, rates: dict) -> str:
                      f"{outside_us(r):,.0f} |")
     lines += ["", "not in kernels: the median time less the profiled kernels' own times: the gaps between kernels and the "
                   "host's work before the first and after the last (the profiler widens the gaps, so its span is not used)"]
+    for r in rows:
+        lines += kernel_table(r)
     return "\n".join(lines) + "\n"
+
+
+def kernel_table(row: dict) -> list[str]:
+    """Markdown lines: every kernel of the row's profiled prefill, most µs first (none for rows written before
+    the breakdown kept them all)."""
+    every = [(name, c, n, us) for c, v in row["breakdown"].items() for name, n, us in v.get("all", [])]
+    if not every:
+        return []
+    name = f"pp{row['T']}" + (f" @ d{row['depth']}" if row.get("depth") else "")
+    lines = ["", f"every kernel of {name} (one profiled prefill):", "",
+             "| kernel | group | launches | µs | µs a launch |", "| --- | --- | ---: | ---: | ---: |"]
+    for kernel, c, n, us in sorted(every, key=lambda e: -e[3]):
+        lines.append(f"| `{kernel.replace('|', '/')}` | {c} | {n} | {us:,.1f} | {us / n:,.2f} |")
+    return lines
 
 
 def outside_us(row: dict) -> float:

@@ -433,6 +433,37 @@ def test_stream_rows_at_every_batch(tmp_path, capsys):
     assert recs["tg4 stream b2"]["tokens"] == recs["tg4 b2"]["tokens"] == 8 and recs["tg4 stream b2"]["batch"] == 2
 
 
+def test_prefill_groups_kernels_by_name_and_lists_every_one():
+    """`compare prefill` puts each kernel in its group by name (ours before GEMM: gemv_add_row holds "gemv"; cuDNN's
+    attention before GEMM: its names hold "sm90_") and lists every kernel of a row, most µs first, with its launches
+    and µs a launch; rows written before the full list (no "all") render without it."""
+    from compare import prefill
+
+    assert prefill.category("void mkp::(anonymous namespace)::gemv_add_row_kernel<3584>(unsigned short const*)") == \
+        "ours (prefill.cu)"
+    assert prefill.category("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16") == "attention (SDPA)"
+    assert prefill.category("nvjet_sm90_tst_64x88_64x11_4x2_h_badd_TNT") == "GEMM (cuBLAS)"
+    assert prefill.category("tilelang_kkt_solve_kernel_kernel") == "delta rule"
+    assert prefill.category("void at::native::reduce_kernel<512, 1>") == "other"
+    rates = {"dense_bf16_flops": 700e12, "copy_bandwidth_Bps": 3e12}
+    row = {"T": 520, "tok_s_median": 210_000.0, "tok_s_min": 200_000.0, "tok_s_max": 211_000.0, "ms_median": 2.476,
+           "reps": 5, "breakdown": {
+               "GEMM (cuBLAS)": {"us": 420.0, "kernels": 47, "top": [["nvjet_a", 400.0], ["nvjet_b", 20.0]],
+                                 "all": [["nvjet_a", 46, 400.0], ["nvjet_b", 1, 20.0]]},
+               "ours (prefill.cu)": {"us": 170.0, "kernels": 2, "top": [["lm_head_kernel", 164.0], ["gemv_add_row", 6.0]],
+                                     "all": [["lm_head_kernel", 1, 164.0], ["gemv_add_row", 1, 6.0]]}}}
+    md = prefill.render([prefill.derive(row, ModelConfig.qwen3_5_0_8b(), rates)], rates)
+    lines = md.splitlines()
+    at = lines.index("every kernel of pp520 (one profiled prefill):")
+    assert lines[at + 4:at + 8] == ["| `nvjet_a` | GEMM (cuBLAS) | 46 | 400.0 | 8.70 |",
+                                    "| `lm_head_kernel` | ours (prefill.cu) | 1 | 164.0 | 164.00 |",
+                                    "| `nvjet_b` | GEMM (cuBLAS) | 1 | 20.0 | 20.00 |",
+                                    "| `gemv_add_row` | ours (prefill.cu) | 1 | 6.0 | 6.00 |"], md
+    for v in row["breakdown"].values():
+        del v["all"]
+    assert "every kernel" not in prefill.render([row], rates)
+
+
 def test_prefill_table_shows_the_time_not_in_kernels(tmp_path):
     """Each row shows its median time less its kernels' summed times (the gaps and the host's work), from
     the breakdown alone: rows written before the column existed show it too."""
