@@ -29,7 +29,8 @@ def main(lengths):
         kv = torch.randn(2, T, k.FA_HKV, k.FA_HD, device="cuda", generator=gen).bfloat16()
         proj = torch.randn(T, k.FA_QKV, device="cuda", generator=gen).bfloat16()
         keys = max(LAST_ROW_KEYS, -(-T // k.PREFILL_LAST_ROW_MAX_SPLITS))
-        part = torch.empty(k.FA_HKV, -(-T // keys), k.FA_GROUP, 2 + k.FA_HD, device="cuda")
+        head = getattr(k, "PREFILL_LAST_ROW_PART_HEAD", 2)  # (a partial's floats before its o: 2 in s45-tail3's kernel)
+        part = torch.empty(k.FA_HKV, -(-T // keys), k.FA_GROUP, head + k.FA_HD, device="cuda")
         count = torch.zeros(k.FA_HKV, dtype=torch.int32, device="cuda")
         ours, theirs = (torch.zeros(T, k.FA_OIN, dtype=torch.bfloat16, device="cuda") for _ in range(2))
 
