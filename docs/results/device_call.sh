@@ -85,6 +85,19 @@ run_520() {
   in_tree "$side" "$limit" python3 "$ROOT/$script" "$out" 520 > "$out.txt" 2>&1
   echo "$kind $n $side: exit $? ${SECONDS}s"; grep -E "$pattern" "$out.txt" | head -2; pack
 }
+# Since session 45:
+#   bench_pp SIDE LENGTHS REPEATS LIMIT GUARD   `compare bench --pp LENGTHS` (megakernel, no tg) in tree SIDE under LIMIT s,
+#                                   numbered in call order ($OUT/r/bench_pp_<n>_SIDE.json / .txt), skipped when fewer
+#                                   than GUARD s are left before END
+BENCH_N=0
+bench_pp() {
+  local side=$1 lengths=$2 repeats=$3 limit=$4 guard=$5
+  BENCH_N=$((BENCH_N + 1))
+  if [ $((END - SECONDS)) -lt "$guard" ]; then echo "bench $BENCH_N $side: skipped"; return; fi
+  in_tree "$side" "$limit" python3 -m compare bench --tiers megakernel --repeats "$repeats" --no-progress --pp "$lengths" \
+      --tg 0 --depth 0 --json "$OUT/r/bench_pp_${BENCH_N}_$side.json" > "$OUT/r/bench_pp_${BENCH_N}_$side.txt" 2>&1
+  echo "bench $BENCH_N $side: exit $? ${SECONDS}s"; grep -E '\| pp' "$OUT/r/bench_pp_${BENCH_N}_$side.txt" | cut -c1-100; pack
+}
 GRAPH_N=0 SPAN_N=0
 graph_time() { GRAPH_N=$((GRAPH_N + 1)); run_520 prelude docs/results/2026-11-27-h100-s29/prelude_profile.py gpu_graph "$GRAPH_N" "$@"; }
 call_span() { SPAN_N=$((SPAN_N + 1)); run_520 span docs/results/2026-12-07-h100-s43/call_span.py "^pp" "$SPAN_N" "$@"; }

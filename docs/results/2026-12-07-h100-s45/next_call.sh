@@ -15,20 +15,7 @@ set -u
 source docs/results/device_call.sh --site
 build_trees new base
 gpu_tests opcheck new 150 "opcheck_every_op" tests/test_megakernel.py
-i=0
-for side in new base base new; do
-  i=$((i + 1))
-  [ $((END - SECONDS)) -lt 70 ] && { echo "bench $i $side: skipped"; continue; }
-  in_tree $side 95 python3 -m compare bench --tiers megakernel --repeats 10 --no-progress --pp 520,4096 \
-      --tg 0 --depth 0 --json "$OUT/r/bench_pp_${i}_$side.json" > "$OUT/r/bench_pp_${i}_$side.txt" 2>&1
-  echo "bench $i $side: exit $? ${SECONDS}s"; grep -E '\| pp' "$OUT/r/bench_pp_${i}_$side.txt" | cut -c1-100; pack
-done
-for side in new base; do
-  i=$((i + 1))
-  [ $((END - SECONDS)) -lt 80 ] && { echo "bench $i $side pp32768: skipped"; continue; }
-  in_tree $side 75 python3 -m compare bench --tiers megakernel --repeats 3 --no-progress --pp 32768 \
-      --tg 0 --depth 0 --json "$OUT/r/bench_pp_${i}_$side.json" > "$OUT/r/bench_pp_${i}_$side.txt" 2>&1
-  echo "bench $i $side: exit $? ${SECONDS}s"; grep -E '\| pp' "$OUT/r/bench_pp_${i}_$side.txt" | cut -c1-100; pack
-done
+for side in new base base new; do bench_pp $side 520,4096 10 95 70; done
+for side in new base; do bench_pp $side 32768 3 75 80; done
 # (a second call: gpu_tests all new 300 "not slow" tests/test_megakernel_prefill.py)
 true
