@@ -252,7 +252,7 @@ class PrefillPlan:
             self.cu_pieces_k = torch.tensor(bounds, dtype=i32, device=dev)
             self.cu_pieces_q = torch.arange(self.pieces + 1, dtype=i32, device=dev) * T
             self.q_pieces = torch.empty(self.pieces * T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
-        # a fresh prompt's last row through the last layer where the norms are folded (run(): `tail`): its attention
+        # a fresh prompt's last row through the last layer where the norms are folded (by_row_kernels): its attention
         # split over chunks of last_row_keys keys, their partials and a counter a kv head (zero between launches)
         self.last_row_part = self.last_row_count = None
         if fresh and self.folded is not None:
@@ -282,15 +282,14 @@ class PrefillPlan:
         for i, kind in enumerate(t.config.layer_types):
             w, slot = W[i], t.config.layer_slot(i)
             r = slice(T - 1, T) if last_only and i == len(W) - 1 else slice(0, T)
-            tail = fold and last_only and i == len(W) - 1  # (the last row by the M = 1 kernels)
             if i > 0 and not (fold and kind != LINEAR):  # (folded: the sum is in res already; a DeltaNet's norm)
                 op["prefill_add_rms_norm"](None if fold else self.out_rows(slice(0, T)), None, embed, self.res, w["in_norm"],
                                            self.h, eps)
             if kind == LINEAR:
-                self.deltanet(w, slot, r, tail)
+                self.deltanet(w, slot, r)
             else:
-                self.attention(w, slot, r, FW[i]["win"] if fold else None, tail)
-            if tail:  # (gate/up and SwiGLU in one launch, the folded norm's 1 / rms in it)
+                self.attention(w, slot, r, FW[i]["win"] if fold else None)
+            if self.by_row_kernels(r):  # (gate/up and SwiGLU in one launch, the folded norm's 1 / rms in it)
                 op["prefill_gate_up_swiglu_row"](self.res[r], FW[i]["gate_up"], self.act[r], eps)
             elif fold:  # (the post-attention norm's (1 + w) in the weights, 1 / rms by silu_mul)
                 torch.mm(self.res[r], FW[i]["gate_up"].t(), out=self.gu[r])
@@ -299,7 +298,7 @@ class PrefillPlan:
                 op["prefill_add_rms_norm"](self.out_rows(r), None, embed, self.res[r], w["post_norm"], self.h[r], eps)
                 torch.mm(self.h[r], w["gate_up"].t(), out=self.gu[r])
                 op["prefill_silu_mul"](self.gu[r], self.act[r])
-            self.project(self.act[r], w["down"], r, tail)
+            self.project(self.act[r], w["down"], r)
             if trace is not None:  # (the layer's output: residual + x, one rounding, as add_rms_norm or the GEMM forms it)
                 out = self.res if fold else (self.res.float() + self.out_rows(slice(0, T)).sum(0)).bfloat16()
                 record(trace, f"layers.{i}", out.view(1, T, D)[:, :self.valid])
@@ -309,9 +308,14 @@ class PrefillPlan:
         record(trace, "norm", self.h.view(1, T, D)[:, :self.valid])
         op["prefill_lm_head"](self.h, self.table, t.lm_head_weight, self.logits)
 
-    def deltanet(self, w, slot, rows, tail=False):
-        """The DeltaNet mixer on every row, its out-projection of `rows` (project; `tail`: the last row by
-        gemv_add_row)."""
+    def by_row_kernels(self, rows) -> bool:
+        """Whether `rows` is a fresh prompt's last row alone in a plan whose norms are folded: the last layer's
+        attention, out-projection and MLP of that row run by our M = 1 kernels (attn_last_row, gemv_add_row,
+        gate_up_swiglu_row), not by the launches every row takes."""
+        return self.last_row_part is not None and rows.stop - rows.start == 1
+
+    def deltanet(self, w, slot, rows):
+        """The DeltaNet mixer on every row, its out-projection of `rows` (project)."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         torch.mm(self.h, w["win"].t(), out=proj)
@@ -321,12 +325,12 @@ class PrefillPlan:
                                    self.h0[slot:slot + 1])
         # (also the conv ring, and `final` into the state's slot)
         op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps)
-        self.project(self.mix[rows], w["out"], rows, tail)
+        self.project(self.mix[rows], w["out"], rows)
 
-    def attention(self, w, slot, rows, win_folded=None, tail=False):
+    def attention(self, w, slot, rows, win_folded=None):
         """Attention's projections and cache writes for every row, its core, gate and out-projection
-        (project) for `rows`: every row, or (a fresh prompt's last layer) the last one alone, with `tail`
-        by attn_last_row and gemv_add_row. With `win_folded` (the input norm in the in-projection's
+        (project) for `rows`: every row, or (a fresh prompt's last layer) the last one alone, where
+        by_row_kernels says so by attn_last_row. With `win_folded` (the input norm in the in-projection's
         weights) the GEMM reads the residual stream and attn_prep applies each row's 1 / rms."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.FA_QKV].view(T, k.FA_QKV)
@@ -336,7 +340,7 @@ class PrefillPlan:
                                 self.eps, self.res if fold else None)
         if not self.fresh:
             op["prefill_kv_prefix"](self.table, slot, self.max_seq, self.kv)
-        if tail:  # (a fresh prompt's last row: split over the keys, merged and gated into its row of self.mix)
+        if self.by_row_kernels(rows):  # (split over the keys, merged and gated into the row of self.mix)
             op["prefill_attn_last_row"](self.qbuf, self.kv, proj, self.table, self.last_row_part, self.last_row_count,
                                         self.mix, self.last_row_keys)
         elif self.pieces > 1:  # (after earlier tokens only) merged and gated into self.mix by one kernel
@@ -351,19 +355,19 @@ class PrefillPlan:
             else:
                 o = flash(self.qbuf, self.kv, self.cu_q, self.cu_k, T, self.max_seq, True, self.used)[0][rows]
             op["prefill_attn_gate"](o, proj[rows], self.table, self.mix[rows])
-        self.project(self.mix[rows], w["out"], rows, tail)
+        self.project(self.mix[rows], w["out"], rows)
 
     def out_rows(self, rows):
         """A split-K plan's last GEMM's fp32 partials for `rows` (every row, or a fresh prompt's last one),
         as add_rms_norm takes them."""
         return self.xs if rows.stop - rows.start == self.T else self.xs_last
 
-    def project(self, x, weight, rows, tail=False):
+    def project(self, x, weight, rows):
         """An out-projection or down (N = hidden) of `rows`: res[rows] += x @ weight^T by one GEMM (beta = 1) or,
-        `tail` (one row), by gemv_add_row; or out_rows(rows) <- the same product as one batched GEMM over split_k
-        slices of K into fp32 partials."""
+        where by_row_kernels says so, by gemv_add_row; or out_rows(rows) <- the same product as one batched GEMM
+        over split_k slices of K into fp32 partials."""
         S, (n, K) = self.split_k, x.shape
-        if tail:
+        if self.by_row_kernels(rows):
             self.op["prefill_gemv_add_row"](x, weight, self.res[rows])
         elif S == 1:
             self.res[rows].addmm_(x, weight.t())

@@ -581,11 +581,12 @@ void prefill_attn_last_row(const Tensor& qbuf, const Tensor& kv, const Tensor& p
            kv.sizes(), ")");
   const int64_t max_seq = kv.size(1);
   check_tensor(kv, op, "kv", BF, {2, max_seq, mk::FA_HKV, mk::FA_HD});
+  constexpr int64_t part_w = 2 + mk::FA_HD;  // a partial: max, sum, o (csrc/prefill.cu ALR_PART)
   MK_CHECK(part.dim() == 4 && part.size(1) >= 1, op, ": part is not a [", mk::FA_HKV, ", splits, ", mk::FA_GROUP, ", ",
-           2 + mk::FA_HD, "] buffer (", part.sizes(), ")");
+           part_w, "] buffer (", part.sizes(), ")");
   const int64_t splits = part.size(1);
   MK_CHECK(splits <= mkp::LAST_ROW_MAX_SPLITS, op, ": part holds ", splits, " splits; at most ", mkp::LAST_ROW_MAX_SPLITS);
-  check_tensor(part, op, "part", F32, {mk::FA_HKV, splits, mk::FA_GROUP, 2 + mk::FA_HD});
+  check_tensor(part, op, "part", F32, {mk::FA_HKV, splits, mk::FA_GROUP, part_w});
   check_tensor(count, op, "count", I32, {mk::FA_HKV});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});
   check_tensor(out, op, "out", BF, {T, mk::FA_OIN});

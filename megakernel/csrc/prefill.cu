@@ -640,7 +640,7 @@ __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
   if (i == 0) count[g] = 0;
 }
 
-// a lane's dot of 8 bf16 weights (packed) with 8 values, in lm_head's order (pairs)
+// a lane's dot of 8 bf16 weights (packed) with 8 values, a pair at a time (the lm_head's and the M = 1 kernels')
 __device__ __forceinline__ float dot8(const uint4 wv, const float (&x)[8], float acc) {
   const uint32_t u[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
@@ -738,12 +738,7 @@ __global__ void __launch_bounds__(256) lm_head_kernel(const uint16_t* __restrict
   for (int r = 0; r < LM_ROWS_PER_WARP; ++r) {
     float acc = 0.f;
 #pragma unroll
-    for (int c = 0; c < LM_CH; ++c) {
-      const uint32_t u[4] = {wv[r][c].x, wv[r][c].y, wv[r][c].z, wv[r][c].w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        acc += __uint_as_float(u[e] << 16) * xv[c][2 * e] + __uint_as_float(u[e] & 0xffff0000u) * xv[c][2 * e + 1];
-    }
+    for (int c = 0; c < LM_CH; ++c) acc = dot8(wv[r][c], xv[c], acc);
     acc = group_sum<32>(acc);
     if (lane == 0 && row0 + r < vocab) logits[row0 + r] = rnd(acc);
   }
