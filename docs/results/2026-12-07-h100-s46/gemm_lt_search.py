@@ -20,6 +20,7 @@ import time
 import torch
 
 R = 24  # calls a graph, each on its own weight copy
+_MM = torch.mm  # (torch's own, also where a caller routes torch.mm elsewhere: lt_prefill_ab.py)
 COMPUTE_32F, R_32F, R_16BF = 68, 0, 14
 DESC_TRANSA, DESC_TRANSB = 3, 4
 PREF_MAX_WORKSPACE = 1
@@ -110,7 +111,7 @@ class Shape:
         if self.beta:
             y.addmm_(self.x, w.t())
         else:
-            torch.mm(self.x, w.t(), out=y)
+            _MM(self.x, w.t(), out=y)
 
     def time(self, one, replays=7):
         """µs a call: the median of `replays` replays of a graph of R calls (one(w) each)."""
