@@ -258,7 +258,8 @@ class PrefillPlan:
         if fresh and self.folded is not None:
             self.last_row_keys = max(LAST_ROW_KEYS, -(-T // k.PREFILL_LAST_ROW_MAX_SPLITS))
             splits = -(-T // self.last_row_keys)
-            self.last_row_part = torch.empty(k.FA_HKV, splits, k.FA_GROUP, 2 + k.FA_HD, dtype=f32, device=dev)
+            self.last_row_part = torch.empty(k.FA_HKV, splits, k.FA_GROUP, k.PREFILL_LAST_ROW_PART_HEAD + k.FA_HD,
+                                             dtype=f32, device=dev)
             self.last_row_count = torch.zeros(k.FA_HKV, dtype=i32, device=dev)
         self.logits = torch.empty(k.VOCAB, dtype=f32, device=dev)
         self.uses = 0  # prefills of this shape so far (the graph is captured at the second)

@@ -348,7 +348,7 @@ def test_attn_last_row_is_the_last_rows_gated_attention(mk, T, keys, splits):
     qbuf = torch.randn(T, k.FA_HQ, k.FA_HD, device="cuda", generator=gen).bfloat16()
     kv = torch.randn(2, T, k.FA_HKV, k.FA_HD, device="cuda", generator=gen).bfloat16()
     proj = torch.randn(T, k.FA_QKV, device="cuda", generator=gen).bfloat16()
-    part = torch.full((k.FA_HKV, splits, k.FA_GROUP, 2 + k.FA_HD), float("nan"), device="cuda")
+    part = torch.full((k.FA_HKV, splits, k.FA_GROUP, k.PREFILL_LAST_ROW_PART_HEAD + k.FA_HD), float("nan"), device="cuda")
     count = torch.zeros(k.FA_HKV, dtype=torch.int32, device="cuda")
     got = []
     for _ in range(2):
@@ -366,7 +366,8 @@ def test_attn_last_row_is_the_last_rows_gated_attention(mk, T, keys, splits):
     assert rel(got[0].float(), torch.cat(want).float()) < 1e-2
     with pytest.raises(RuntimeError, match="keys_per_block"):
         op(qbuf, kv, proj, plan.table, part, count, out, 0)
-    too_many = torch.zeros(k.FA_HKV, k.PREFILL_LAST_ROW_MAX_SPLITS + 1, k.FA_GROUP, 2 + k.FA_HD, device="cuda")
+    too_many = torch.zeros(k.FA_HKV, k.PREFILL_LAST_ROW_MAX_SPLITS + 1, k.FA_GROUP, k.PREFILL_LAST_ROW_PART_HEAD + k.FA_HD,
+                           device="cuda")
     with pytest.raises(RuntimeError, match="at most"):
         op(qbuf, kv, proj, plan.table, too_many, count, out, keys)
 

@@ -581,7 +581,7 @@ void prefill_attn_last_row(const Tensor& qbuf, const Tensor& kv, const Tensor& p
            kv.sizes(), ")");
   const int64_t max_seq = kv.size(1);
   check_tensor(kv, op, "kv", BF, {2, max_seq, mk::FA_HKV, mk::FA_HD});
-  constexpr int64_t part_w = 2 + mk::FA_HD;  // a partial: max, sum, o (csrc/prefill.cu ALR_PART)
+  constexpr int64_t part_w = mkp::LAST_ROW_PART_HEAD + mk::FA_HD;  // a partial: max, sum, 2 unused, o (ALR_PART)
   MK_CHECK(part.dim() == 4 && part.size(1) >= 1, op, ": part is not a [", mk::FA_HKV, ", splits, ", mk::FA_GROUP, ", ",
            part_w, "] buffer (", part.sizes(), ")");
   const int64_t splits = part.size(1);
@@ -679,6 +679,7 @@ py::dict constants() {
   d["PREFILL_BIND_RANGE_WORDS"] = static_cast<int>(mkp::BIND_RANGE_WORDS);
   d["PREFILL_BIND_HOST_WORDS"] = static_cast<int>(mkp::BIND_HOST_WORDS);
   d["PREFILL_LAST_ROW_MAX_SPLITS"] = mkp::LAST_ROW_MAX_SPLITS;
+  d["PREFILL_LAST_ROW_PART_HEAD"] = mkp::LAST_ROW_PART_HEAD;
   return d;
 }
 

@@ -506,7 +506,8 @@ __global__ void __launch_bounds__(GATE_THREADS) attn_merge_gate_kernel(const uin
 // block's partial of each head (max, sum, o[FA_HD]: thread i = dim i) in `part`; the last block of kv head g to count
 // itself in (`count`) merges the S partials, o = bf16(sum o / sum), times bf16(sigmoid(gate)) as attn_gate does, into
 // out's row t, and sets its counter back to 0 (the next launch, a graph's replay too, starts from 0).
-constexpr int ALR_THREADS = 256, ALR_WARPS = ALR_THREADS / 32, ALR_PART = 2 + FA_HD;
+constexpr int ALR_THREADS = 256, ALR_WARPS = ALR_THREADS / 32, ALR_O = LAST_ROW_PART_HEAD, ALR_PART = ALR_O + FA_HD;
+static_assert(ALR_O % 4 == 0, "attn_last_row: a partial's o 16-byte aligned (the merge loads it 4 floats at a time)");
 constexpr int ALR_MAX_SPLITS = LAST_ROW_MAX_SPLITS;  // (prefill.cuh) the merge's maxima and sums: a thread each
 static_assert(ALR_MAX_SPLITS * FA_GROUP <= ALR_THREADS, "attn_last_row: a thread a (split, head) in the merge");
 constexpr int ALR_KEYS_AT_ONCE = 4;                      // a warp's keys whose loads go out together
@@ -521,6 +522,11 @@ __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
   const int S = gridDim.x, s = blockIdx.x, g = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int valid = table_valid(table), t = valid - 1, n = table_start(table) + valid;
   const float qscale = rsqrtf(static_cast<float>(FA_HD)) * 1.4426950408889634f;  // (the softmax in base 2)
+  // the merge's thread i: q head hm = i / 64 of the group, dims dm .. dm + 3 (its gates loaded now, by every block: only
+  // the last one uses them, but then without a round trip of their own)
+  const int hm = threadIdx.x / (FA_HD / 4), dm = threadIdx.x % (FA_HD / 4) * 4;
+  const uint2 gates = *reinterpret_cast<const uint2*>(proj + static_cast<size_t>(t) * FA_QKV +
+                                                      (g * FA_GROUP + hm) * 2 * FA_HD + FA_HD + dm);
   float q[FA_GROUP][8], o[FA_GROUP][8], m[FA_GROUP], l[FA_GROUP];
 #pragma unroll
   for (int hh = 0; hh < FA_GROUP; ++hh) {
@@ -571,7 +577,7 @@ __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
       red[warp][hh][1] = l[hh];
     }
 #pragma unroll
-    for (int e = 0; e < 8; ++e) red[warp][hh][2 + lane * 8 + e] = o[hh][e];
+    for (int e = 0; e < 8; ++e) red[warp][hh][ALR_O + lane * 8 + e] = o[hh][e];
   }
   __syncthreads();
   const int i = threadIdx.x;
@@ -583,9 +589,9 @@ __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
     for (int w = 0; w < ALR_WARPS; ++w) {
       const float c = M == -INFINITY ? 0.f : exp2f(red[w][hh][0] - M);  // (a warp, or the block, without keys: 0)
       L = fmaf(red[w][hh][1], c, L);
-      O = fmaf(red[w][hh][2 + i], c, O);
+      O = fmaf(red[w][hh][ALR_O + i], c, O);
     }
-    mine[hh * ALR_PART + 2 + i] = O;
+    mine[hh * ALR_PART + ALR_O + i] = O;
     if (i == 0) {
       mine[hh * ALR_PART] = M;
       mine[hh * ALR_PART + 1] = L;
@@ -599,7 +605,7 @@ __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
   __threadfence();
   // the merge: thread (j, hh) loads split j's max and sum of head hh (all at once); each head's max, then its weights
   // exp2(M_j - M) and their sum (in split order: the same bits whichever block merges) through shared memory; then
-  // thread i its dim's S partials of the 4 heads (loads in flight together)
+  // thread (hm, dm) the S partials of its 4 dims (16-byte loads, 8 splits' in flight together)
   const float* all = part + static_cast<size_t>(g) * S * FA_GROUP * ALR_PART;
   const int jj = i / FA_GROUP, hj = i % FA_GROUP;
   float Mj = -INFINITY, Lj = 0.f;
@@ -615,9 +621,8 @@ __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
     total[i] = M;
   }
   __syncthreads();
-  const float M = total[hj], c = jj < S && Mj != -INFINITY ? exp2f(Mj - M) : 0.f;
-  __syncthreads();
-  weight[hj][jj] = c;
+  const float c = jj < S && Mj != -INFINITY ? exp2f(Mj - total[hj]) : 0.f;
+  weight[hj][jj] = c;  // (every thread read its max above, before the barrier, and the maxima were read before that)
   lsum[hj][jj] = Lj * c;
   __syncthreads();
   if (i < FA_GROUP) {
@@ -626,17 +631,28 @@ __global__ void __launch_bounds__(ALR_THREADS) attn_last_row_kernel(
     total[i] = L;
   }
   __syncthreads();
-  float O[FA_GROUP] = {};
-#pragma unroll 4
-  for (int j = 0; j < S; ++j)
-#pragma unroll
-    for (int hh = 0; hh < FA_GROUP; ++hh) O[hh] = fmaf(__ldcg(all + (j * FA_GROUP + hh) * ALR_PART + 2 + i), weight[hh][j], O[hh]);
-#pragma unroll
-  for (int hh = 0; hh < FA_GROUP; ++hh) {
-    const int qh = g * FA_GROUP + hh;
-    const float gate = bf(proj[static_cast<size_t>(t) * FA_QKV + qh * 2 * FA_HD + FA_HD + i]);
-    out[static_cast<size_t>(t) * FA_OIN + qh * FA_HD + i] = __bfloat16_as_ushort(__float2bfloat16_rn(rnd(O[hh] / total[hh]) * rnd(sigmoidf_(gate))));
+  float4 O = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+  for (int j = 0; j < S; ++j) {
+    const float4 p = __ldcg(reinterpret_cast<const float4*>(all + (j * FA_GROUP + hm) * ALR_PART + ALR_O + dm));
+    const float w = weight[hm][j];
+    O.x = fmaf(p.x, w, O.x);
+    O.y = fmaf(p.y, w, O.y);
+    O.z = fmaf(p.z, w, O.z);
+    O.w = fmaf(p.w, w, O.w);
   }
+  const float ov[4] = {O.x / total[hm], O.y / total[hm], O.z / total[hm], O.w / total[hm]};
+  const float gv[4] = {__uint_as_float(gates.x << 16), __uint_as_float(gates.x & 0xffff0000u),
+                       __uint_as_float(gates.y << 16), __uint_as_float(gates.y & 0xffff0000u)};
+  uint32_t packed[2];
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    const uint32_t a = __bfloat16_as_ushort(__float2bfloat16_rn(rnd(ov[2 * e]) * rnd(sigmoidf_(gv[2 * e]))));
+    const uint32_t b = __bfloat16_as_ushort(__float2bfloat16_rn(rnd(ov[2 * e + 1]) * rnd(sigmoidf_(gv[2 * e + 1]))));
+    packed[e] = a | (b << 16);
+  }
+  *reinterpret_cast<uint2*>(out + static_cast<size_t>(t) * FA_OIN + (g * FA_GROUP + hm) * FA_HD + dm) =
+      make_uint2(packed[0], packed[1]);
   if (i == 0) count[g] = 0;
 }
 

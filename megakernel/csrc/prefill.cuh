@@ -109,9 +109,10 @@ cudaError_t attn_merge_gate(const uint16_t* o_ctx, const float* lse_ctx, long lo
 
 // A fresh prompt's last layer for its last valid row t alone (csrc/prefill.cu says who owns what):
 constexpr int LAST_ROW_MAX_SPLITS = 64;  // attn_last_row's splits a kv head at most (its merge: a thread a split and head)
+constexpr int LAST_ROW_PART_HEAD = 4;    // floats of a partial before its o: max, sum, 2 unused (o 16-byte aligned)
 // out[t] [FA_OIN] = attention of q row t (qbuf [T][8][256]) over the keys and values kv [2][max_seq][2][256] at
 // positions [0, start + t], times sigmoid(gate) as attn_gate; `splits` x FA_HKV blocks, each taking chunks of
-// keys_per_block keys (s, s + splits, ...; splits <= LAST_ROW_MAX_SPLITS); part fp32 [FA_HKV][splits][FA_GROUP][2 + FA_HD] their partials; count
+// keys_per_block keys (s, s + splits, ...; splits <= LAST_ROW_MAX_SPLITS); part fp32 [FA_HKV][splits][FA_GROUP][LAST_ROW_PART_HEAD + FA_HD] their partials; count
 // int32 [FA_HKV] zeros (the last block of a kv head merges, then sets its counter back to 0)
 cudaError_t attn_last_row(const uint16_t* qbuf, const uint16_t* kv, int max_seq, const uint16_t* proj, const int64_t* table,
                           float* part, int* count, uint16_t* out, int splits, int keys_per_block, cudaStream_t s);
