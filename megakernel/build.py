@@ -35,8 +35,8 @@ from typing import Callable, TypeVar
 
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
 CU_SOURCES = ("megakernel.cu", "prefill.cu")
-CPP_SOURCES = ("binding.cpp",)
-HEADERS = tuple(sorted(f for f in os.listdir(CSRC) if f.endswith(".cuh")))
+CPP_SOURCES = ("binding.cpp", "gemm_lt.cpp")
+HEADERS = tuple(sorted(f for f in os.listdir(CSRC) if f.endswith((".cuh", ".h"))))
 SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 # The batch-1 kernels: the ring kernel (the default) spills at most a few bytes; the register
 # kernel (the fallback where the ring does not fit) is at its 128-register cap (512 threads, one

@@ -17,6 +17,8 @@ another size's build has its own namespace, `qwen35_megakernel_<shape tag>`, meg
     prefill_attn_gate, prefill_attn_merge_gate, prefill_attn_last_row, prefill_gemv_add_row,
     prefill_gate_up_swiglu_row, prefill_lm_head
         the fast prefill's fused kernels (csrc/prefill.cuh says what each computes).
+    prefill_gemm_lt
+        one of the prefill's GEMMs with a cuBLASLt algorithm chosen by timing (megakernel/prefill_gemm.py).
 
 Every op writes only into tensors its schema marks as written and returns nothing, so each fake
 (meta) implementation below checks nothing and returns None: enough for `torch.library.opcheck`
@@ -36,7 +38,8 @@ import torch
 NAMESPACE = "qwen35_megakernel"
 OP_NAMES = ("decode", "prefill_bind", "prefill_add_rms_norm", "prefill_dn_prep", "prefill_dn_out_norm",
             "prefill_dn_state_in", "prefill_silu_mul", "prefill_attn_prep", "prefill_kv_prefix", "prefill_attn_gate",
-            "prefill_attn_merge_gate", "prefill_attn_last_row", "prefill_gemv_add_row", "prefill_gate_up_swiglu_row",
+            "prefill_gemm_lt", "prefill_attn_merge_gate", "prefill_attn_last_row", "prefill_gemv_add_row",
+            "prefill_gate_up_swiglu_row",
             "prefill_lm_head")
 
 _fakes_registered = set()

@@ -2,7 +2,8 @@
 tensor cores, captured once per prompt shape as a CUDA graph and replayed.
 
 Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu):
-    add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v], cuBLAS) →
+    add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v]; every GEMM by cuBLAS's pick or a
+              cuBLASLt algorithm, whichever measured faster for its shape: prefill_gemm.py) →
     DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → the chunked delta rule (FlashQLA's where
               installed, else fla's: prefill_delta_rule.py; state read and written in the decode
               kernel's [V][K] layout) → gated norm + conv ring + the final state into the decode state
@@ -51,6 +52,7 @@ from reference import check_id_range, id_range, record
 from reference.config import LINEAR
 
 from . import ops, prefill_delta_rule
+from .prefill_gemm import PrefillGemms
 
 MAX_PLANS = 4  # prefill shapes kept, with their buffers and graphs (least recently used dropped first)
 PAD_ROWS = 64  # a prompt after earlier tokens runs in a plan of rows rounded up to this (fla's chunk)
@@ -182,8 +184,9 @@ class PrefillPlan:
     table holds (a prompt of 1..T tokens, the rest padding; start + tokens <= max_seq)."""
 
     def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None,
-                 delta_rule: str = "fla", folded=None):
+                 delta_rule: str = "fla", folded=None, gemms: PrefillGemms | None = None):
         self.delta_rule = prefill_delta_rule.make(delta_rule, T, tier.k.DN_HV, tier.device)
+        self.gemm = gemms if gemms is not None else PrefillGemms(tier)  # (each GEMM shape by its fastest way)
         self.op = {name: ops.op(name, tier.ops_namespace) for name in ops.OP_NAMES if name.startswith("prefill_")}
         self.tier, self.T, self.max_seq, self.fresh = tier, T, max_seq, fresh
         self.k = k = tier.k
@@ -293,11 +296,11 @@ class PrefillPlan:
             if self.by_row_kernels(r):  # (gate/up and SwiGLU in one launch, the folded norm's 1 / rms in it)
                 op["prefill_gate_up_swiglu_row"](self.res[r], FW[i]["gate_up"], self.act[r], eps)
             elif fold:  # (the post-attention norm's (1 + w) in the weights, 1 / rms by silu_mul)
-                torch.mm(self.res[r], FW[i]["gate_up"].t(), out=self.gu[r])
+                self.gemm(self.res[r], FW[i]["gate_up"], self.gu[r], 0)
                 op["prefill_silu_mul"](self.gu[r], self.act[r], self.res[r], eps)
             else:
                 op["prefill_add_rms_norm"](self.out_rows(r), None, embed, self.res[r], w["post_norm"], self.h[r], eps)
-                torch.mm(self.h[r], w["gate_up"].t(), out=self.gu[r])
+                self.gemm(self.h[r], w["gate_up"], self.gu[r], 0)
                 op["prefill_silu_mul"](self.gu[r], self.act[r])
             self.project(self.act[r], w["down"], r)
             if trace is not None:  # (the layer's output: residual + x, one rounding, as add_rms_norm or the GEMM forms it)
@@ -319,7 +322,7 @@ class PrefillPlan:
         """The DeltaNet mixer on every row, its out-projection of `rows` (project)."""
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
-        torch.mm(self.h, w["win"].t(), out=proj)
+        self.gemm(self.h, w["win"], proj, 0)
         op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
                               self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.delta_rule.g_chunk)
         o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, k.DN_DK ** -0.5,
@@ -336,7 +339,7 @@ class PrefillPlan:
         op, T, k = self.op, self.T, self.k
         proj = self.proj_buf[:T * k.FA_QKV].view(T, k.FA_QKV)
         fold = win_folded is not None
-        torch.mm(self.res if fold else self.h, (win_folded if fold else w["win"]).t(), out=proj)
+        self.gemm(self.res if fold else self.h, win_folded if fold else w["win"], proj, 0)
         op["prefill_attn_prep"](proj, w["q_norm"], w["k_norm"], self.table, slot, self.max_seq, self.qbuf, self.kv,
                                 self.eps, self.res if fold else None)
         if not self.fresh:
@@ -371,7 +374,7 @@ class PrefillPlan:
         if self.by_row_kernels(rows):
             self.op["prefill_gemv_add_row"](x, weight, self.res[rows])
         elif S == 1:
-            self.res[rows].addmm_(x, weight.t())
+            self.gemm(x, weight, self.res[rows], 1)
         else:
             out = self.out_rows(rows)
             torch.ops.aten.bmm.dtype_out(x.view(n, S, K // S).transpose(0, 1), weight.view(-1, S, K // S).permute(1, 2, 0),
@@ -454,8 +457,9 @@ class FastPrefill:
     """The tier's prefill plans, one per (T, max_seq, fresh, delta rule), least recently used dropped.
     `delta_rule` names the chunked delta rule that new plans run (prefill_delta_rule.DELTA_RULES)."""
 
-    def __init__(self, tier, use_graph: bool = True, delta_rule: str | None = None):
+    def __init__(self, tier, use_graph: bool = True, delta_rule: str | None = None, tuned_gemms: bool = True):
         self.tier, self.use_graph = tier, use_graph
+        self.gemms = PrefillGemms(tier, tuned=tuned_gemms)  # (shared by the plans: a shape is timed once)
         self.delta_rule = delta_rule or prefill_delta_rule.default(tier.device)
         self.plans: collections.OrderedDict = collections.OrderedDict()
         self._folded = None  # folded_weights(tier), made at the first plan that folds (folded_weights())
@@ -469,7 +473,8 @@ class FastPrefill:
         plan = self.plans.get(key)
         if plan is None:
             kv = next((p.kv for p in self.plans.values() if p.max_seq == max_seq), None)
-            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv, self.delta_rule, self.folded_weights)
+            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv, self.delta_rule, self.folded_weights,
+                                                 self.gemms)
             while len(self.plans) > MAX_PLANS:
                 self.plans.popitem(last=False)
         self.plans.move_to_end(key)

@@ -311,8 +311,8 @@ def test_step_times_parse_the_stamp_layout():
 
 @needs_nvcc
 def test_binding_compiles_against_the_installed_torch(tmp_path):
-    """binding.cpp (the torch.library ops) against this torch's headers, syntax only (no GPU):
-    a schema or signature error shows here, not first on the GPU machine."""
+    """binding.cpp (the torch.library ops) and the other C++ sources (gemm_lt.cpp) against this torch's headers,
+    syntax only (no GPU): a schema or signature error shows here, not first on the GPU machine."""
     import sysconfig
 
     from torch.utils.cpp_extension import include_paths
@@ -324,12 +324,15 @@ def test_binding_compiles_against_the_installed_torch(tmp_path):
     # the CPU build of torch ships c10/cuda's headers without this generated one
     (tmp_path / "c10" / "cuda" / "impl").mkdir(parents=True)
     (tmp_path / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h").write_text("#pragma once\n")
-    cmd = [gxx, "-std=c++17", "-fsyntax-only", f"-I{tmp_path}", *(f"-I{p}" for p in include_paths()),
-           f"-I{sysconfig.get_paths()['include']}", f"-I{cuda[0]}", f"-I{CSRC}", "-DTORCH_EXTENSION_NAME=mk_check",
-           os.path.join(CSRC, "binding.cpp")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    errors = [line for line in proc.stderr.splitlines() if "error" in line]
-    assert proc.returncode == 0 and not errors, "\n".join(errors[:20]) or proc.stderr[-3000:]
+    from megakernel.build import CPP_SOURCES
+
+    for source in CPP_SOURCES:
+        cmd = [gxx, "-std=c++17", "-fsyntax-only", f"-I{tmp_path}", *(f"-I{p}" for p in include_paths()),
+               f"-I{sysconfig.get_paths()['include']}", f"-I{cuda[0]}", f"-I{CSRC}", "-DTORCH_EXTENSION_NAME=mk_check",
+               os.path.join(CSRC, source)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        errors = [line for line in proc.stderr.splitlines() if "error" in line]
+        assert proc.returncode == 0 and not errors, (source, "\n".join(errors[:20]) or proc.stderr[-3000:])
 
 
 def test_binding_formats_its_refusals_without_iostreams():
@@ -914,6 +917,13 @@ def test_opcheck_every_op(mk):
     decode step and a real (eager) prefill pass them."""
     from megakernel import ops
     from megakernel.prefill import PrefillPlan
+    from megakernel.prefill_gemm import PrefillGemms
+
+    class FirstCandidate(PrefillGemms):  # (every GEMM by cuBLASLt's first candidate: prefill_gemm_lt called)
+        def tune(self, x, w, out, beta):
+            words = self.tier.ext.gemm_lt_candidates(x.shape[0], w.shape[0], x.shape[1], x.stride(0), out.stride(0), 1,
+                                                     1 << 25)
+            return torch.tensor(words[0], dtype=torch.int64)
 
     state = mk.new_state(max_seq_len=64)
     mk.prefill(ids(20, 22), state)
@@ -944,9 +954,10 @@ def test_opcheck_every_op(mk):
         start = mk.new_state(max_seq_len=max_seq)
         if not fresh:
             mk.prefill(ids(20, 22), start)
-        plan = PrefillPlan(mk, T, max_seq, fresh=fresh)
+        plan = PrefillPlan(mk, T, max_seq, fresh=fresh, gemms=FirstCandidate(mk))
         assert plan.pieces == pieces and (plan.folded is not None) == (plan.split_k == 1) and (T < 320 or plan.folded)
         plan.op = {name: checking(name, real) for name, real in plan.op.items()}
+        plan.gemm._op = checking("prefill_gemm_lt", ops.op("prefill_gemm_lt", mk.ops_namespace))
         target = mk.clone_state(start)  # (alive while the plan writes through its pointers)
         plan.bind(ids(T, 24).to(mk.device), target)
         plan.run()

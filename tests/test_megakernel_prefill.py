@@ -419,6 +419,127 @@ def test_gate_up_swiglu_row_is_the_gemm_then_silu_mul_of_one_row(mk):
         op(x, w, act, 0.0)
 
 
+def test_prefill_gemms_take_a_cublaslt_algorithm_only_where_it_measures_faster_by_the_margin(monkeypatch):
+    """PrefillGemms times torch's call (before and after) and cuBLASLt's candidates once per shape and takes a
+    candidate only where it beats torch's faster run by MARGIN; a candidate that fails to run is left out; a shape
+    first met during a capture takes torch's call and is timed at its next eager run; tuned=False never asks cuBLASLt.
+    (The timings scripted: no GPU needed.)"""
+    import megakernel.prefill_gemm as pg
+
+    asked, calls = [], []
+    tier = types.SimpleNamespace(device="cpu", ops_namespace="none", ext=types.SimpleNamespace(
+        gemm_lt_candidates=lambda *a: asked.append(a) or [[1] * 8, [2] * 8, [3] * 8]))
+    script = []
+
+    def timed(way, weights):
+        way(weights[0])  # (each way runs on the copies: the fake op or torch's call)
+        t = script.pop(0)
+        if t is None:
+            raise RuntimeError("this algorithm does not run")
+        return t
+
+    monkeypatch.setattr(pg, "weight_copies", lambda w: 2)
+    monkeypatch.setattr(pg, "timed_per_call", timed)
+    capturing = [False]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
+    g = pg.PrefillGemms(tier)
+    g._op = lambda x, w, out, beta, algo, ws: calls.append(int(algo[0]))
+    g._workspace = torch.empty(0, dtype=torch.uint8)
+    x, w, out = torch.randn(4, 8), torch.randn(6, 8), torch.zeros(4, 6)
+    # torch 10.0 / 10.2, candidates 9.8 (2%: not enough), 9.6 (4%: taken), refused
+    script[:] = [10.0, 9.8, 9.6, None, 10.2]
+    g(x, w, out, 0)
+    key = g.key(x, w, out, 0)
+    assert script == [] and calls == [1, 2, 3, 2] and g.timings[key]["chosen"] == 1  # (each timed, then the chosen)
+    assert g.timings[key]["torch_us"] == [10.0, 10.2] and g.timings[key]["candidates_us"] == [9.8, 9.6, float("inf")]
+    assert torch.equal(out, torch.zeros(4, 6))  # (timed on copies; then the op, a fake here, wrote nothing)
+    del calls[:]
+    g(x, w, out, 0)  # (kept: no new timing)
+    assert calls == [2] and len(asked) == 1
+    # another shape (beta 1): no candidate ahead by MARGIN, so torch's call, out += x w^T
+    script[:] = [10.0, 9.8, 9.9, 9.9, 10.5]
+    res = torch.ones(4, 6)
+    g(x, w, res, 1)
+    assert g.timings[g.key(x, w, res, 1)]["chosen"] is None and torch.allclose(res, 1 + x @ w.t())
+    assert calls == [2, 1, 2, 3]  # (the three timed, none taken)
+    # a shape first met while capturing: torch's call, nothing timed or kept; timed at the next eager call
+    x3, out3 = torch.randn(3, 8), torch.zeros(3, 6)
+    capturing[0] = True
+    g(x3, w, out3, 0)
+    assert torch.allclose(out3, x3 @ w.t()) and g.key(x3, w, out3, 0) not in g.choices and len(asked) == 2
+    capturing[0] = False
+    script[:] = [10.0, 5.0, 9.0, 9.0, 10.0]
+    del calls[:]
+    g(x3, w, out3, 0)
+    assert calls == [1, 2, 3, 1] and len(asked) == 3
+    # tuned=False: torch's call, cuBLASLt never asked
+    plain = pg.PrefillGemms(tier, tuned=False)
+    out4 = torch.zeros(4, 6)
+    plain(x, w, out4, 0)
+    assert torch.allclose(out4, x @ w.t()) and len(asked) == 3 and not plain.timings
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("M,N,K,beta", [(520, 1024, 2048, 1), (37, 7168, 1024, 0), (1, 8224, 1024, 0), (4096, 5120, 1024, 0)])
+def test_prefill_gemm_lt_with_each_cublaslt_candidate_is_the_product(mk, M, N, K, beta):
+    """prefill_gemm_lt with every algorithm gemm_lt_candidates offers: out = x w^T (+ out where beta is 1) within a
+    bf16 rounding of the fp64 product and of torch's own call, the same bits on a second call; x a row slice of a
+    wider buffer (rows lda apart); wrong dtypes, shapes and an algo not on the CPU refused, naming what was wrong."""
+    from megakernel import ops
+    from megakernel.prefill_gemm import WORKSPACE_BYTES, torch_gemm
+
+    op = ops.op("prefill_gemm_lt", mk.ops_namespace)
+    gen = torch.Generator(device="cuda").manual_seed(M + N)
+    wide = torch.randn(M, K + 64, device="cuda", generator=gen).bfloat16()
+    x = wide[:, :K]  # (rows K + 64 apart)
+    w = (torch.randn(N, K, device="cuda", generator=gen) / K ** 0.5).bfloat16()
+    out0 = torch.randn(M, N, device="cuda", generator=gen).bfloat16()
+    words = mk.ext.gemm_lt_candidates(M, N, K, x.stride(0), N, 8, WORKSPACE_BYTES)
+    assert words and all(len(a) == 8 for a in words)
+    ws = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
+    want = x.double() @ w.double().t() + (out0.double() if beta else 0)
+    ref = out0.clone()
+    torch_gemm(x, w, ref, beta)
+    for a in words:
+        algo = torch.tensor(a, dtype=torch.int64)
+        got = []
+        for _ in range(2):
+            out = torch.full_like(out0, float("nan")) if not beta else out0.clone()
+            op(x, w, out, float(beta), algo, ws)
+            got.append(out)
+        assert torch.equal(got[0], got[1]) and torch.isfinite(got[0]).all()
+        assert rel(got[0].float(), want.float()) < 1e-2 and rel(got[0].float(), ref.float()) < 1e-2
+    algo = torch.tensor(words[0], dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="algo"):
+        op(x, w, out0.clone(), float(beta), algo.cuda(), ws)
+    with pytest.raises(RuntimeError, match="bf16"):
+        op(x.float(), w, out0.clone(), float(beta), algo, ws)
+    with pytest.raises(RuntimeError, match="does not give"):
+        op(x, w[:, :K - 8].contiguous(), out0.clone(), float(beta), algo, ws)
+
+
+@gpu
+@needs_gpu
+def test_prefill_gemms_time_a_shape_once_and_keep_a_way_that_computes_the_product(mk):
+    """PrefillGemms on the GPU: the first call of a shape times torch's call and cuBLASLt's candidates (µs, finite,
+    positive), later calls keep that way; its product is torch's within a bf16 rounding either way."""
+    from megakernel.prefill_gemm import PrefillGemms, torch_gemm
+
+    g = PrefillGemms(mk)
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randn(4096, 1024, device="cuda", generator=gen).bfloat16()
+    w = (torch.randn(7168, 1024, device="cuda", generator=gen) / 32).bfloat16()
+    out, ref = (torch.empty(4096, 7168, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    g(x, w, out, 0)
+    torch_gemm(x, w, ref, 0)
+    (key, t), = g.timings.items()
+    assert all(0 < u < 1e4 for u in t["torch_us"]) and t["candidates_us"] and min(t["candidates_us"]) > 0
+    assert rel(out.float(), ref.float()) < 1e-2
+    g(x, w, out, 0)
+    assert len(g.timings) == 1 and (g.choices[key] is None) == (t["chosen"] is None)
+
+
 @gpu
 @needs_gpu
 @pytest.mark.parametrize("T,max_seq,start,n", [(9, 64, 0, 9), (64, 64, 20, 37), (64, 1100, 700, 37), (64, 1100, 1036, 64)])

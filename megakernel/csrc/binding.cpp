@@ -1,13 +1,15 @@
 // The megakernel tier's kernels as torch operators (namespace qwen35_megakernel, or the shape's own:
 // MK_OPS_NAMESPACE; CUDA only):
 //   decode                one decode step, or many (each fed the last one's argmax): the megakernel (megakernel.cuh)
-//   prefill_*             the fast prefill's fused kernels (prefill.cuh)
+//   prefill_*             the fast prefill's fused kernels (prefill.cuh), and prefill_gemm_lt: one of its GEMMs
+//                         with a cuBLASLt algorithm the tier chose by timing (gemm_lt.h, megakernel/prefill_gemm.py)
 // Every op has a named schema (the tensors it writes marked `(a!)`), checks what it is given
 // (dtype, device, shape against shapes.cuh) before launching on the current stream, and has a
 // fake (meta) implementation in megakernel/ops.py, so `torch.library.opcheck` and
 // `torch.compile(fullgraph=True)` see them as first-class ops. The Python module adds
-// `configure(device)`, `constants()` (every number of shapes.cuh) and `launch_prefill_graph` (a captured
-// prefill graph's launch after its bind launch: a CUDA graph handle, not tensors).
+// `configure(device)`, `constants()` (every number of shapes.cuh), `launch_prefill_graph` (a captured
+// prefill graph's launch after its bind launch: a CUDA graph handle, not tensors) and `gemm_lt_candidates`
+// (cuBLASLt's heuristic algorithms for a GEMM shape: host data, not tensors).
 #include <torch/extension.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -15,12 +17,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
 #include <mutex>
 
+#include "gemm_lt.h"
 #include "megakernel.cuh"
 #include "prefill.cuh"
 
@@ -548,6 +552,55 @@ void prefill_attn_gate(const Tensor& o, const Tensor& proj, const Tensor& table,
                     ptr<const int64_t>(table), ptr<uint16_t>(out), T, stream_of(proj)), op);
 }
 
+// out [M][N] = x [M][K] . w[N][K]^T + beta out with a cuBLASLt algorithm (algo: its 8 words, as gemm_lt_candidates gave
+// them, on the CPU) and a workspace (CUDA bytes; at most what the candidates were asked to need)
+void prefill_gemm_lt(const Tensor& x, const Tensor& w, const Tensor& out, double beta, const Tensor& algo,
+                     const Tensor& workspace) {
+  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_gemm_lt";
+  MK_CHECK(x.dim() == 2 && w.dim() == 2 && out.dim() == 2, op, ": x [M, K], w [N, K] and out [M, N] expected, got ",
+           x.sizes(), ", ", w.sizes(), " and ", out.sizes());
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  MK_CHECK(w.size(1) == K && out.size(0) == M && out.size(1) == N, op, ": x ", x.sizes(), " . w ", w.sizes(),
+           "^T does not give out's ", out.sizes());
+  for (const Tensor* t : {&x, &w, &out}) {
+    MK_CHECK(t->scalar_type() == BF, op, ": x, w and out must be bf16 (got ", t->scalar_type(), ")");
+    MK_CHECK(t->device() == out.device() && out.is_cuda(), op, ": x, w and out must be on one CUDA device");
+  }
+  MK_CHECK(x.stride(1) == 1 && out.stride(1) == 1 && w.is_contiguous() && x.stride(0) >= K && out.stride(0) >= N, op,
+           ": x and out need rows of unit stride, w contiguous (strides ", x.strides(), ", ", out.strides(), ", ",
+           w.strides(), ")");
+  MK_CHECK(algo.device().is_cpu() && algo.scalar_type() == I64 && algo.is_contiguous() && algo.numel() == 8, op,
+           ": algo must be the 8 int64 words of a gemm_lt_candidates entry, on the CPU (got ", algo.scalar_type(), " ",
+           algo.sizes(), " on ", algo.device(), ")");
+  MK_CHECK(workspace.device() == out.device() && workspace.scalar_type() == torch::kUInt8 && workspace.is_contiguous(), op,
+           ": workspace must be contiguous uint8 on out's device");
+  if (M == 0 || N == 0) return;
+  mkl::Algo a;
+  std::memcpy(a.data, algo.data_ptr<int64_t>(), sizeof a.data);
+  c10::cuda::CUDAGuard guard(out.device());
+  const std::string e = mkl::run({M, N, K, x.stride(0), out.stride(0)}, a, x.data_ptr(), w.data_ptr(), out.data_ptr(),
+                                 static_cast<float>(beta), workspace.numel() ? workspace.data_ptr() : nullptr,
+                                 static_cast<size_t>(workspace.numel()), stream_of(out));
+  MK_CHECK(e.empty(), op, ": ", e);
+}
+
+// up to `count` of cuBLASLt's heuristic algorithms (8 words each) for out [M][N] = x [M][K] . w[N][K]^T with rows lda
+// / ldc apart, needing at most workspace_bytes: its best first; [] where cuBLASLt offers none
+std::vector<std::vector<int64_t>> gemm_lt_candidates(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc,
+                                                     int64_t count, int64_t workspace_bytes) {
+  const char* op = "gemm_lt_candidates";
+  MK_CHECK(M > 0 && N > 0 && K > 0 && lda >= K && ldc >= N && count > 0 && workspace_bytes >= 0, op,
+           ": M, N, K > 0, lda >= K, ldc >= N, count > 0 expected (got M ", M, ", N ", N, ", K ", K, ", lda ", lda,
+           ", ldc ", ldc, ", count ", count, ")");
+  std::string error;
+  const std::vector<mkl::Algo> found = mkl::candidates({M, N, K, lda, ldc}, static_cast<int>(count),
+                                                       static_cast<size_t>(workspace_bytes), error);
+  MK_CHECK(error.empty(), op, ": ", error);
+  std::vector<std::vector<int64_t>> out;
+  for (const mkl::Algo& a : found) out.emplace_back(reinterpret_cast<const int64_t*>(a.data), reinterpret_cast<const int64_t*>(a.data) + 8);
+  return out;
+}
+
 void prefill_attn_merge_gate(const Tensor& o_ctx, const Tensor& lse_ctx, const Tensor& o_new, const Tensor& lse_new,
                              const Tensor& proj, const Tensor& table, const Tensor& out) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_attn_merge_gate";
@@ -706,6 +759,7 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
         "Tensor(a!) qbuf, Tensor(b!) kv, float eps, Tensor? x=None) -> ()");
   m.def("prefill_kv_prefix(Tensor state_table, int layer, int max_seq, Tensor(a!) kv) -> ()");
   m.def("prefill_attn_gate(Tensor o, Tensor proj, Tensor state_table, Tensor(a!) out) -> ()");
+  m.def("prefill_gemm_lt(Tensor x, Tensor w, Tensor(a!) out, float beta, Tensor algo, Tensor(b!) workspace) -> ()");
   m.def("prefill_attn_merge_gate(Tensor o_ctx, Tensor lse_ctx, Tensor o_new, Tensor lse_new, Tensor proj, "
         "Tensor state_table, Tensor(a!) out) -> ()");
   m.def("prefill_attn_last_row(Tensor qbuf, Tensor kv, Tensor proj, Tensor state_table, Tensor(a!) part, "
@@ -726,6 +780,7 @@ MK_TORCH_LIBRARY_IMPL(MK_OPS_NAMESPACE, CUDA, m) {
   m.impl("prefill_attn_prep", &prefill_attn_prep);
   m.impl("prefill_kv_prefix", &prefill_kv_prefix);
   m.impl("prefill_attn_gate", &prefill_attn_gate);
+  m.impl("prefill_gemm_lt", &prefill_gemm_lt);
   m.impl("prefill_attn_merge_gate", &prefill_attn_merge_gate);
   m.impl("prefill_attn_last_row", &prefill_attn_last_row);
   m.impl("prefill_gemv_add_row", &prefill_gemv_add_row);
@@ -740,4 +795,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("launch_prefill_graph", &launch_prefill_graph,
         "the bind launch, then an instantiated prefill graph (exec, ids, words, host_range, table, T, pieces, piece, "
         "max_seq, vocab, seq) -> the ids' [min, max] where host_range is given, else []");
+  m.def("gemm_lt_candidates", &gemm_lt_candidates,
+        "cuBLASLt's heuristic algorithms (8 int64 words each, its best first) for out[M][N] = x[M][K] . w[N][K]^T "
+        "(M, N, K, lda, ldc, count, workspace_bytes)");
 }
