@@ -39,8 +39,7 @@ NAMESPACE = "qwen35_megakernel"
 OP_NAMES = ("decode", "prefill_bind", "prefill_add_rms_norm", "prefill_dn_prep", "prefill_dn_out_norm",
             "prefill_dn_state_in", "prefill_silu_mul", "prefill_attn_prep", "prefill_kv_prefix", "prefill_attn_gate",
             "prefill_gemm_lt", "prefill_attn_merge_gate", "prefill_attn_last_row", "prefill_gemv_add_row",
-            "prefill_gate_up_swiglu_row",
-            "prefill_lm_head")
+            "prefill_gate_up_swiglu_row", "prefill_lm_head")
 
 _fakes_registered = set()
 

@@ -72,3 +72,18 @@ def assert_layers_within_bf16_bounds(got, oracle, base, base_name, keys, tier="m
         report.append(f"{k}: {tier} {e:.2e}, {base_name} {eb:.2e}")
         assert abs_bound is None or e < abs_bound, "\n".join(report)
         assert e <= 1.5 * eb + 5e-3, "\n".join(report)
+
+
+def first_candidate_gemms(tier):
+    """A PrefillGemms (megakernel/prefill_gemm.py) that runs every GEMM, of any size, by cuBLASLt's first heuristic
+    candidate for its shape (prefill_gemm_lt), untimed, with a table of its own: the cuBLASLt path under test
+    where the tuner would keep torch's call."""
+    from megakernel.prefill_gemm import WORKSPACE_BYTES, PrefillGemms, alignment
+
+    class FirstCandidate(PrefillGemms):
+        def choice(self, x, w, out, beta):
+            words = self.tier.ext.gemm_lt_candidates(x.shape[0], w.shape[0], x.shape[1], x.stride(0), out.stride(0), 1,
+                                                     WORKSPACE_BYTES, alignment(x), alignment(w), alignment(out))
+            return torch.tensor(words[0], dtype=torch.int64)
+
+    return FirstCandidate(tier, table={})

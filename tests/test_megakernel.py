@@ -917,13 +917,7 @@ def test_opcheck_every_op(mk):
     decode step and a real (eager) prefill pass them."""
     from megakernel import ops
     from megakernel.prefill import PrefillPlan
-    from megakernel.prefill_gemm import PrefillGemms
-
-    class FirstCandidate(PrefillGemms):  # (every GEMM by cuBLASLt's first candidate: prefill_gemm_lt called)
-        def tune(self, x, w, out, beta):
-            words = self.tier.ext.gemm_lt_candidates(x.shape[0], w.shape[0], x.shape[1], x.stride(0), out.stride(0), 1,
-                                                     1 << 25)
-            return torch.tensor(words[0], dtype=torch.int64)
+    from helpers import first_candidate_gemms
 
     state = mk.new_state(max_seq_len=64)
     mk.prefill(ids(20, 22), state)
@@ -954,10 +948,10 @@ def test_opcheck_every_op(mk):
         start = mk.new_state(max_seq_len=max_seq)
         if not fresh:
             mk.prefill(ids(20, 22), start)
-        plan = PrefillPlan(mk, T, max_seq, fresh=fresh, gemms=FirstCandidate(mk))
+        plan = PrefillPlan(mk, T, max_seq, fresh=fresh, gemms=first_candidate_gemms(mk))  # (prefill_gemm_lt checked too)
         assert plan.pieces == pieces and (plan.folded is not None) == (plan.split_k == 1) and (T < 320 or plan.folded)
         plan.op = {name: checking(name, real) for name, real in plan.op.items()}
-        plan.gemm._op = checking("prefill_gemm_lt", ops.op("prefill_gemm_lt", mk.ops_namespace))
+        plan.gemm.op = checking("prefill_gemm_lt", ops.op("prefill_gemm_lt", mk.ops_namespace))
         target = mk.clone_state(start)  # (alive while the plan writes through its pointers)
         plan.bind(ids(T, 24).to(mk.device), target)
         plan.run()

@@ -420,63 +420,97 @@ def test_gate_up_swiglu_row_is_the_gemm_then_silu_mul_of_one_row(mk):
 
 
 def test_prefill_gemms_take_a_cublaslt_algorithm_only_where_it_measures_faster_by_the_margin(monkeypatch):
-    """PrefillGemms times torch's call (before and after) and cuBLASLt's candidates once per shape and takes a
-    candidate only where it beats torch's faster run by MARGIN; a candidate that fails to run is left out; a shape
-    first met during a capture takes torch's call and is timed at its next eager run; tuned=False never asks cuBLASLt.
-    (The timings scripted: no GPU needed.)"""
+    """PrefillGemms times torch's call and cuBLASLt's candidates in PASSES passes once per shape (each way's faster
+    pass counts) and takes a candidate only where it beats torch's by MARGIN; a candidate that fails to run is left
+    out; shapes under TUNE_MIN_ROWS rows take torch's call untimed; a shape first met during a capture takes torch's
+    call for good; a failed query (no cuBLASLt) is torch's call with the reason kept; the choices are shared by the
+    process's instances unless one has its own table; tuned=False never asks cuBLASLt. (Timings scripted: no GPU.)"""
+    import contextlib
+
     import megakernel.prefill_gemm as pg
 
     asked, calls = [], []
-    tier = types.SimpleNamespace(device="cpu", ops_namespace="none", ext=types.SimpleNamespace(
-        gemm_lt_candidates=lambda *a: asked.append(a) or [[1] * 8, [2] * 8, [3] * 8]))
+    offer = [[[1] * 8, [2] * 8, [3] * 8]]
+
+    def candidates(*a):
+        asked.append(a)
+        if offer[0] is None:
+            raise RuntimeError("gemm_lt_candidates: cuBLASLt is not loaded in this process")
+        return offer[0]
+
+    tier = types.SimpleNamespace(device="cpu", ops_namespace="none", ext=types.SimpleNamespace(gemm_lt_candidates=candidates))
     script = []
 
     def timed(way, weights):
         way(weights[0])  # (each way runs on the copies: the fake op or torch's call)
         t = script.pop(0)
         if t is None:
-            raise RuntimeError("this algorithm does not run")
+            raise RuntimeError("qwen35_megakernel.prefill_gemm_lt: cublasLtMatmul returned CUBLAS_STATUS_NOT_SUPPORTED")
         return t
 
+    monkeypatch.setattr(pg, "TUNE_MIN_ROWS", 4)
     monkeypatch.setattr(pg, "weight_copies", lambda w: 2)
     monkeypatch.setattr(pg, "timed_per_call", timed)
+    monkeypatch.setattr(torch.cuda, "device", lambda d: contextlib.nullcontext())
     capturing = [False]
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
-    g = pg.PrefillGemms(tier)
-    g._op = lambda x, w, out, beta, algo, ws: calls.append(int(algo[0]))
-    g._workspace = torch.empty(0, dtype=torch.uint8)
+    monkeypatch.setattr(pg, "_PROCESS_CHOICES", {})
+    monkeypatch.setattr(pg, "_PROCESS_TIMINGS", {})
+
+    def gemms(**kw):
+        g = pg.PrefillGemms(tier, **kw)
+        g.op = lambda x, w, out, beta, algo, ws: calls.append(int(algo[0]))
+        g._workspace = torch.empty(0, dtype=torch.uint8)
+        return g
+
+    g = gemms()
     x, w, out = torch.randn(4, 8), torch.randn(6, 8), torch.zeros(4, 6)
-    # torch 10.0 / 10.2, candidates 9.8 (2%: not enough), 9.6 (4%: taken), refused
-    script[:] = [10.0, 9.8, 9.6, None, 10.2]
+    # pass 1: torch 10.0, candidates 9.8, 9.9, refused; pass 2: torch 10.3, 9.75 (2.5%: not enough), 9.6 (4%: taken)
+    script[:] = [10.0, 9.8, 9.9, None, 10.3, 9.75, 9.6, None]
     g(x, w, out, 0)
     key = g.key(x, w, out, 0)
-    assert script == [] and calls == [1, 2, 3, 2] and g.timings[key]["chosen"] == 1  # (each timed, then the chosen)
-    assert g.timings[key]["torch_us"] == [10.0, 10.2] and g.timings[key]["candidates_us"] == [9.8, 9.6, float("inf")]
-    assert torch.equal(out, torch.zeros(4, 6))  # (timed on copies; then the op, a fake here, wrote nothing)
+    t = g.timings[key]
+    assert script == [] and calls == [1, 2, 3, 1, 2, 3, 2] and t["chosen"] == 1  # (each timed twice, then the chosen)
+    assert t["torch_us"] == [10.0, 10.3] and t["candidates_us"] == [9.75, 9.6, float("inf")]
     del calls[:]
     g(x, w, out, 0)  # (kept: no new timing)
-    assert calls == [2] and len(asked) == 1
-    # another shape (beta 1): no candidate ahead by MARGIN, so torch's call, out += x w^T
-    script[:] = [10.0, 9.8, 9.9, 9.9, 10.5]
+    other = gemms()  # (another instance of the process: the same choice, untimed)
+    other(x, w, out, 0)
+    assert calls == [2, 2] and len(asked) == 1
+    # another shape (beta 1, x rows 16 apart): no candidate ahead by MARGIN, so torch's call, res += x w^T
+    script[:] = [10.0, 9.8, 9.9, 9.9, 10.5, 9.9, 9.8, 9.8]
+    x16 = torch.randn(4, 16)[:, :8]
     res = torch.ones(4, 6)
-    g(x, w, res, 1)
-    assert g.timings[g.key(x, w, res, 1)]["chosen"] is None and torch.allclose(res, 1 + x @ w.t())
-    assert calls == [2, 1, 2, 3]  # (the three timed, none taken)
-    # a shape first met while capturing: torch's call, nothing timed or kept; timed at the next eager call
-    x3, out3 = torch.randn(3, 8), torch.zeros(3, 6)
+    g(x16, w, res, 1)
+    assert g.timings[g.key(x16, w, res, 1)]["chosen"] is None and torch.allclose(res, 1 + x16 @ w.t())
+    assert asked[-1][3] == 16 and len(calls) == 2 + 6  # (its row stride asked for; the candidates timed, none taken)
+    # fewer rows than TUNE_MIN_ROWS: torch's call, nothing asked
+    x2, out2 = torch.randn(3, 8), torch.zeros(3, 6)
+    g(x2, w, out2, 0)
+    assert torch.allclose(out2, x2 @ w.t()) and len(asked) == 2 and g.key(x2, w, out2, 0) not in g.choices
+    # first met while capturing: torch's call, for good (the next eager call too)
+    x5, out5 = torch.randn(5, 8), torch.zeros(5, 6)
     capturing[0] = True
-    g(x3, w, out3, 0)
-    assert torch.allclose(out3, x3 @ w.t()) and g.key(x3, w, out3, 0) not in g.choices and len(asked) == 2
+    g(x5, w, out5, 0)
     capturing[0] = False
-    script[:] = [10.0, 5.0, 9.0, 9.0, 10.0]
+    g(x5, w, out5, 0)
+    assert torch.allclose(out5, x5 @ w.t()) and g.choices[g.key(x5, w, out5, 0)] is None and len(asked) == 2
+    # no cuBLASLt: torch's call, the reason kept
+    offer[0] = None
+    x6, out6 = torch.randn(6, 8), torch.zeros(6, 6)
+    g(x6, w, out6, 0)
+    assert torch.allclose(out6, x6 @ w.t()) and "not loaded" in g.timings[g.key(x6, w, out6, 0)]["why"]
+    # a table of its own: timed again; tuned=False: torch's call, cuBLASLt never asked
+    offer[0] = [[4] * 8]
+    own = gemms(table={})
+    script[:] = [10.0, 5.0, 10.0, 5.0]
     del calls[:]
-    g(x3, w, out3, 0)
-    assert calls == [1, 2, 3, 1] and len(asked) == 3
-    # tuned=False: torch's call, cuBLASLt never asked
-    plain = pg.PrefillGemms(tier, tuned=False)
+    own(x, w, out, 0)
+    assert calls == [4, 4, 4] and len(asked) == 4
+    plain = gemms(tuned=False)
     out4 = torch.zeros(4, 6)
     plain(x, w, out4, 0)
-    assert torch.allclose(out4, x @ w.t()) and len(asked) == 3 and not plain.timings
+    assert torch.allclose(out4, x @ w.t()) and len(asked) == 4
 
 
 @gpu
@@ -487,7 +521,7 @@ def test_prefill_gemm_lt_with_each_cublaslt_candidate_is_the_product(mk, M, N, K
     bf16 rounding of the fp64 product and of torch's own call, the same bits on a second call; x a row slice of a
     wider buffer (rows lda apart); wrong dtypes, shapes and an algo not on the CPU refused, naming what was wrong."""
     from megakernel import ops
-    from megakernel.prefill_gemm import WORKSPACE_BYTES, torch_gemm
+    from megakernel.prefill_gemm import WORKSPACE_BYTES, alignment, torch_gemm
 
     op = ops.op("prefill_gemm_lt", mk.ops_namespace)
     gen = torch.Generator(device="cuda").manual_seed(M + N)
@@ -495,7 +529,8 @@ def test_prefill_gemm_lt_with_each_cublaslt_candidate_is_the_product(mk, M, N, K
     x = wide[:, :K]  # (rows K + 64 apart)
     w = (torch.randn(N, K, device="cuda", generator=gen) / K ** 0.5).bfloat16()
     out0 = torch.randn(M, N, device="cuda", generator=gen).bfloat16()
-    words = mk.ext.gemm_lt_candidates(M, N, K, x.stride(0), N, 8, WORKSPACE_BYTES)
+    words = mk.ext.gemm_lt_candidates(M, N, K, x.stride(0), N, 8, WORKSPACE_BYTES, alignment(x), alignment(w),
+                                      alignment(out0))
     assert words and all(len(a) == 8 for a in words)
     ws = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
     want = x.double() @ w.double().t() + (out0.double() if beta else 0)
@@ -517,6 +552,13 @@ def test_prefill_gemm_lt_with_each_cublaslt_candidate_is_the_product(mk, M, N, K
         op(x.float(), w, out0.clone(), float(beta), algo, ws)
     with pytest.raises(RuntimeError, match="does not give"):
         op(x, w[:, :K - 8].contiguous(), out0.clone(), float(beta), algo, ws)
+    shared = torch.zeros(M * K + M * N, dtype=torch.bfloat16, device="cuda")  # (out's first elements x's last)
+    with pytest.raises(RuntimeError, match="overlaps x"):
+        op(shared[:M * K].view(M, K), w, shared[M * K - 8:M * K - 8 + M * N].view(M, N), float(beta), algo, ws)
+    with pytest.raises(RuntimeError, match="unit stride"):
+        op(x, w, torch.zeros(N, M, dtype=torch.bfloat16, device="cuda").t(), float(beta), algo, ws)
+    with pytest.raises(RuntimeError, match="workspace"):
+        op(x, w, out0.clone(), float(beta), algo, ws.float())
 
 
 @gpu
@@ -526,7 +568,7 @@ def test_prefill_gemms_time_a_shape_once_and_keep_a_way_that_computes_the_produc
     positive), later calls keep that way; its product is torch's within a bf16 rounding either way."""
     from megakernel.prefill_gemm import PrefillGemms, torch_gemm
 
-    g = PrefillGemms(mk)
+    g = PrefillGemms(mk, table={})
     gen = torch.Generator(device="cuda").manual_seed(5)
     x = torch.randn(4096, 1024, device="cuda", generator=gen).bfloat16()
     w = (torch.randn(7168, 1024, device="cuda", generator=gen) / 32).bfloat16()
@@ -534,7 +576,8 @@ def test_prefill_gemms_time_a_shape_once_and_keep_a_way_that_computes_the_produc
     g(x, w, out, 0)
     torch_gemm(x, w, ref, 0)
     (key, t), = g.timings.items()
-    assert all(0 < u < 1e4 for u in t["torch_us"]) and t["candidates_us"] and min(t["candidates_us"]) > 0
+    assert len(t["torch_us"]) == 2 and all(0 < u < 1e4 for u in t["torch_us"])
+    assert t["candidates_us"] and min(t["candidates_us"]) > 0
     assert rel(out.float(), ref.float()) < 1e-2
     g(x, w, out, 0)
     assert len(g.timings) == 1 and (g.choices[key] is None) == (t["chosen"] is None)
@@ -768,6 +811,31 @@ def test_graph_replay_equals_the_eager_run_and_ignores_nan_beyond_the_sequence(m
         live = mk._conv_columns(s.seq_len)
         assert torch.equal(s.dn_state, s0.dn_state) and torch.equal(s.conv_ring[..., live, :], s0.conv_ring[..., live, :])
         assert torch.equal(s.k_cache[..., :s.seq_len, :], s0.k_cache[..., :s0.seq_len, :])
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("start,n", [(0, 300), (37, 90)])
+def test_a_prefill_with_its_gemms_through_cublaslt_replays_its_eager_bits(mk, start, n):
+    """Every GEMM of the prefill by cuBLASLt's first candidate (prefill_gemm_lt, where the tuner would keep torch's
+    call at these sizes): the graph's replays give the eager run's logits and state bit for bit, and the logits are
+    torch's calls' within the bf16 rounding of the products."""
+    from helpers import first_candidate_gemms
+
+    prompt = ids(start + n, 41)
+    runs = []
+    for fast in (FastPrefill(mk, use_graph=False), FastPrefill(mk), FastPrefill(mk, tuned_gemms=False)):
+        if fast.gemms.tuned:
+            fast.gemms = first_candidate_gemms(mk)
+        for _ in range(3 if fast.use_graph and fast.gemms.tuned else 1):  # (eager, capture + replay, replay)
+            s = mk.new_state(max_seq_len=start + n)
+            if start:
+                mk.prefill(prompt[:, :start], s)
+            runs.append((fast(prompt[:, start:].to("cuda"), s), s))
+    (l0, s0), *graphed, (plain, _) = runs
+    for logits, s in graphed:
+        assert torch.equal(logits, l0) and torch.equal(s.dn_state, s0.dn_state) and torch.equal(s.k_cache, s0.k_cache)
+    assert torch.isfinite(l0).all() and rel(l0, plain) < 1e-2
 
 
 @gpu

@@ -566,9 +566,20 @@ void prefill_gemm_lt(const Tensor& x, const Tensor& w, const Tensor& out, double
     MK_CHECK(t->scalar_type() == BF, op, ": x, w and out must be bf16 (got ", t->scalar_type(), ")");
     MK_CHECK(t->device() == out.device() && out.is_cuda(), op, ": x, w and out must be on one CUDA device");
   }
+  MK_CHECK(K > 0, op, ": K = 0 (x ", x.sizes(), ")");
   MK_CHECK(x.stride(1) == 1 && out.stride(1) == 1 && w.is_contiguous() && x.stride(0) >= K && out.stride(0) >= N, op,
            ": x and out need rows of unit stride, w contiguous (strides ", x.strides(), ", ", out.strides(), ", ",
            w.strides(), ")");
+  const auto span = [](const Tensor& t) {  // [first, last) byte of a 2-d view
+    const char* p = static_cast<const char*>(t.data_ptr());
+    return std::make_pair(p, p + ((t.size(0) - 1) * t.stride(0) + t.size(1)) * t.element_size());
+  };
+  for (const Tensor* t : {&x, &w}) {
+    const auto [a0, a1] = span(*t);
+    const auto [o0, o1] = span(out);
+    MK_CHECK(a1 <= o0 || o1 <= a0 || t->numel() == 0 || out.numel() == 0, op, ": out overlaps ",
+             t == &x ? "x" : "w", " (the product would read what it writes)");
+  }
   MK_CHECK(algo.device().is_cpu() && algo.scalar_type() == I64 && algo.is_contiguous() && algo.numel() == 8, op,
            ": algo must be the 8 int64 words of a gemm_lt_candidates entry, on the CPU (got ", algo.scalar_type(), " ",
            algo.sizes(), " on ", algo.device(), ")");
@@ -585,16 +596,21 @@ void prefill_gemm_lt(const Tensor& x, const Tensor& w, const Tensor& out, double
 }
 
 // up to `count` of cuBLASLt's heuristic algorithms (8 words each) for out [M][N] = x [M][K] . w[N][K]^T with rows lda
-// / ldc apart, needing at most workspace_bytes: its best first; [] where cuBLASLt offers none
+// / ldc apart, needing at most workspace_bytes, for x, w and out aligned to align_* bytes: its best first; [] where
+// cuBLASLt offers none
 std::vector<std::vector<int64_t>> gemm_lt_candidates(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc,
-                                                     int64_t count, int64_t workspace_bytes) {
+                                                     int64_t count, int64_t workspace_bytes, int64_t align_x,
+                                                     int64_t align_w, int64_t align_out) {
   const char* op = "gemm_lt_candidates";
   MK_CHECK(M > 0 && N > 0 && K > 0 && lda >= K && ldc >= N && count > 0 && workspace_bytes >= 0, op,
-           ": M, N, K > 0, lda >= K, ldc >= N, count > 0 expected (got M ", M, ", N ", N, ", K ", K, ", lda ", lda,
-           ", ldc ", ldc, ", count ", count, ")");
+           ": M, N, K > 0, lda >= K, ldc >= N, count > 0, workspace_bytes >= 0 expected (got M ", M, ", N ", N, ", K ", K,
+           ", lda ", lda, ", ldc ", ldc, ", count ", count, ", workspace_bytes ", workspace_bytes, ")");
+  for (const int64_t a : {align_x, align_w, align_out})
+    MK_CHECK(a >= 1 && a <= 256 && (a & (a - 1)) == 0, op, ": alignments are powers of two up to 256 (got ", a, ")");
   std::string error;
-  const std::vector<mkl::Algo> found = mkl::candidates({M, N, K, lda, ldc}, static_cast<int>(count),
-                                                       static_cast<size_t>(workspace_bytes), error);
+  const std::vector<mkl::Algo> found = mkl::candidates(
+      {M, N, K, lda, ldc}, static_cast<int>(count), static_cast<size_t>(workspace_bytes), static_cast<uint32_t>(align_x),
+      static_cast<uint32_t>(align_w), static_cast<uint32_t>(align_out), error);
   MK_CHECK(error.empty(), op, ": ", error);
   std::vector<std::vector<int64_t>> out;
   for (const mkl::Algo& a : found) out.emplace_back(reinterpret_cast<const int64_t*>(a.data), reinterpret_cast<const int64_t*>(a.data) + 8);
@@ -797,5 +813,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "max_seq, vocab, seq) -> the ids' [min, max] where host_range is given, else []");
   m.def("gemm_lt_candidates", &gemm_lt_candidates,
         "cuBLASLt's heuristic algorithms (8 int64 words each, its best first) for out[M][N] = x[M][K] . w[N][K]^T "
-        "(M, N, K, lda, ldc, count, workspace_bytes)");
+        "(M, N, K, lda, ldc, count, workspace_bytes, align_x, align_w, align_out)");
 }

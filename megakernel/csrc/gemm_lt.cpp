@@ -1,13 +1,12 @@
 // cuBLASLt through the library torch loaded (gemm_lt.h says why). The enum values are cublasLt.h's (CUDA 12 and 13):
 // CUBLAS_COMPUTE_32F, CUDA_R_32F / CUDA_R_16BF, the matmul descriptor's TRANSA / TRANSB, the preference's
-// MAX_WORKSPACE_BYTES. Row-major out = x wᵀ is, in cuBLASLt's column-major terms, D (N x M) = op(W) (N x K) . Xᵀ
+// MAX_WORKSPACE_BYTES (uint64) and MIN_ALIGNMENT_A..D_BYTES (uint32). One handle for the process (cuBLASLt's handles
+// are not tied to a device). Row-major out = x wᵀ is, in cuBLASLt's column-major terms, D (N x M) = op(W) (N x K) . Xᵀ
 // (K x M) with W read transposed: A = w as K x N (ld K, TRANSA = T), B = x as K x M (ld lda), C = D = out as N x M
 // (ld ldc).
 #include "gemm_lt.h"
 
 #include <dlfcn.h>
-
-#include <memory>
 
 namespace mkl {
 namespace {
@@ -25,7 +24,8 @@ struct Heuristic {  // cublasLtMatmulHeuristicResult_t
   int reserved[4];
 };
 constexpr int COMPUTE_32F = 68, R_32F = 0, R_16BF = 14;
-constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, PREF_MAX_WORKSPACE = 1, OP_N = 0, OP_T = 1;
+constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, OP_N = 0, OP_T = 1;
+constexpr int PREF_MAX_WORKSPACE = 1, PREF_ALIGN_A = 5, PREF_ALIGN_B = 6, PREF_ALIGN_C = 7, PREF_ALIGN_D = 8;
 
 struct Api {
   Status (*create)(Handle*) = nullptr;
@@ -45,11 +45,11 @@ struct Api {
   std::string error;  // why not usable ("" where usable)
 };
 
+// f = the library's `name`; the first one missing named in `error`
 template <class F>
-bool bind(void* lib, const char* name, F& f, std::string& error) {
+void bind(void* lib, const char* name, F& f, std::string& error) {
   f = reinterpret_cast<F>(dlsym(lib, name));
   if (f == nullptr && error.empty()) error = std::string("cuBLASLt has no ") + name;
-  return f != nullptr;
 }
 
 Api load() {
@@ -62,13 +62,17 @@ Api load() {
     return a;
   }
   std::string& e = a.error;
-  bind(lib, "cublasLtCreate", a.create, e), bind(lib, "cublasLtMatmulDescCreate", a.desc_create, e);
-  bind(lib, "cublasLtMatmulDescDestroy", a.desc_destroy, e), bind(lib, "cublasLtMatmulDescSetAttribute", a.desc_set, e);
-  bind(lib, "cublasLtMatrixLayoutCreate", a.layout_create, e), bind(lib, "cublasLtMatrixLayoutDestroy", a.layout_destroy, e);
+  bind(lib, "cublasLtCreate", a.create, e);
+  bind(lib, "cublasLtMatmulDescCreate", a.desc_create, e);
+  bind(lib, "cublasLtMatmulDescDestroy", a.desc_destroy, e);
+  bind(lib, "cublasLtMatmulDescSetAttribute", a.desc_set, e);
+  bind(lib, "cublasLtMatrixLayoutCreate", a.layout_create, e);
+  bind(lib, "cublasLtMatrixLayoutDestroy", a.layout_destroy, e);
   bind(lib, "cublasLtMatmulPreferenceCreate", a.pref_create, e);
   bind(lib, "cublasLtMatmulPreferenceDestroy", a.pref_destroy, e);
   bind(lib, "cublasLtMatmulPreferenceSetAttribute", a.pref_set, e);
-  bind(lib, "cublasLtMatmulAlgoGetHeuristic", a.heuristic, e), bind(lib, "cublasLtMatmul", a.matmul, e);
+  bind(lib, "cublasLtMatmulAlgoGetHeuristic", a.heuristic, e);
+  bind(lib, "cublasLtMatmul", a.matmul, e);
   bind(lib, "cublasLtGetStatusName", a.status_name, e);
   if (e.empty() && a.create(&a.handle) != 0) e = "cublasLtCreate failed";
   return a;
@@ -114,7 +118,8 @@ struct Problem {
 
 const std::string& unavailable() { return api().error; }
 
-std::vector<Algo> candidates(const Gemm& g, int count, size_t workspace_bytes, std::string& error) {
+std::vector<Algo> candidates(const Gemm& g, int count, size_t workspace_bytes, uint32_t align_x, uint32_t align_w,
+                             uint32_t align_out, std::string& error) {
   std::vector<Algo> out;
   if (!(error = unavailable()).empty()) return out;
   Problem p(g);
@@ -129,7 +134,11 @@ std::vector<Algo> candidates(const Gemm& g, int count, size_t workspace_bytes, s
   const uint64_t ws = workspace_bytes;
   std::vector<Heuristic> found(count > 0 ? count : 1);
   int n = 0;
-  if ((s = L.pref_set(pref, PREF_MAX_WORKSPACE, &ws, sizeof ws)) != 0)
+  if ((s = L.pref_set(pref, PREF_MAX_WORKSPACE, &ws, sizeof ws)) != 0 ||
+      (s = L.pref_set(pref, PREF_ALIGN_A, &align_w, sizeof align_w)) != 0 ||  // (A is w, B is x, C = D is out)
+      (s = L.pref_set(pref, PREF_ALIGN_B, &align_x, sizeof align_x)) != 0 ||
+      (s = L.pref_set(pref, PREF_ALIGN_C, &align_out, sizeof align_out)) != 0 ||
+      (s = L.pref_set(pref, PREF_ALIGN_D, &align_out, sizeof align_out)) != 0)
     error = failed("cublasLtMatmulPreferenceSetAttribute", s);
   else if ((s = L.heuristic(L.handle, p.desc, p.a, p.b, p.c, p.c, pref, count, found.data(), &n)) != 0)
     error = failed("cublasLtMatmulAlgoGetHeuristic", s);

@@ -22,9 +22,11 @@ struct Gemm {  // the problem: x [M][K] (rows lda apart), w [N][K] (contiguous),
 
 // why cuBLASLt cannot be used in this process, or "" where it can
 const std::string& unavailable();
-// up to `count` of cuBLASLt's heuristic algorithms for g needing at most workspace_bytes, its best first; `error`
-// set (and nothing returned) where the query failed
-std::vector<Algo> candidates(const Gemm& g, int count, size_t workspace_bytes, std::string& error);
+// up to `count` of cuBLASLt's heuristic algorithms for g needing at most workspace_bytes, for pointers aligned to
+// align_x / align_w / align_out bytes (each a power of two up to 256), its best first; `error` set (and nothing
+// returned) where the query failed
+std::vector<Algo> candidates(const Gemm& g, int count, size_t workspace_bytes, uint32_t align_x, uint32_t align_w,
+                             uint32_t align_out, std::string& error);
 // the product with `algo`, enqueued on s: "" or what failed (the cuBLASLt call and its status)
 std::string run(const Gemm& g, const Algo& algo, const void* x, const void* w, void* out, float beta, void* workspace,
                 size_t workspace_bytes, cudaStream_t s);
