@@ -39,7 +39,7 @@ class FakePlan:
     """A stand-in PrefillPlan that logs what FastPrefill asks of it (no GPU needed)."""
     made: list = []
 
-    def __init__(self, tier, T, max_seq, fresh, kv=None, delta_rule="fla", folded=None):
+    def __init__(self, tier, T, max_seq, fresh, kv=None, delta_rule="fla", folded=None, gemms=None):
         self.T, self.max_seq, self.fresh, self.kv = T, max_seq, fresh, kv if kv is not None else object()
         self.delta_rule_name = delta_rule
         self.uses, self.graph, self.log, self.logits, self.folded = 0, None, [], torch.zeros(3), None
