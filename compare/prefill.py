@@ -107,7 +107,32 @@ def derive(row: dict, config, rates: dict) -> dict:
     return row
 
 
-def render(rows, rates: dict) -> str:
+def gemm_rows(timings: dict) -> list[dict]:
+    """The prefill's GEMM shapes as timed (megakernel/prefill_gemm.py PrefillGemms.timings) as JSON rows (a
+    candidate that would not run: null)."""
+    return [dict(t, candidates_us=[None if u == float("inf") else u for u in t.get("candidates_us", [])])
+            for t in timings.values()]
+
+
+def gemm_table(gemms: list[dict]) -> list[str]:
+    """Markdown lines: each GEMM shape the prefill timed, torch's call against cuBLASLt's best candidate (µs a call,
+    each way's faster pass) and the way taken; none where no shape was timed."""
+    if not gemms:
+        return []
+    us = lambda v: "–" if v is None else f"{v:,.2f}"  # noqa: E731
+    lines = ["", "the GEMM shapes the prefill timed (megakernel/prefill_gemm.py; shapes of fewer rows than its "
+                 "TUNE_MIN_ROWS take torch's call untimed):", "",
+             "| M x N x K | beta | torch µs | cuBLASLt's best µs | taken |", "| --- | ---: | ---: | ---: | --- |"]
+    for g in gemms:
+        times = [u for u in g.get("candidates_us", []) if u is not None]
+        taken = "torch's call" if g.get("chosen") is None else f"cuBLASLt candidate {g['chosen']}"
+        taken += f" ({g['why']})" if g.get("why") else ""
+        lines.append(f"| {g['M']:,} x {g['N']:,} x {g['K']:,} | {g['beta']} | "
+                     f"{us(min(g['torch_us']) if g.get('torch_us') else None)} | {us(min(times) if times else None)} | {taken} |")
+    return lines
+
+
+def render(rows, rates: dict, gemms: list[dict] = ()) -> str:
     rule = rows[0].get("delta_rule", "fla") if rows else "fla"
     lines = [f"floors from this run's rates: dense bf16 {rates['dense_bf16_flops'] / 1e12:.0f} TFLOP/s, copy "
              f"{rates['copy_bandwidth_Bps'] / 1e12:.2f} TB/s; the delta rule: {rule}", "",
@@ -126,6 +151,7 @@ def render(rows, rates: dict) -> str:
                   "host's work before the first and after the last (the profiler widens the gaps, so its span is not used)"]
     for r in rows:
         lines += kernel_table(r)
+    lines += gemm_table(list(gemms))
     return "\n".join(lines) + "\n"
 
 
@@ -166,7 +192,7 @@ def rerender(path: str) -> None:
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
     with open(os.path.join(os.path.dirname(path), "prefill_bench.md"), "w") as f:
-        f.write(render(doc["fast"], rates))
+        f.write(render(doc["fast"], rates, doc.get("gemms", [])))
 
 
 def lengths(text: str, what: str, allow_zero: bool = False) -> list[int]:
@@ -234,6 +260,7 @@ def run(args) -> int:
                                                             for c, v in r["breakdown"].items())
               + f"; not in kernels {outside_us(r):.0f} µs",
               flush=True)
+    gemms = gemm_rows(tier.fast_prefill.gemms.timings)
     ref_rows = []
     if reference_pp:
         del tier  # free its graphs and packed weights before the second copy
@@ -244,8 +271,9 @@ def run(args) -> int:
             print(f"pp{T} (prefill='reference'): {r['tok_s_median']:,.0f} tok/s", flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "prefill_bench.json"), "w") as f:
-        json.dump({"environment": environment(), "rates": rates, "fast": rows, "reference": ref_rows}, f, indent=1)
-    table = render(rows, rates)
+        json.dump({"environment": environment(), "rates": rates, "fast": rows, "reference": ref_rows, "gemms": gemms},
+                  f, indent=1)
+    table = render(rows, rates, gemms)
     with open(os.path.join(args.out, "prefill_bench.md"), "w") as f:
         f.write(table)
     print(table)

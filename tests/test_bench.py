@@ -464,6 +464,32 @@ def test_prefill_groups_kernels_by_name_and_lists_every_one():
     assert "every kernel" not in prefill.render([row], rates)
 
 
+def test_prefill_table_lists_the_gemm_shapes_timed_and_the_way_each_took():
+    """`compare prefill` lists each GEMM shape the prefill timed (megakernel/prefill_gemm.py): torch's faster pass,
+    cuBLASLt's best candidate (a candidate that would not run left out) and the way taken, with the reason where a
+    shape was not timed; no list where none was timed."""
+    from compare import prefill
+
+    timings = {1: {"M": 4096, "N": 7168, "K": 1024, "beta": 0, "torch_us": [84.16, 84.19],
+                   "candidates_us": [84.23, float("inf"), 78.12], "chosen": 2},
+               2: {"M": 4096, "N": 1024, "K": 3584, "beta": 1, "torch_us": [42.3, 43.38], "candidates_us": [42.1],
+                   "chosen": None},
+               3: {"M": 2048, "N": 1024, "K": 2048, "beta": 1, "chosen": None, "why": "first met during a graph capture"}}
+    gemms = prefill.gemm_rows(timings)
+    assert gemms[0]["candidates_us"] == [84.23, None, 78.12]  # (JSON: no Infinity)
+    rates = {"dense_bf16_flops": 700e12, "copy_bandwidth_Bps": 3e12}
+    row = {"T": 4096, "tok_s_median": 380_000.0, "tok_s_min": 370_000.0, "tok_s_max": 390_000.0, "ms_median": 10.8,
+           "reps": 5, "breakdown": {"GEMM (cuBLAS)": {"us": 6000.0, "kernels": 96, "top": []}}}
+    row = prefill.derive(row, ModelConfig.qwen3_5_0_8b(), rates)
+    lines = prefill.render([row], rates, gemms).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("the GEMM shapes the prefill timed"))
+    assert lines[at + 4:at + 7] == [
+        "| 4,096 x 7,168 x 1,024 | 0 | 84.16 | 78.12 | cuBLASLt candidate 2 |",
+        "| 4,096 x 1,024 x 3,584 | 1 | 42.30 | 42.10 | torch's call |",
+        "| 2,048 x 1,024 x 2,048 | 1 | – | – | torch's call (first met during a graph capture) |"], lines[at:]
+    assert not any(line.startswith("the GEMM shapes") for line in prefill.render([row], rates).splitlines())
+
+
 def test_prefill_table_shows_the_time_not_in_kernels(tmp_path):
     """Each row shows its median time less its kernels' summed times (the gaps and the host's work), from
     the breakdown alone: rows written before the column existed show it too."""
