@@ -3,7 +3,9 @@ candidate that measured fastest) against torch's calls everywhere, in one proces
 tier (tuned_gemms True / False), each prompt length's plans made and captured, then timed alternating (a CUDA event
 before and after the call, a fresh state each, as `compare bench`'s pp rows); the logits' difference and what was
 chosen for each shape.
-    PYTHONPATH=<tree> python tuned_ab.py OUT_DIR [T,T,...]"""
+    PYTHONPATH=<tree> python tuned_ab.py OUT_DIR [T,T,...] [MIN_ROWS]
+MIN_ROWS (where given) replaces prefill_gemm.TUNE_MIN_ROWS for the run (e.g. 0: every shape timed, to find where
+tuning starts to pay; the tree of call 5, 9c8f459, had no such gate)."""
 import json
 import statistics
 import sys
@@ -61,4 +63,8 @@ def main(out_dir, lengths):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 3:
+        import megakernel.prefill_gemm as prefill_gemm
+
+        prefill_gemm.TUNE_MIN_ROWS = int(sys.argv[3])
     main(sys.argv[1], [int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "520,4096").split(",")])
