@@ -55,6 +55,9 @@ def main(out_dir, lengths):
               f" logits {row['logits_rel_diff']:.1e}", flush=True)
     doc["timings"] = [dict(v, key=list(k)) for k, v in tuned.gemms.timings.items()]
     for t in doc["timings"]:
+        if len(t.get("torch_us", [])) < 2:
+            print(f"  {t['M']}x{t['N']}x{t['K']} beta {t['beta']}: not timed ({t.get('why')})", flush=True)
+            continue
         c = t["candidates_us"]
         print(f"  {t['M']}x{t['N']}x{t['K']} beta {t['beta']}: torch {t['torch_us'][0]:.2f}/{t['torch_us'][1]:.2f} µs,"
               f" candidates {', '.join(f'{u:.2f}' for u in c)} -> "
