@@ -1,7 +1,7 @@
 // cuBLASLt through the library torch loaded (gemm_lt.h says why). The enum values are cublasLt.h's (CUDA 12 and 13):
 // CUBLAS_COMPUTE_32F, CUDA_R_32F / CUDA_R_16BF, the matmul descriptor's TRANSA / TRANSB, the preference's
-// MAX_WORKSPACE_BYTES (uint64) and MIN_ALIGNMENT_A..D_BYTES (uint32). One handle for the process (cuBLASLt's handles
-// are not tied to a device). Row-major out = x wᵀ is, in cuBLASLt's column-major terms, D (N x M) = op(W) (N x K) . Xᵀ
+// MAX_WORKSPACE_BYTES (uint64) and MIN_ALIGNMENT_A..D_BYTES (uint32). One handle for the process, made on the device
+// current at the first use (the prefill has run on one device only; other devices with it: untested). Row-major out = x wᵀ is, in cuBLASLt's column-major terms, D (N x M) = op(W) (N x K) . Xᵀ
 // (K x M) with W read transposed: A = w as K x N (ld K, TRANSA = T), B = x as K x M (ld lda), C = D = out as N x M
 // (ld ldc).
 #include "gemm_lt.h"
