@@ -459,7 +459,7 @@ class FastPrefill:
 
     def __init__(self, tier, use_graph: bool = True, delta_rule: str | None = None, tuned_gemms: bool = True):
         self.tier, self.use_graph = tier, use_graph
-        self.gemms = PrefillGemms(tier, tuned=tuned_gemms)  # (shared by the plans: a shape is timed once)
+        self.gemms = PrefillGemms(tier, tuned=tuned_gemms)  # (its workspace shared by the plans; the choices the process's)
         self.delta_rule = delta_rule or prefill_delta_rule.default(tier.device)
         self.plans: collections.OrderedDict = collections.OrderedDict()
         self._folded = None  # folded_weights(tier), made at the first plan that folds (folded_weights())

@@ -100,20 +100,24 @@ class PrefillGemms:
         if key not in self.choices:
             if torch.cuda.is_current_stream_capturing():
                 self.choices[key] = None  # (nothing can be timed in a capture: torch's call, for good)
-                self.timings[key] = {"M": x.shape[0], "N": w.shape[0], "K": x.shape[1], "beta": beta,
-                                     "chosen": None, "why": "first met during a graph capture"}
+                self.record(key, x, w, beta)["why"] = "first met during a graph capture"
             else:
                 with torch.cuda.device(out.device):
                     self.choices[key] = self.tune(key, x, w, out, beta)
         return self.choices[key]
+
+    def record(self, key, x, w, beta: int) -> dict:
+        """The shape's entry in `timings`, empty: filled by tune()."""
+        self.timings[key] = {"M": x.shape[0], "N": w.shape[0], "K": x.shape[1], "beta": beta, "torch_us": [],
+                             "candidates_us": [], "chosen": None}
+        return self.timings[key]
 
     def tune(self, key, x, w, out, beta: int):
         """Time torch's call and cuBLASLt's candidates for this shape (x read; out written where beta is 0, which
         the caller's call overwrites next; a copy of out where beta is 1) → the algorithm to use, or None."""
         M, K = x.shape
         N = w.shape[0]
-        record = {"M": M, "N": N, "K": K, "beta": beta, "torch_us": [], "candidates_us": [], "chosen": None}
-        self.timings[key] = record
+        record = self.record(key, x, w, beta)
         try:
             words = self.tier.ext.gemm_lt_candidates(M, N, K, x.stride(0), out.stride(0), CANDIDATES, WORKSPACE_BYTES,
                                                      alignment(x), alignment(w), alignment(out))
