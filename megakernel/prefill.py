@@ -55,7 +55,8 @@ from . import ops, prefill_delta_rule
 from .prefill_gemm import PrefillGemms
 
 MAX_PLANS = 4  # prefill shapes kept, with their buffers and graphs (least recently used dropped first)
-PAD_ROWS = 64  # a prompt after earlier tokens runs in a plan of rows rounded up to this (fla's chunk)
+PAD_ROWS = 64  # the delta rules' chunk (fla's, FlashQLA's): a prompt after earlier tokens runs in a plan of rows rounded
+# up to this, and every plan's delta rule in rows rounded up to it (rule_rows)
 FLASH_BLOCK_M = 64  # query rows per block of flash attention's head-dim-256 forward kernel (FA2)
 # the out-projections and downs (N = hidden) of a plan of at most SPLIT_K_ROWS rows run as one batched GEMM over
 # SPLIT_K slices of K into fp32 partials: at 256 rows cuBLAS's own tiles leave most of the 132 SMs idle (out 7.25 ->
@@ -161,6 +162,14 @@ def plan_rows(T: int, start: int, max_seq: int) -> int:
     return T if start == 0 else min(-(-T // PAD_ROWS) * PAD_ROWS, max_seq)
 
 
+def rule_rows(T: int) -> int:
+    """The rows a plan of T rows gives its delta rule: T rounded up to whole chunks of PAD_ROWS, the rows past T
+    padding (dn_prep writes them: q, k, v 0, beta 0, g's step 0), so the rule leaves the state as T rows would and
+    never takes a path for a part chunk (FlashQLA's loads a part chunk element by element on one warp, not by TMA:
+    NOTES "Prefill" v25)."""
+    return -(-T // PAD_ROWS) * PAD_ROWS
+
+
 def flash(q, kv, cu_q, cu_k, max_q: int, max_k: int, causal: bool, used=None):
     """torch's flash attention (FA2), variable-length form: q [rows, 8, 256] against the keys and
     values kv [2, max_seq, 2, 256] (the 8 q heads over the 2 kv heads: GQA in the kernel); sequence b
@@ -185,7 +194,8 @@ class PrefillPlan:
 
     def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None,
                  delta_rule: str = "fla", folded=None, gemms: PrefillGemms | None = None):
-        self.delta_rule = prefill_delta_rule.make(delta_rule, T, tier.k.DN_HV, tier.device)
+        self.rule_rows = R = rule_rows(T)  # (the delta rule's rows: T, then padding to a whole chunk)
+        self.delta_rule = prefill_delta_rule.make(delta_rule, R, tier.k.DN_HV, tier.device)
         self.gemm = gemms if gemms is not None else PrefillGemms(tier)  # (each GEMM shape by its fastest way)
         self.op = {name: ops.op(name, tier.ops_namespace) for name in ops.OP_NAMES if name.startswith("prefill_")}
         self.tier, self.T, self.max_seq, self.fresh = tier, T, max_seq, fresh
@@ -233,10 +243,10 @@ class PrefillPlan:
         self.mix = torch.empty(T, k.DN_VAL, dtype=bf, device=dev)  # mixer output, the out-proj's input
         self.gu = torch.empty(T, 2 * k.INTER, dtype=bf, device=dev)
         self.act = torch.empty(T, k.INTER, dtype=bf, device=dev)
-        # q, k by key head, v and the gates by value head (fla's GVA: value head h reads key head h // DN_GROUP)
-        self.dn_q, self.dn_k = (torch.empty(1, T, k.DN_HK, k.DN_DK, dtype=bf, device=dev) for _ in range(2))
-        self.dn_v = torch.empty(1, T, k.DN_HV, k.DN_DV, dtype=bf, device=dev)
-        self.g, self.beta = (torch.empty(1, T, k.DN_HV, dtype=f32, device=dev) for _ in range(2))
+        # q, k by key head, v and the gates by value head (fla's GVA: value head h reads key head h // DN_GROUP), R rows
+        self.dn_q, self.dn_k = (torch.empty(1, R, k.DN_HK, k.DN_DK, dtype=bf, device=dev) for _ in range(2))
+        self.dn_v = torch.empty(1, R, k.DN_HV, k.DN_DV, dtype=bf, device=dev)
+        self.g, self.beta = (torch.empty(1, R, k.DN_HV, dtype=f32, device=dev) for _ in range(2))
         self.h0 = torch.empty(k.NDN, k.DN_HV, k.DN_DV, k.DN_DK, dtype=f32, device=dev)
         self.qbuf = torch.empty(T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
         # keys and values of positions [0, start + n) (n: the valid tokens), token-major (flash's

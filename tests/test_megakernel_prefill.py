@@ -229,11 +229,46 @@ def test_each_delta_rule_alone_at_any_length_within_fla_s_error(T, carried, slow
 
 @gpu
 @needs_gpu
+@pytest.mark.parametrize("T", [1, 63, 65, 520])
+def test_a_rule_given_padding_rows_to_its_chunk_gives_the_unpadded_rows_and_state(T):
+    """A plan gives its delta rule T rows rounded up to the 64-row chunk (prefill.rule_rows), the rows past T as
+    dn_prep writes them (q, k, v 0, beta 0, g's step 0): every rule's output rows < T and final state are the
+    unpadded call's (to fp32 rounding: bits expected, as only zero terms differ), so the padding changes no result."""
+    from compare.delta_rule import inputs
+    from megakernel import prefill_delta_rule
+    from megakernel.prefill import rule_rows
+
+    config, dev = ModelConfig.qwen3_5_0_8b(), torch.device("cuda")
+    R, scale = rule_rows(T), config.linear_key_head_dim ** -0.5
+    assert R % 64 == 0 and T <= R < T + 64
+    q, k, v, g, beta, h0 = inputs(config, T, "carried", "model", T, dev)
+
+    def pad(x):
+        out = torch.zeros((1, R) + tuple(x.shape[2:]), dtype=x.dtype, device=dev)
+        out[:, :T] = x
+        return out
+    for name in prefill_delta_rule.DELTA_RULES:
+        if prefill_delta_rule.unavailable_reason(name, dev):
+            continue
+        rule, rule_R = (prefill_delta_rule.make(name, n, config.linear_num_value_heads, dev) for n in (T, R))
+        gc = prefill_delta_rule.chunk_cumsum(g, rule.g_chunk)
+        gp = pad(gc)
+        gp[:, T:] = gc[:, T - 1:T] if rule.g_chunk else 0.0  # (summed within the chunk the padding adds 0; else g = 0)
+        o, final = rule(q, k, v, gc, beta, scale, h0.clone())
+        o_R, final_R = rule_R(pad(q), pad(k), pad(v), gp, pad(beta), scale, h0.clone())
+        assert torch.isfinite(o_R).all() and torch.isfinite(final_R).all(), name
+        torch.testing.assert_close(o_R[:, :T], o, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: o: {m}")
+        torch.testing.assert_close(final_R, final, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: state: {m}")
+
+
+@gpu
+@needs_gpu
 @pytest.mark.parametrize("T,valid", [(1, 1), (63, 63), (64, 64), (200, 200), (64, 9), (200, 130)])
 def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T, valid):
     """dn_prep with g_chunk = 64 (what FlashQLA's kernels read) writes g summed within chunks of 64 rows:
     the chunk_cumsum of what it writes with g_chunk = 0, to fp32 rounding; q, k, v and beta bit for bit
-    the same either way; padding rows (>= valid) have g = beta = 0 either way."""
+    the same either way; padding rows (>= valid) have g = beta = 0 either way; the rows past T up to the rule's
+    chunk q = k = v = 0 too (g summed: the chunk's sum so far)."""
     from megakernel.prefill_delta_rule import chunk_cumsum
 
     plan, state = FastPrefill(mk).plan(T, T, True), mk.new_state(max_seq_len=T)  # (the table points into state:
@@ -250,6 +285,8 @@ def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T, valid):
         out[chunk] = [t.clone() for t in (plan.dn_q, plan.dn_k, plan.dn_v, plan.beta, plan.g)]
     for a, b in zip(out[0][:4], out[64][:4]):
         assert torch.equal(a, b)
+    R = plan.dn_q.shape[1]  # (the rule's rows: T rounded up to the chunk, the rows past T padding)
+    assert R == -(-T // 64) * 64 and all((t[:, T:] == 0).all() for t in out[0][:3])  # (over NaN: written, as zeros)
     g0, g64, beta = out[0][4], out[64][4], out[0][3]
     assert torch.isfinite(g64).all() and (g64 <= 0).all()
     assert (g0[:, valid:] == 0).all() and (beta[:, valid:] == 0).all() and (g0[:, :valid] < 0).all()

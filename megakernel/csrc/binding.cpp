@@ -458,17 +458,20 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
   check_tensor(conv_w, op, "conv_w", BF, {mk::DN_CONV, mk::CONV_K});
   check_tensor(a_log, op, "A_log", BF, {mk::DN_HV});
   check_tensor(dt_bias, op, "dt_bias", BF, {mk::DN_HV});
-  for (const auto& [t, what] : {std::pair{&q, "q"}, {&k, "k"}}) check_tensor(*t, op, what, BF, {1, T, mk::DN_HK, mk::DN_DK});
-  check_tensor(v, op, "v", BF, {1, T, mk::DN_HV, mk::DN_DV});
-  check_tensor(g, op, "g", F32, {1, T, mk::DN_HV});
-  check_tensor(beta, op, "beta", F32, {1, T, mk::DN_HV});
+  // the rule's rows R (q's): proj's T, then padding rows up to a whole number of the rule's chunks
+  const int R = q.dim() == 4 ? static_cast<int>(q.size(1)) : T;
+  MK_CHECK(R >= T, op, ": q has ", R, " rows, fewer than proj's ", T, " (the rule's rows: T, or more as padding)");
+  for (const auto& [t, what] : {std::pair{&q, "q"}, {&k, "k"}}) check_tensor(*t, op, what, BF, {1, R, mk::DN_HK, mk::DN_DK});
+  check_tensor(v, op, "v", BF, {1, R, mk::DN_HV, mk::DN_DV});
+  check_tensor(g, op, "g", F32, {1, R, mk::DN_HV});
+  check_tensor(beta, op, "beta", F32, {1, R, mk::DN_HV});
   MK_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   MK_CHECK(g_chunk == 0 || g_chunk == mkp::DN_GATE_ROWS, op, ": g_chunk ", g_chunk, " is neither 0 (g itself) nor ",
               mkp::DN_GATE_ROWS, " (g summed within chunks of that many rows)");
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, ptr<const uint16_t>(conv_w),
                   ptr<const uint16_t>(a_log), ptr<const uint16_t>(dt_bias), ptr<uint16_t>(q), ptr<uint16_t>(k), ptr<uint16_t>(v),
-                  ptr<float>(g), ptr<float>(beta), static_cast<int>(g_chunk), T, stream_of(proj)), op);
+                  ptr<float>(g), ptr<float>(beta), static_cast<int>(g_chunk), T, R, stream_of(proj)), op);
 }
 
 void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, const Tensor& final_state,
@@ -476,7 +479,9 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_out_norm";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
-  check_tensor(o, op, "o", BF, {1, T, mk::DN_HV, mk::DN_DV});
+  const int R = o.dim() == 4 ? static_cast<int>(o.size(1)) : T;  // (the rule's rows: T, or more as padding; the first T read)
+  MK_CHECK(R >= T, op, ": o has ", R, " rows, fewer than proj's ", T);
+  check_tensor(o, op, "o", BF, {1, R, mk::DN_HV, mk::DN_DV});
   check_tensor(w, op, "norm weight", BF, {mk::DN_DV});
   check_tensor(final_state, op, "final_state", F32, {1, mk::DN_HV, mk::DN_DV, mk::DN_DK});
   check_tensor(table, op, "state_table", I64, {mkp::ST_N});

@@ -208,18 +208,19 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const float*
   store8(out + static_cast<size_t>(t) * D + i, y);
 }
 
-// ---- DeltaNet inputs: 1-D grid. The first ceil(T / 64) blocks are gate blocks: block x owns rows
+// ---- DeltaNet inputs: 1-D grid over the rule's R rows (the T rows of proj, then padding up to the rule's
+// chunk: zeros, beta and g's step 0). The first ceil(R / 64) blocks are gate blocks: block x owns rows
 // x*64 .. x*64 + 63 and writes their beta and g (a padding row: 0), g itself (g_chunk = 0) or summed
 // over the rows of its 64-row chunk up to each row (g_chunk = 64: what FlashQLA's kernels read):
 // warp w owns value heads w, w + 8, ..., a lane rows 2 lane and 2 lane + 1 of each (a warp scan). Each later block is one token x one
 // pass of 2048 conv channels (pass p covers channels p*2048 .. p*2048 + 2047 of [q | k | v],
 // DN_CONV / 2048 passes), 256 threads; thread owns channels p*2048 + tid*8 .. +8, a head = 16
 // consecutive threads; q and k are l2-normed per head; its loads (its weights and the 4 inputs) are
-// independent: one round trip. -------------------------------------------------------------------
+// independent: one round trip; a token past T stores zeros. ----------------------------------------
 static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds one of q, k, v");
 __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                          const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
-                                         float* __restrict__ g, float* __restrict__ beta, int g_chunk, int first, int T) {
+                                         float* __restrict__ g, float* __restrict__ beta, int g_chunk, int first, int T, int R) {
   static_assert(DN_GATE_ROWS == 64, "dn_prep: a gate block's rows are a warp's 32 lanes x 2");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, valid = table_valid(table);
   for (int h = warp; h < DN_HV; h += 8) {  // (no shared memory: it would shrink the conv blocks' L1)
@@ -237,6 +238,9 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
         gv[r] = pad ? 0.f : decay * softplus;
         beta[t * DN_HV + h] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + h])));
         if (g_chunk == 0) g[t * DN_HV + h] = gv[r];
+      } else if (t < R) {  // a row past the in-projection's, up to the rule's chunk: padding as above, no proj to read
+        beta[t * DN_HV + h] = 0.f;
+        if (g_chunk == 0) g[t * DN_HV + h] = 0.f;
       }
     }
     if (g_chunk == 0) continue;
@@ -248,8 +252,8 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
       if (lane >= o) run += up;
     }
     const int t = first + 2 * lane;
-    if (t < T) g[t * DN_HV + h] = run - pair + gv[0];
-    if (t + 1 < T) g[(t + 1) * DN_HV + h] = run;
+    if (t < R) g[t * DN_HV + h] = run - pair + gv[0];
+    if (t + 1 < R) g[(t + 1) * DN_HV + h] = run;
   }
 }
 
@@ -258,13 +262,21 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
-                                                      float* __restrict__ beta, int g_chunk, int T) {
-  const int gate_blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS;
+                                                      float* __restrict__ beta, int g_chunk, int T, int R) {
+  const int gate_blocks = (R + DN_GATE_ROWS - 1) / DN_GATE_ROWS;
   if (static_cast<int>(blockIdx.x) < gate_blocks) {
-    dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, blockIdx.x * DN_GATE_ROWS, T);
+    dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, blockIdx.x * DN_GATE_ROWS, T, R);
     return;
   }
-  const int b = blockIdx.x - gate_blocks, t = b % T, p = b / T, tid = threadIdx.x, start = table_start(table);
+  const int b = blockIdx.x - gate_blocks, t = b % R, p = b / R, tid = threadIdx.x, start = table_start(table);
+  constexpr int QP = DN_KEY / 2048;  // the q passes (as many k passes follow, then v's)
+  uint16_t* dst = p < QP       ? q + static_cast<size_t>(t) * DN_KEY + p * 2048 + tid * 8
+                  : p < 2 * QP ? k + static_cast<size_t>(t) * DN_KEY + (p - QP) * 2048 + tid * 8
+                               : v + static_cast<size_t>(t) * DN_VAL + (p - 2 * QP) * 2048 + tid * 8;
+  if (t >= T) {  // a row past the in-projection's, up to the rule's chunk: zeros (finite: the rule multiplies them by beta = 0)
+    *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    return;
+  }
   const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
   const int c = p * 2048 + tid * 8;
   float cw[4][8];  // conv_w [6144][4]: channels c..c+7 are 32 consecutive values, cw[m][n] = w[c + 2m + n/4][n%4]
@@ -284,10 +296,6 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
   float y[8];
 #pragma unroll
   for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(rnd(acc[e])));
-  constexpr int QP = DN_KEY / 2048;  // the q passes (as many k passes follow, then v's)
-  uint16_t* dst = p < QP       ? q + static_cast<size_t>(t) * DN_KEY + p * 2048 + tid * 8
-                  : p < 2 * QP ? k + static_cast<size_t>(t) * DN_KEY + (p - QP) * 2048 + tid * 8
-                               : v + static_cast<size_t>(t) * DN_VAL + (p - 2 * QP) * 2048 + tid * 8;
   if (p < 2 * QP) {  // l2norm over the head's 128 channels (16 threads)
     float ss = 0.f;
 #pragma unroll
@@ -780,9 +788,10 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, int g_chunk, int T, cudaStream_t s) {
-  const int blocks = (T + DN_GATE_ROWS - 1) / DN_GATE_ROWS + T * (DN_CONV / 2048);
-  dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T);
+                    float* g, float* beta, int g_chunk, int T, int R, cudaStream_t s) {
+  if (R < T) return cudaErrorInvalidValue;
+  const int blocks = (R + DN_GATE_ROWS - 1) / DN_GATE_ROWS + R * (DN_CONV / 2048);
+  dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T, R);
   return cudaGetLastError();
 }
 
