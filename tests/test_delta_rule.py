@@ -68,3 +68,20 @@ def test_state_is_not_modified_in_place():
     gated_delta_rule_chunked(**x)
     gated_delta_rule_recurrent(**x)
     assert torch.equal(x["initial_state"], before)
+
+
+@given(seed=st.integers(0, 2**31 - 1), T=st.integers(1, 140), pad=st.integers(1, 70), chunk=st.sampled_from([16, 64]),
+       with_state=st.booleans())
+@example(seed=0, T=520 % 64, pad=64 - 520 % 64, chunk=64, with_state=True)  # (pp520's last chunk: 8 rows, 56 padding)
+def test_padding_rows_leave_the_rows_before_and_the_state_as_they_were(seed, T, pad, chunk, with_state):
+    """Rows with q = k = v = 0, beta = 0 and g = 0 (no decay) after a prompt — what the prefill's dn_prep writes past
+    the prompt up to the rule's chunk (megakernel/prefill.py rule_rows) — change neither the prompt's outputs nor
+    the final state, in the recurrent definition and the chunked form, and output zeros themselves."""
+    x = random_inputs(seed, 1, T, 2, 2, 16, 8, with_state)
+    padded = {n: torch.cat([t, torch.zeros((1, pad) + t.shape[2:])], 1) if n != "initial_state" else t for n, t in x.items()}
+    for rule, kw in ((gated_delta_rule_recurrent, {}), (gated_delta_rule_chunked, {"chunk_size": chunk})):
+        o, s = rule(**x, **kw)
+        o_p, s_p = rule(**padded, **kw)
+        assert_close(o_p[:, :T], o, 1e-5, f"{rule.__name__}: the prompt's rows", scale=o.abs() + 16 ** -0.5 * x["v"].abs())
+        assert_close(s_p, s, 1e-5, f"{rule.__name__}: the final state")
+        assert (o_p[:, T:] == 0).all(), rule.__name__
