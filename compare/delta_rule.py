@@ -72,17 +72,30 @@ def relative_error(a, b) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
+def padded(q, k, v, g, beta, R: int, g_chunk: int):
+    """A T-row prompt's rule inputs as the prefill's dn_prep writes them for a rule of R >= T rows (megakernel/prefill.py
+    rule_rows): the rows past T padding — q, k, v and beta 0, g's step 0 (g summed within chunks: row T - 1's sum)."""
+    T = q.shape[1]
+    if R == T:
+        return q, k, v, g, beta
+    out = [torch.cat([x, x.new_zeros((1, R - T) + tuple(x.shape[2:]))], 1) for x in (q, k, v, g, beta)]
+    if g_chunk:
+        out[3][:, T:] = g[:, T - 1:T]
+    return tuple(out)
+
+
 def measure(config, rules, pps, calls: int, replays: int, seed: int, device):
     """Every (T, state, gates) x rule → rows (dicts), in the order of the table."""
     from megakernel import prefill_delta_rule
+    from megakernel.prefill import rule_rows
 
     scale = config.linear_key_head_dim ** -0.5
     rows = []
     for T in pps:
-        made = {}
-        for name in rules:  # one rule per prompt length, as a prefill plan makes it
+        made, R = {}, rule_rows(T)
+        for name in rules:  # one rule per prompt length, as a prefill plan makes it (for its R rows)
             try:
-                made[name] = prefill_delta_rule.make(name, T, config.linear_num_value_heads, device)
+                made[name] = prefill_delta_rule.make(name, R, config.linear_num_value_heads, device)
             except ValueError as e:
                 made[name] = str(e)
         for state in STATES:
@@ -98,11 +111,12 @@ def measure(config, rules, pps, calls: int, replays: int, seed: int, device):
                         continue
                     print(f"pp{T} {state} {gates}: {name} ...", file=sys.stderr, flush=True)
                     h = h0.clone()
-                    g_in = prefill_delta_rule.chunk_cumsum(g, fn.g_chunk)  # (as the prefill's dn_prep writes it)
-                    o, final = fn(q, k, v, g_in, beta, scale, h)
+                    args = padded(q, k, v, prefill_delta_rule.chunk_cumsum(g, fn.g_chunk), beta, R, fn.g_chunk)
+                    o, final = fn(*args, scale, h)
+                    o = o[:, :T]
                     torch.cuda.synchronize()
                     unchanged = bool(torch.equal(h, h0))  # the rule must not write its input state
-                    us, how = graph_us(lambda: fn(q, k, v, g_in, beta, scale, h), calls, replays)
+                    us, how = graph_us(lambda: fn(*args, scale, h), calls, replays)
                     base_us = us if name == rules[0] else base_us
                     rows.append({**row, "us": us, "timing": how, "pieces": fn.pieces, "layers_ms": us * len(config.linear_layers) / 1000.0,
                                  "vs_first": (base_us / us) if base_us else None,
@@ -130,6 +144,9 @@ def render(rows, config, rules) -> str:
                                                                      "; WROTE ITS INPUT STATE")])
     notes = ["decays: " + "; ".join(f"{k}: {v}" for k, v in GATES.items()),
              "errors: relative (Frobenius) against reference/delta_rule.py's chunked rule in fp32 on the same bf16 inputs",
+             "each rule runs the prompt's rows rounded up to its 64-row chunk, the rows past the prompt padding (q, k, v, "
+             "beta 0, g's step 0), as the prefill gives them since 2026-12-07's session 47 (megakernel/prefill.py rule_rows); "
+             "the errors are of the prompt's rows",
              "flash-qla takes g already summed within its 64-row chunks (the prefill's dn_prep writes it so; before "
              "2026-11-26's session 23 its time included that sum, ~2 µs); fla sums g itself"]
     return markdown(header, body, right={4, 5, 6, 7, 8}) + "\n" + "\n".join(notes) + "\n"

@@ -4,9 +4,9 @@ tensor cores, captured once per prompt shape as a CUDA graph and replayed.
 Per layer (launches; the memory-bound steps are fused kernels of csrc/prefill.cu):
     add+RMSNorm → in-proj GEMM (packed [qkv|z|b|a] or [q+gate|k|v]; every GEMM by cuBLAS's pick or a
               cuBLASLt algorithm, whichever measured faster for its shape: prefill_gemm.py) →
-    DeltaNet: conv+SiLU+l2norm+gates (1 kernel) → the chunked delta rule (FlashQLA's where
-              installed, else fla's: prefill_delta_rule.py; state read and written in the decode
-              kernel's [V][K] layout) → gated norm + conv ring + the final state into the decode state
+    DeltaNet: conv+SiLU+l2norm+gates (1 kernel; also the padding rows up to the rule's 64-row chunk:
+              rule_rows) → the chunked delta rule (FlashQLA's where installed, else fla's:
+              prefill_delta_rule.py; state read and written in the decode kernel's [V][K] layout) → gated norm + conv ring + the final state into the decode state
     attention: q/k norm + RoPE + cache write (1 kernel) → causal attention → output gate; a fresh
               prompt: SDPA over its own keys (cuDNN's Hopper kernel where torch picks it); after
               earlier tokens: the cache's earlier positions copied next to the new ones, then flash

@@ -6,7 +6,8 @@
                  `flash_qla` package is installed and the GPU is sm_90 or newer: the default there
 
 Every implementation takes one layer of the prefill's buffers: q, k [1, T, key heads, 128] and v
-[1, T, value heads, 128] in bf16, g (the log decay) and beta [1, T, value heads] in fp32, the
+[1, T, value heads, 128] in bf16 (the prefill gives its rule T = the prompt's rows rounded up to the
+64-row chunk, the rows past the prompt padding: prefill.rule_rows), g (the log decay) and beta [1, T, value heads] in fp32, the
 initial state [1, value heads, V, K] in fp32 in the decode kernel's [V][K] layout, and returns the
 output [1, T, value heads, V] in bf16 and the final state [1, value heads, V, K] in fp32 in that
 layout. A rule's `g_chunk` says which g it takes: 0, g itself; n > 0, g summed within chunks of n

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from compare.__main__ import main
-from compare.delta_rule import inputs, reference, relative_error, render
+from compare.delta_rule import inputs, padded, reference, relative_error, render
 from megakernel import prefill_delta_rule
 from reference import ModelConfig
 from reference.delta_rule import gated_delta_rule_recurrent
@@ -27,6 +27,20 @@ def test_rules_refuse_with_the_reason_on_a_machine_that_cannot_run_them():
         with pytest.raises(ValueError, match=f"delta rule '{name}' cannot run here"):
             prefill_delta_rule.make(name, 64, 16, "cpu")
     assert prefill_delta_rule.default("cpu") == "fla"  # (FlashQLA cannot run here, so not the default)
+
+
+@pytest.mark.parametrize("g_chunk", [0, 64])
+def test_the_rule_s_inputs_are_padded_to_its_rows_as_dn_prep_writes_them(g_chunk):
+    """padded(): a 70-row prompt's inputs for a rule of 128 rows keep the prompt's rows; past them q, k, v and beta are 0
+    and g's step is 0 (g summed within chunks: row T - 1's sum repeated; else 0); a rule of T rows gets them as they are."""
+    q, k, v, g, beta, _ = inputs(CONFIG, 70, "fresh", "model", 0, "cpu")
+    g = prefill_delta_rule.chunk_cumsum(g, g_chunk)
+    args = padded(q, k, v, g, beta, 128, g_chunk)
+    for x, p in zip((q, k, v, g, beta), args):
+        assert p.shape == (1, 128) + tuple(x.shape[2:]) and p.dtype == x.dtype and torch.equal(p[:, :70], x)
+    assert all((p[:, 70:] == 0).all() for p in (args[0], args[1], args[2], args[4]))
+    assert torch.equal(args[3][:, 70:], g[:, 69:70].expand(1, 58, -1) if g_chunk else torch.zeros(1, 58, g.shape[2]))
+    assert all(a is b for a, b in zip(padded(q, k, v, g, beta, 70, g_chunk), (q, k, v, g, beta)))
 
 
 def test_cli_errors_are_one_line(capsys):

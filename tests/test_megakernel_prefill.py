@@ -234,7 +234,7 @@ def test_a_rule_given_padding_rows_to_its_chunk_gives_the_unpadded_rows_and_stat
     """A plan gives its delta rule T rows rounded up to the 64-row chunk (prefill.rule_rows), the rows past T as
     dn_prep writes them (q, k, v 0, beta 0, g's step 0): every rule's output rows < T and final state are the
     unpadded call's (to fp32 rounding: bits expected, as only zero terms differ), so the padding changes no result."""
-    from compare.delta_rule import inputs
+    from compare.delta_rule import inputs, padded
     from megakernel import prefill_delta_rule
     from megakernel.prefill import rule_rows
 
@@ -242,20 +242,13 @@ def test_a_rule_given_padding_rows_to_its_chunk_gives_the_unpadded_rows_and_stat
     R, scale = rule_rows(T), config.linear_key_head_dim ** -0.5
     assert R % 64 == 0 and T <= R < T + 64
     q, k, v, g, beta, h0 = inputs(config, T, "carried", "model", T, dev)
-
-    def pad(x):
-        out = torch.zeros((1, R) + tuple(x.shape[2:]), dtype=x.dtype, device=dev)
-        out[:, :T] = x
-        return out
     for name in prefill_delta_rule.DELTA_RULES:
         if prefill_delta_rule.unavailable_reason(name, dev):
             continue
         rule, rule_R = (prefill_delta_rule.make(name, n, config.linear_num_value_heads, dev) for n in (T, R))
         gc = prefill_delta_rule.chunk_cumsum(g, rule.g_chunk)
-        gp = pad(gc)
-        gp[:, T:] = gc[:, T - 1:T] if rule.g_chunk else 0.0  # (summed within the chunk the padding adds 0; else g = 0)
         o, final = rule(q, k, v, gc, beta, scale, h0.clone())
-        o_R, final_R = rule_R(pad(q), pad(k), pad(v), gp, pad(beta), scale, h0.clone())
+        o_R, final_R = rule_R(*padded(q, k, v, gc, beta, R, rule.g_chunk), scale, h0.clone())
         assert torch.isfinite(o_R).all() and torch.isfinite(final_R).all(), name
         torch.testing.assert_close(o_R[:, :T], o, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: o: {m}")
         torch.testing.assert_close(final_R, final, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: state: {m}")

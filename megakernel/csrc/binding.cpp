@@ -460,7 +460,9 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
   check_tensor(dt_bias, op, "dt_bias", BF, {mk::DN_HV});
   // the rule's rows R (q's): proj's T, then padding rows up to a whole number of the rule's chunks
   const int R = q.dim() == 4 ? static_cast<int>(q.size(1)) : T;
-  MK_CHECK(R >= T, op, ": q has ", R, " rows, fewer than proj's ", T, " (the rule's rows: T, or more as padding)");
+  MK_CHECK(T >= 1, op, ": proj has no rows (a prompt of at least one token expected)");
+  MK_CHECK(R >= T && R - T < mkp::DN_GATE_ROWS, op, ": q has ", R, " rows for proj's ", T, "; expected T to T + ",
+           mkp::DN_GATE_ROWS - 1, " (the rule's rows: T, then padding up to a whole chunk)");
   for (const auto& [t, what] : {std::pair{&q, "q"}, {&k, "k"}}) check_tensor(*t, op, what, BF, {1, R, mk::DN_HK, mk::DN_DK});
   check_tensor(v, op, "v", BF, {1, R, mk::DN_HV, mk::DN_DV});
   check_tensor(g, op, "g", F32, {1, R, mk::DN_HV});

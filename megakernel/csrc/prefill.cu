@@ -251,9 +251,17 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
       const float up = __shfl_up_sync(0xffffffffu, run, o);
       if (lane >= o) run += up;
     }
+    float sum[2] = {run - pair + gv[0], run};  // rows first + 2 lane and + 1
+    if (T < R && first + DN_GATE_ROWS >= R) {  // the rows past T (all in this, the last chunk) hold row T - 1's sum, bit for bit
+      const int last = T - 1 - first;          // (the scan's order differs from lane to lane: their own sums would not)
+      const float at_last = __shfl_sync(0xffffffffu, sum[last & 1], last >> 1);
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        if (first + 2 * lane + r >= T) sum[r] = at_last;
+    }
     const int t = first + 2 * lane;
-    if (t < R) g[t * DN_HV + h] = run - pair + gv[0];
-    if (t + 1 < R) g[(t + 1) * DN_HV + h] = run;
+    if (t < R) g[t * DN_HV + h] = sum[0];
+    if (t + 1 < R) g[(t + 1) * DN_HV + h] = sum[1];
   }
 }
 
@@ -789,7 +797,7 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
                     float* g, float* beta, int g_chunk, int T, int R, cudaStream_t s) {
-  if (R < T) return cudaErrorInvalidValue;
+  if (T < 1 || R < T || R - T >= DN_GATE_ROWS) return cudaErrorInvalidValue;  // (padding within the last chunk: dn_gates)
   const int blocks = (R + DN_GATE_ROWS - 1) / DN_GATE_ROWS + R * (DN_CONV / 2048);
   dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T, R);
   return cudaGetLastError();

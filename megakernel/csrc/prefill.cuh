@@ -60,9 +60,9 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 // [q|k|v] columns, l2norm of q and k per head, g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b);
 // a padding row's g and beta 0 (the delta rule leaves the state as it is there); g_chunk = DN_GATE_ROWS:
 // g as its inclusive sum within chunks of 64 rows from row 0 (what FlashQLA's kernels read), 0: g itself.
-// proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [R][16][128]; g, beta fp32 [R][16], R >= T: the
-// rows past T padding (q, k, v 0, beta 0, g's step 0), so a rule given R rows, a whole number of its chunks,
-// leaves the state as T rows would and never takes its path for a part chunk (NOTES "Prefill" v25).
+// proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [R][16][128]; g, beta fp32 [R][16], T <= R < T + 64: the
+// rows past T padding (q, k, v 0, beta 0, g's step 0: summed, row T - 1's sum), so a rule given R rows, a whole number
+// of its chunks, leaves the state as T rows would and never takes its path for a part chunk (NOTES "Prefill" v25).
 constexpr int DN_GATE_ROWS = 64;  // rows of one gate block of dn_prep: the chunk g may be summed over
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
