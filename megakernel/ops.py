@@ -12,7 +12,7 @@ another size's build has its own namespace, `qwen35_megakernel_<shape tag>`, meg
         ends after the step where every row has produced one of stop_ids. `!` marks what it
         writes. logits / trace / times (one-step launches) and stream (pinned host memory
         [steps, B], written as each step ends) are filled when they are not empty.
-    prefill_bind, prefill_add_rms_norm, prefill_dn_prep, prefill_dn_out_norm, prefill_dn_state_in,
+    prefill_bind, prefill_add_rms_norm, prefill_dn_prep, prefill_dn_out_norm,
     prefill_silu_mul, prefill_attn_prep, prefill_kv_prefix,
     prefill_attn_gate, prefill_attn_merge_gate, prefill_attn_last_row, prefill_gemv_add_row,
     prefill_gate_up_swiglu_row, prefill_lm_head
@@ -37,7 +37,7 @@ import torch
 
 NAMESPACE = "qwen35_megakernel"
 OP_NAMES = ("decode", "prefill_bind", "prefill_add_rms_norm", "prefill_dn_prep", "prefill_dn_out_norm",
-            "prefill_dn_state_in", "prefill_silu_mul", "prefill_attn_prep", "prefill_kv_prefix", "prefill_attn_gate",
+            "prefill_silu_mul", "prefill_attn_prep", "prefill_kv_prefix", "prefill_attn_gate",
             "prefill_gemm_lt", "prefill_attn_merge_gate", "prefill_attn_last_row", "prefill_gemv_add_row",
             "prefill_gate_up_swiglu_row", "prefill_lm_head")
 

@@ -247,7 +247,7 @@ class PrefillPlan:
         self.dn_q, self.dn_k = (torch.empty(1, R, k.DN_HK, k.DN_DK, dtype=bf, device=dev) for _ in range(2))
         self.dn_v = torch.empty(1, R, k.DN_HV, k.DN_DV, dtype=bf, device=dev)
         self.g, self.beta = (torch.empty(1, R, k.DN_HV, dtype=f32, device=dev) for _ in range(2))
-        self.h0 = torch.empty(k.NDN, k.DN_HV, k.DN_DV, k.DN_DK, dtype=f32, device=dev)
+        self.h0 = torch.empty(1, k.DN_HV, k.DN_DV, k.DN_DK, dtype=f32, device=dev)  # (each layer's, by its dn_prep)
         self.qbuf = torch.empty(T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
         # keys and values of positions [0, start + n) (n: the valid tokens), token-major (flash's
         # varlen layout), sized for any start; flash reads the first `used` = start + n of them, query
@@ -285,7 +285,6 @@ class PrefillPlan:
         W, FW = t.prefill_weights, self.folded
         fold = FW is not None
         embed = t.weights["model.embed_tokens.weight"]
-        op["prefill_dn_state_in"](self.table, self.h0)
         op["prefill_add_rms_norm"](None, self.ids, embed, self.res, W[0]["in_norm"], self.h, eps)
         record(trace, "embed", self.res.view(1, T, D)[:, :self.valid])
         # only the last valid position's logits are wanted: for a fresh prompt without a trace, the
@@ -334,9 +333,9 @@ class PrefillPlan:
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         self.gemm(self.h, w["win"], proj, 0)
         op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
-                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.delta_rule.g_chunk)
+                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.h0, self.delta_rule.g_chunk)
         o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, k.DN_DK ** -0.5,
-                                   self.h0[slot:slot + 1])
+                                   self.h0)
         # (also the conv ring, and `final` into the state's slot)
         op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps)
         self.project(self.mix[rows], w["out"], rows)

@@ -261,7 +261,8 @@ def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T, valid):
     """dn_prep with g_chunk = 64 (what FlashQLA's kernels read) writes g summed within chunks of 64 rows:
     the chunk_cumsum of what it writes with g_chunk = 0, to fp32 rounding; q, k, v and beta bit for bit
     the same either way; padding rows (>= valid) have g = beta = 0 either way; the rows past T up to the rule's
-    chunk q = k = v = 0 too (g summed: the chunk's sum so far)."""
+    chunk q = k = v = 0 too (g summed: row T - 1's, bit for bit); the layer's slot of the state's delta-rule state
+    copied into the rule's h0, also when called on buffers of T rows (its grid widened for the copy)."""
     from megakernel.prefill_delta_rule import chunk_cumsum
 
     plan, state = FastPrefill(mk).plan(T, T, True), mk.new_state(max_seq_len=T)  # (the table points into state:
@@ -270,23 +271,34 @@ def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T, valid):
     gen = torch.Generator(device="cuda").manual_seed(T)
     proj = torch.randn(T, mk.k.DN_WIN, device="cuda", generator=gen).bfloat16()
     w, out = mk.prefill_weights[mk.config.layer_types.index("linear_attention")], {}
+    slot = 5  # (the layer's slot: the state's recurrent state of that slot copied into h0[slot], the rest untouched)
+    state.dn_state[0, slot] = torch.randn(state.dn_state.shape[2:], device="cuda", generator=gen)
     for chunk in (0, 64):
-        for t in (plan.dn_q, plan.dn_k, plan.dn_v, plan.g, plan.beta):
+        for t in (plan.dn_q, plan.dn_k, plan.dn_v, plan.g, plan.beta, plan.h0):
             t.fill_(float("nan"))
-        plan.op["prefill_dn_prep"](proj, plan.table, 0, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q, plan.dn_k,
-                                   plan.dn_v, plan.g, plan.beta, chunk)
+        plan.op["prefill_dn_prep"](proj, plan.table, slot, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q, plan.dn_k,
+                                   plan.dn_v, plan.g, plan.beta, plan.h0, chunk)
         out[chunk] = [t.clone() for t in (plan.dn_q, plan.dn_k, plan.dn_v, plan.beta, plan.g)]
+        assert torch.equal(plan.h0[0], state.dn_state[0, slot])
     for a, b in zip(out[0][:4], out[64][:4]):
         assert torch.equal(a, b)
     R = plan.dn_q.shape[1]  # (the rule's rows: T rounded up to the chunk, the rows past T padding)
     assert R == -(-T // 64) * 64 and all((t[:, T:] == 0).all() for t in out[0][:3])  # (over NaN: written, as zeros)
+    assert (out[64][4][:, T:] == out[64][4][:, T - 1:T]).all()  # (the padding's g: row T - 1's sum, bit for bit)
     g0, g64, beta = out[0][4], out[64][4], out[0][3]
     assert torch.isfinite(g64).all() and (g64 <= 0).all()
     assert (g0[:, valid:] == 0).all() and (beta[:, valid:] == 0).all() and (g0[:, :valid] < 0).all()
     torch.testing.assert_close(g64, chunk_cumsum(g0, 64), rtol=1e-5, atol=1e-5)
     with pytest.raises(RuntimeError, match="neither 0"):
         plan.op["prefill_dn_prep"](proj, plan.table, 0, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q, plan.dn_k,
-                                   plan.dn_v, plan.g, plan.beta, 32)
+                                   plan.dn_v, plan.g, plan.beta, plan.h0, 32)
+    # called on buffers of exactly T rows (no padding: fewer blocks than the state's copy needs, the grid widened)
+    rows = [torch.full((1, T) + tuple(t.shape[2:]), float("nan"), dtype=t.dtype, device="cuda")
+            for t in (plan.dn_q, plan.dn_k, plan.dn_v, plan.g, plan.beta)]
+    plan.h0.fill_(float("nan"))
+    plan.op["prefill_dn_prep"](proj, plan.table, slot, w["conv_w"], w["a_log"], w["dt_bias"], *rows, plan.h0, 64)
+    assert torch.equal(plan.h0[0], state.dn_state[0, slot])
+    assert all(torch.equal(a, b[:, :T]) for a, b in zip(rows, out[64]))
 
 
 @gpu
@@ -739,7 +751,14 @@ def test_refusals_name_what_was_wrong_after_flash_qla_is_loaded(mk):
     w = mk.prefill_weights[mk.config.layer_types.index("linear_attention")]
     proj = torch.zeros(2, mk.k.DN_WIN, dtype=torch.bfloat16, device=dev)
     with pytest.raises(RuntimeError, match=rf"DeltaNet layer 99 outside \[0, {mk.k.NDN}\)"):
-        prep(proj, plan.table, 99, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q, plan.dn_k, plan.dn_v, plan.g, plan.beta, 0)
+        prep(proj, plan.table, 99, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q, plan.dn_k, plan.dn_v, plan.g, plan.beta,
+             plan.h0, 0)
+    with pytest.raises(RuntimeError, match=r"q has 1 rows for proj's 2; expected T to T \+ 63"):
+        prep(proj, plan.table, 0, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q[:, :1], plan.dn_k, plan.dn_v, plan.g,
+             plan.beta, plan.h0, 0)
+    with pytest.raises(RuntimeError, match=r"proj has no rows"):
+        prep(proj[:0], plan.table, 0, w["conv_w"], w["a_log"], w["dt_bias"], plan.dn_q, plan.dn_k, plan.dn_v, plan.g,
+             plan.beta, plan.h0, 0)
 
 
 @gpu

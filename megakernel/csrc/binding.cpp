@@ -450,7 +450,7 @@ void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Te
 
 void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, const Tensor& conv_w,
                      const Tensor& a_log, const Tensor& dt_bias, const Tensor& q, const Tensor& k, const Tensor& v,
-                     const Tensor& g, const Tensor& beta, int64_t g_chunk) {
+                     const Tensor& g, const Tensor& beta, const Tensor& h0, int64_t g_chunk) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_prep";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
@@ -467,13 +467,14 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
   check_tensor(v, op, "v", BF, {1, R, mk::DN_HV, mk::DN_DV});
   check_tensor(g, op, "g", F32, {1, R, mk::DN_HV});
   check_tensor(beta, op, "beta", F32, {1, R, mk::DN_HV});
+  check_tensor(h0, op, "h0", F32, {1, mk::DN_HV, mk::DN_DV, mk::DN_DK});
   MK_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   MK_CHECK(g_chunk == 0 || g_chunk == mkp::DN_GATE_ROWS, op, ": g_chunk ", g_chunk, " is neither 0 (g itself) nor ",
               mkp::DN_GATE_ROWS, " (g summed within chunks of that many rows)");
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, ptr<const uint16_t>(conv_w),
                   ptr<const uint16_t>(a_log), ptr<const uint16_t>(dt_bias), ptr<uint16_t>(q), ptr<uint16_t>(k), ptr<uint16_t>(v),
-                  ptr<float>(g), ptr<float>(beta), static_cast<int>(g_chunk), T, R, stream_of(proj)), op);
+                  ptr<float>(g), ptr<float>(beta), ptr<float>(h0), static_cast<int>(g_chunk), T, R, stream_of(proj)), op);
 }
 
 void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, const Tensor& final_state,
@@ -492,14 +493,6 @@ void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, c
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_out_norm(ptr<const uint16_t>(o), ptr<const uint16_t>(proj), ptr<const uint16_t>(w), ptr<const float>(final_state),
                       ptr<const int64_t>(table), layer, ptr<uint16_t>(out), T, static_cast<float>(eps), stream_of(proj)), op);
-}
-
-void prefill_dn_state_in(const Tensor& table, const Tensor& dst) {
-  const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_state_in";
-  check_tensor(table, op, "state_table", I64, {mkp::ST_N});
-  check_tensor(dst, op, "dst", F32, {mk::NDN, mk::DN_HV, mk::DN_DV, mk::DN_DK});
-  c10::cuda::CUDAGuard guard(dst.device());
-  ok(mkp::dn_state_in(ptr<const int64_t>(table), ptr<float>(dst), stream_of(dst)), op);
 }
 
 void prefill_silu_mul(const Tensor& gate_up, const Tensor& out, const c10::optional<Tensor>& x, double eps) {
@@ -773,10 +766,10 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
   m.def("prefill_add_rms_norm(Tensor? x, Tensor? ids, Tensor embed, Tensor(a!) residual, Tensor w, Tensor(b!) out, "
         "float eps) -> ()");
   m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, Tensor conv_w, Tensor a_log, "
-        "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta, int g_chunk) -> ()");
+        "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta, Tensor(f!) h0, "
+        "int g_chunk) -> ()");
   m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor final_state, Tensor state_table, int layer, "
         "Tensor(a!) out, float eps) -> ()");
-  m.def("prefill_dn_state_in(Tensor state_table, Tensor(a!) dst) -> ()");
   m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out, Tensor? x=None, float eps=0.) -> ()");
   m.def("prefill_attn_prep(Tensor(c!) proj, Tensor q_w, Tensor k_w, Tensor state_table, int layer, int max_seq, "
         "Tensor(a!) qbuf, Tensor(b!) kv, float eps, Tensor? x=None) -> ()");
@@ -798,7 +791,6 @@ MK_TORCH_LIBRARY_IMPL(MK_OPS_NAMESPACE, CUDA, m) {
   m.impl("prefill_add_rms_norm", &prefill_add_rms_norm);
   m.impl("prefill_dn_prep", &prefill_dn_prep);
   m.impl("prefill_dn_out_norm", &prefill_dn_out_norm);
-  m.impl("prefill_dn_state_in", &prefill_dn_state_in);
   m.impl("prefill_silu_mul", &prefill_silu_mul);
   m.impl("prefill_attn_prep", &prefill_attn_prep);
   m.impl("prefill_kv_prefix", &prefill_kv_prefix);

@@ -36,7 +36,6 @@ constexpr int DN_HD = mk::DN_DK;  // = DN_DV: the gated norm's group and the sta
 static_assert(mk::DN_DK == mk::DN_DV, "a DeltaNet head's q, k and v have one width");
 constexpr int DN_Z = mk::DN_WIN_Z, DN_B = mk::DN_WIN_B, DN_A = mk::DN_WIN_A;
 constexpr int DN_STATE = mk::DN_STATE_FLOATS;  // floats per layer
-constexpr int N_DN = mk::NDN;
 constexpr int FA_K = mk::FA_WIN_K, FA_V = mk::FA_WIN_V, FA_ROT_HALF = mk::FA_ROT / 2;
 
 __device__ __forceinline__ float rnd(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
@@ -216,7 +215,8 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const float*
 // pass of 2048 conv channels (pass p covers channels p*2048 .. p*2048 + 2047 of [q | k | v],
 // DN_CONV / 2048 passes), 256 threads; thread owns channels p*2048 + tid*8 .. +8, a head = 16
 // consecutive threads; q and k are l2-normed per head; its loads (its weights and the 4 inputs) are
-// independent: one round trip; a token past T stores zeros. ----------------------------------------
+// independent: one round trip; a token past T stores zeros. Every block also copies its part of the layer's
+// delta-rule state into h0 (StateIn; a short prompt's grid widened for it). -----------------------------
 static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds one of q, k, v");
 __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                          const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
@@ -265,24 +265,53 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
   }
 }
 
+// The layer's delta-rule state from its slot of the decode state into the rule's initial state h0 (one layer's: the
+// layers take turns with it), 16 bytes at element e and e + the grid's threads (dn_prep's grid has at least half as
+// many threads as the state has float4s: dn_prep()): loaded at a block's start, stored at its end, so the copy adds no
+// round trip of its own.
+struct StateIn {
+  static constexpr int N4 = DN_STATE / 4;
+  float4 x[2];
+  int e;
+  __device__ __forceinline__ StateIn(const int64_t* table, int slot) : e(blockIdx.x * blockDim.x + threadIdx.x) {
+    const float4* src = table_ptr<const float4>(table, ST_DN) + static_cast<size_t>(slot) * N4;
+    const int n = gridDim.x * blockDim.x;
+    if (e < N4) x[0] = src[e];
+    if (e + n < N4) x[1] = src[e + n];
+  }
+  __device__ __forceinline__ void store(float4* h0) const {
+    const int n = gridDim.x * blockDim.x;
+    if (e < N4) h0[e] = x[0];
+    if (e + n < N4) h0[e + n] = x[1];
+  }
+};
+
 __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                       int slot, const uint16_t* __restrict__ conv_w,
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
-                                                      float* __restrict__ beta, int g_chunk, int T, int R) {
+                                                      float* __restrict__ beta, float4* __restrict__ h0, int g_chunk, int T,
+                                                      int R) {
+  const StateIn state_in(table, slot);
   const int gate_blocks = (R + DN_GATE_ROWS - 1) / DN_GATE_ROWS;
   if (static_cast<int>(blockIdx.x) < gate_blocks) {
     dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, blockIdx.x * DN_GATE_ROWS, T, R);
+    state_in.store(h0);
     return;
   }
   const int b = blockIdx.x - gate_blocks, t = b % R, p = b / R, tid = threadIdx.x, start = table_start(table);
+  if (p >= DN_CONV / 2048) {  // (a block of the widened grid of an op call's short prompt: the state's copy only)
+    state_in.store(h0);
+    return;
+  }
   constexpr int QP = DN_KEY / 2048;  // the q passes (as many k passes follow, then v's)
   uint16_t* dst = p < QP       ? q + static_cast<size_t>(t) * DN_KEY + p * 2048 + tid * 8
                   : p < 2 * QP ? k + static_cast<size_t>(t) * DN_KEY + (p - QP) * 2048 + tid * 8
                                : v + static_cast<size_t>(t) * DN_VAL + (p - 2 * QP) * 2048 + tid * 8;
   if (t >= T) {  // a row past the in-projection's, up to the rule's chunk: zeros (finite: the rule multiplies them by beta = 0)
     *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    state_in.store(h0);
     return;
   }
   const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
@@ -313,6 +342,7 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
     for (int e = 0; e < 8; ++e) y[e] *= inv;
   }
   store8(dst, y);
+  state_in.store(h0);
 }
 
 // ---- DeltaNet output norm: block t < T = token t, 256 threads x 8 = 16 heads x 128 a pass (DN_VAL / 2048
@@ -351,14 +381,6 @@ __global__ void __launch_bounds__(256) dn_out_norm_kernel(const uint16_t* __rest
     for (int c = i; c < DN_CONV; c += 2048)
       *reinterpret_cast<uint4*>(ring + c) = *reinterpret_cast<const uint4*>(row + c);
   }
-}
-
-// ---- fp32 states of every DeltaNet layer into the prefill's buffer (16-byte vectors) --------------
-__global__ void dn_state_in_kernel(const int64_t* __restrict__ table, float4* __restrict__ dst) {
-  const float4* src = table_ptr<const float4>(table, ST_DN);
-  const size_t n4 = static_cast<size_t>(N_DN) * DN_STATE / 4;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += gridDim.x * static_cast<size_t>(blockDim.x))
-    dst[i] = src[i];
 }
 
 // ---- SwiGLU: block = one token, SILU_THREADS threads x 8 outputs a pass; with x (the post-attention norm
@@ -796,10 +818,12 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, int g_chunk, int T, int R, cudaStream_t s) {
+                    float* g, float* beta, float* h0, int g_chunk, int T, int R, cudaStream_t s) {
   if (T < 1 || R < T || R - T >= DN_GATE_ROWS) return cudaErrorInvalidValue;  // (padding within the last chunk: dn_gates)
-  const int blocks = (R + DN_GATE_ROWS - 1) / DN_GATE_ROWS + R * (DN_CONV / 2048);
-  dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta, g_chunk, T, R);
+  const int work = (R + DN_GATE_ROWS - 1) / DN_GATE_ROWS + R * (DN_CONV / 2048), copy = (StateIn::N4 + 511) / 512;
+  const int blocks = work > copy ? work : copy;  // (an op call's short prompt: the grid widened for the state's copy)
+  dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta,
+                                        reinterpret_cast<float4*>(h0), g_chunk, T, R);
   return cudaGetLastError();
 }
 
@@ -808,11 +832,6 @@ cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t*
   constexpr int DN_COPY_BLOCKS = 128;  // at least this many blocks copy the state (a 2-row prompt's 2 alone: 128 loads in a row each)
   dn_out_norm_kernel<<<T > DN_COPY_BLOCKS ? T : DN_COPY_BLOCKS, 256, 0, s>>>(
       o, proj, w, reinterpret_cast<const float4*>(final_state), table, slot, out, eps, T);
-  return cudaGetLastError();
-}
-
-cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s) {
-  dn_state_in_kernel<<<blocks_for(static_cast<size_t>(N_DN) * DN_STATE / 4, 256), 256, 0, s>>>(table, reinterpret_cast<float4*>(dst));
   return cudaGetLastError();
 }
 

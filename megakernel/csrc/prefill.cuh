@@ -63,10 +63,12 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 // proj [T][8224] = [qkv 6144 | z 2048 | b 16 | a 16]; q, k, v [R][16][128]; g, beta fp32 [R][16], T <= R < T + 64: the
 // rows past T padding (q, k, v 0, beta 0, g's step 0: summed, row T - 1's sum), so a rule given R rows, a whole number
 // of its chunks, leaves the state as T rows would and never takes its path for a part chunk (NOTES "Prefill" v25).
+// Also the layer's fp32 delta-rule state from its slot of the table's dn_state into h0 [1][16][128][128], the rule's
+// initial state (one buffer, the layers in turn).
 constexpr int DN_GATE_ROWS = 64;  // rows of one gate block of dn_prep: the chunk g may be summed over
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, int g_chunk, int T, int R, cudaStream_t s);
+                    float* g, float* beta, float* h0, int g_chunk, int T, int R, cudaStream_t s);
 
 // out [T][2048] = rms_norm(o per head) * w * silu(z) (o [R][16][128], R >= T: its first T rows read); also stores the last 3 valid pre-conv inputs
 // of proj into the conv ring (after dn_prep has read the old ones) and the layer's final delta-rule
@@ -74,9 +76,6 @@ cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const 
 cudaError_t dn_out_norm(const uint16_t* o, const uint16_t* proj, const uint16_t* w, const float* final_state,
                         const int64_t* table, int slot, uint16_t* out, int T, float eps, cudaStream_t s);
 
-// fp32 delta-rule states of all 18 layers from the table's dn_state into `dst` [18][16][128][128]
-// (before the layers; each layer's final state goes back through dn_out_norm).
-cudaError_t dn_state_in(const int64_t* table, float* dst, cudaStream_t s);
 
 // out [T][3584] = silu(gu[:, :3584]) * gu[:, 3584:]; with x [T][D] (the post-attention norm folded into the
 // gate/up weights), both halves of row t times 1 / rms(x[t]) first
