@@ -35,7 +35,7 @@ from .timing import (Clock, copy_bandwidth, dense_bf16_flops, matrix_flops, pref
 # a kernel's group: the first whose keys its name holds (lower case), in this order: attention before GEMM (cuDNN's
 # names hold "sm90_"), ours before GEMM (gemv_add_row holds "gemv") and before the delta rule ("attn_merge")
 CATEGORIES = (("attention (SDPA)", ("sdpa", "flash", "fmha", "attention")),
-              ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "dn_state", "silu_mul",
+              ("ours (prefill.cu)", ("mkp", "mk_decode", "add_rms_norm", "dn_prep", "dn_out_norm", "silu_mul",
                                      "attn_prep", "kv_prefix", "attn_gate", "attn_merge", "lm_head_kernel")),
               ("GEMM (cuBLAS)", ("gemm", "nvjet", "xmma", "cutlass", "sm90_", "gemv")),
               ("delta rule", ("chunk", "solve_tril", "recompute", "kkt", "cumsum", "fwd_h", "fwd_o", "merge", "tilelang")))
