@@ -8,7 +8,7 @@
 # Predicted: the rule at 520 rows ~29 -> ~24-25 µs a layer (s28: 22.8 µs for 9 chunks where 4 took 10.5 and 16 took
 # 30.1: ~4 µs over a whole chunk's ~1.6 for the part chunk; kkt_solve 6.5 -> ~6); pp520 rr -60 to -90 µs (+2.5 to
 # +3.5%), new a further -5 to -9 µs (+0.2 to +0.4%).
-# Setup: .ab_base = git archive 1fc6e76, .ab_rr = git archive s47-rule-rows (docs removed), COMMIT files;
+# Setup: .ab_base = git archive 1fc6e76, .ab_rr = git archive s47-rule-rows (9aa60de; docs removed), COMMIT files;
 # carry [".whl", ".qla", "COMMIT", ".ab_base", ".ab_rr"]. Run as END=585 bash docs/results/2026-12-07-h100-s47/call1.sh
 set -u
 source docs/results/device_call.sh --site
