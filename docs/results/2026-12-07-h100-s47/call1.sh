@@ -16,7 +16,7 @@ D=docs/results/2026-12-07-h100-s47
 build_trees new rr base
 in_tree new 150 python3 $ROOT/$D/rule_rows_bench.py $OUT/r 512,520,576,1000,1024 > $OUT/r/rule_rows_bench.txt 2>&1
 echo "rule bench: exit $? ${SECONDS}s"; grep "^{" $OUT/r/rule_rows_bench.txt | cut -c1-260; tail -3 $OUT/r/rule_rows_bench.txt | cut -c1-300; pack
-in_tree new 60 python3 $ROOT/$D/attn_rows_bench.py $OUT/r > $OUT/r/attn_rows_bench.txt 2>&1
+in_tree new 45 python3 $ROOT/$D/attn_rows_bench.py $OUT/r > $OUT/r/attn_rows_bench.txt 2>&1
 echo "attn bench: exit $? ${SECONDS}s"; grep "^{" $OUT/r/attn_rows_bench.txt | cut -c1-260; pack
-for side in base rr new new rr base; do bench_pp $side 520 10 80 55; done
+for side in base rr new new rr base; do bench_pp $side 520 8 75 50; done
 true
