@@ -14,9 +14,9 @@ set -u
 source docs/results/device_call.sh --site
 D=docs/results/2026-12-07-h100-s47
 build_trees new base
-in_tree new 120 python3 $ROOT/$D/rule_rows_bench.py $OUT/r 520,576,1000,1024 > $OUT/r/rule_rows_bench.txt 2>&1
+in_tree new 120 python3 $ROOT/$D/rule_rows_bench.py $OUT/r 520,576,1000 > $OUT/r/rule_rows_bench.txt 2>&1
 echo "rule bench: exit $? ${SECONDS}s"; grep "^{" $OUT/r/rule_rows_bench.txt | cut -c1-260; tail -3 $OUT/r/rule_rows_bench.txt | cut -c1-300; pack
-for side in base new new base; do bench_pp $side 520 8 75 50; done
+for side in base new new base; do bench_pp $side 520 6 70 45; done
 gpu_tests rule new 150 "padding_rows or dn_prep_writes or refusals_name or (every_layer_of_the_prompt and (65 or 520)) or graph_replay"
 if [ $((END - SECONDS)) -gt 45 ]; then
   in_tree new 40 python3 $ROOT/$D/attn_rows_bench.py $OUT/r 512,520,576 > $OUT/r/attn_rows_bench.txt 2>&1
