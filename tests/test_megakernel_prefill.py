@@ -298,7 +298,8 @@ def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T, valid):
     plan.h0.fill_(float("nan"))
     plan.op["prefill_dn_prep"](proj, plan.table, slot, w["conv_w"], w["a_log"], w["dt_bias"], *rows, plan.h0, 64)
     assert torch.equal(plan.h0[0], state.dn_state[0, slot])
-    assert all(torch.equal(a, b[:, :T]) for a, b in zip(rows, out[64]))
+    q, k, v, g, beta = rows
+    assert all(torch.equal(a, b[:, :T]) for a, b in zip((q, k, v, beta, g), out[64]))  # (out: q, k, v, beta, g)
 
 
 @gpu
