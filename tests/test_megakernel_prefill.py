@@ -300,6 +300,12 @@ def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T, valid):
     assert torch.equal(plan.h0[0], state.dn_state[0, slot])
     q, k, v, g, beta = rows
     assert all(torch.equal(a, b[:, :T]) for a, b in zip((q, k, v, beta, g), out[64]))  # (out: q, k, v, beta, g)
+    if T == 63:  # padding that runs into the next chunk (an op call's R; a plan's ends with T - 1's): there g sums to 0
+        rows = [torch.full((1, 70) + tuple(t.shape[2:]), float("nan"), dtype=t.dtype, device="cuda")
+                for t in (plan.dn_q, plan.dn_k, plan.dn_v, plan.g, plan.beta)]
+        plan.op["prefill_dn_prep"](proj, plan.table, slot, w["conv_w"], w["a_log"], w["dt_bias"], *rows, plan.h0, 64)
+        g = rows[3][0]
+        assert torch.equal(g[:64], out[64][4][0]) and (g[64:] == 0).all() and (rows[4][0, 63:] == 0).all()
 
 
 @gpu

@@ -252,8 +252,8 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
       if (lane >= o) run += up;
     }
     float sum[2] = {run - pair + gv[0], run};  // rows first + 2 lane and + 1
-    if (T < R && first + DN_GATE_ROWS >= R) {  // the rows past T (all in this, the last chunk) hold row T - 1's sum, bit for bit
-      const int last = T - 1 - first;          // (the scan's order differs from lane to lane: their own sums would not)
+    if (T < R && first < T && T < first + DN_GATE_ROWS) {  // rows past T in row T - 1's chunk hold its sum, bit for bit
+      const int last = T - 1 - first;  // (the scan's order differs from lane to lane: their own sums would not; a later chunk's rows sum to 0)
       const float at_last = __shfl_sync(0xffffffffu, sum[last & 1], last >> 1);
 #pragma unroll
       for (int r = 0; r < 2; ++r)
