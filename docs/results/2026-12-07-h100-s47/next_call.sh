@@ -5,7 +5,9 @@
 #    both), by `compare prefill --pp 520` (one profiled replay: the kernels' sums on the GPU's clock) and `compare bench
 #    --pp 520` (10 repeats), alternating;
 #  - the bar's "not slower" rows: pp4096 and pp32768, new against base;
-#  - the dn_prep test whose own bug call 1 found (mended in 5f5185e, not yet run), and the prefill sanitizers on new.
+#  - the dn_prep test whose own bug call 1 found (mended in 5f5185e, not yet run; 959eddb's case of padding into the
+#    next chunk), the tests call 1 did not run (every layer at 1 / 63 / 4,097 rows, untraced, prefill then 128 decode
+#    steps, continuing prompts), and the prefill sanitizers on new; what does not fit is skipped by the guards (END).
 # Predicted: the delta rule's kernels -55 to -65 µs at pp520 (18 x 3.5 µs: call 1's rule bench); dn_state_in's 10.4 gone,
 # dn_prep +1 to +5 (its copy of 1 MB a layer, in its first wave); pp520 +2.5 to +3.5% over base; pp4096 / pp32768 equal
 # (whole chunks: the rule's rows unchanged) to +0.1% (dn_state_in).
@@ -15,6 +17,7 @@ set -u
 source docs/results/device_call.sh --site
 build_trees new rr base
 gpu_tests dnprep new 60 "dn_prep_writes"
+gpu_tests layers new 200 "(every_layer_of_the_prompt and (1 or 63 or 4097)) or untraced or 128_decode or continuing"
 for side in base rr new new rr base; do
   if [ $((END - SECONDS)) -lt 60 ]; then echo "prefill $side: skipped"; continue; fi
   in_tree $side 80 python3 -m compare prefill --pp 520 --reference-pp 0 --out $OUT/r/prefill_${side}_$SECONDS > $OUT/r/prefill_${side}_$SECONDS.txt 2>&1
