@@ -159,7 +159,7 @@ def check_fits(n: int, start: int, max_seq: int) -> None:
 def plan_rows(T: int, start: int, max_seq: int) -> int:
     """The rows of the plan that prefills T tokens at `start`: T for a fresh prompt, else T rounded
     up to a multiple of PAD_ROWS (at most max_seq)."""
-    return T if start == 0 else min(-(-T // PAD_ROWS) * PAD_ROWS, max_seq)
+    return T if start == 0 else min(rule_rows(T), max_seq)
 
 
 def rule_rows(T: int) -> int:
@@ -194,7 +194,7 @@ class PrefillPlan:
 
     def __init__(self, tier, T: int, max_seq: int, fresh: bool, kv: torch.Tensor | None = None,
                  delta_rule: str = "fla", folded=None, gemms: PrefillGemms | None = None):
-        self.rule_rows = R = rule_rows(T)  # (the delta rule's rows: T, then padding to a whole chunk)
+        R = rule_rows(T)  # (the delta rule's rows: T, then padding to a whole chunk)
         self.delta_rule = prefill_delta_rule.make(delta_rule, R, tier.k.DN_HV, tier.device)
         self.gemm = gemms if gemms is not None else PrefillGemms(tier)  # (each GEMM shape by its fastest way)
         self.op = {name: ops.op(name, tier.ops_namespace) for name in ops.OP_NAMES if name.startswith("prefill_")}
