@@ -56,6 +56,10 @@ MAX_SPILL_BYTES = 72
 # launch). sm_80 196 B, sm_86 / sm_89 244 B (not
 # measured: no such GPU here). Their own bound keeps them from growing unseen.
 MAX_SPILL_BYTES_MANY = 256
+# Sources whose kernels may not spill at any size or arch: the prefill's (none did at the 0.8B, 2B, 4B and 9B on sm_80,
+# sm_86, sm_89 and sm_90a, session 48, nvcc 13.0; a spill there is a slowdown no CPU test would time: a dn_prep variant
+# spilled 76 B at the 4B / 9B unseen, NOTES "Prefill" v26)
+NO_SPILL_SOURCES = ("prefill.cu",)
 _KERNEL = re.compile(r"mk_decode_kernelILb[01]ELi(\d+)ELb([01])E")
 MARKER = "complete.json"  # written into a build folder only once its build succeeded
 NVCC_FLAGS = ["-O3", "-std=c++17", "-lineinfo", "-Xptxas=--warn-on-spills"]
@@ -336,6 +340,19 @@ def _spills_by_kernel(ptxas_report: str) -> list[tuple[int, bool, int, int]]:
     return out
 
 
+def _spilling_functions(ptxas_report: str) -> list[tuple[str, int, int]]:
+    """(function, spill store bytes, spill load bytes) for each function of a ptxas -v report that spills."""
+    out, name = [], "?"
+    for line in ptxas_report.splitlines():
+        m = re.search(r"(?:Compiling entry function|Function properties for) '?([\w$]+)'?", line)
+        if m:
+            name = m.group(1)
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and "Registers are spilled" not in line and (int(m.group(1)) or int(m.group(2))):
+            out.append((name, int(m.group(1)), int(m.group(2))))
+    return out
+
+
 def compile_check(arch: str, out_dir: str | None = None, verbose: bool = False, config=None) -> str:
     """nvcc -c every .cu for `arch` (and `config`'s shape; None: the 0.8B) with the real flags (no GPU
     needed). Returns ptxas' resource report; raises BuildError on a compile error, a warning, or (the
@@ -366,6 +383,11 @@ def compile_check(arch: str, out_dir: str | None = None, verbose: bool = False, 
         if over:
             problems.append(f"register spills over the bound ({MAX_SPILL_BYTES} B, many-token kernels "
                             f"{MAX_SPILL_BYTES_MANY} B) (batch, kernel, stores, loads): " + str(over))
+        if src in NO_SPILL_SOURCES:  # (every size: none of these kernels spilled when the rule was made)
+            spilling = _spilling_functions(text)
+            if spilling:
+                problems.append(f"{src}'s kernels spill registers at this size (function, stores, loads): {spilling}; "
+                                "none did at any size or arch when this rule was made (NOTES \"Prefill\" v26)")
         if problems:
             raise BuildError(f"{src} ({arch}) compiled with warnings:\n" + "\n".join(problems) + "\n\n" + text)
         reports.append(f"{src} [{arch}]\n" + "\n".join(line for line in text.splitlines() if "ptxas info" in line or "bytes stack" in line))
