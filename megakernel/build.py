@@ -325,32 +325,34 @@ def load(device=None, verbose: bool = False, config=None):
     return _loaded[key]
 
 
-def _spills_by_kernel(ptxas_report: str) -> list[tuple[int, bool, int, int]]:
-    """(batch the kernel is compiled for (1 for every function but a decode kernel), whether it is
-    a many-token kernel, spill store bytes, spill load bytes) for each function of a ptxas -v
-    report, in order."""
-    out, batch, many = [], 1, False
-    for line in ptxas_report.splitlines():
-        if "Compiling entry function" in line or "Function properties for" in line:
-            m = _KERNEL.search(line)
-            batch, many = (int(m.group(1)), m.group(2) == "1") if m else (1, False)
-        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m and "Registers are spilled" not in line:  # (the warnings repeat the info lines' numbers)
-            out.append((batch, many, int(m.group(1)), int(m.group(2))))
-    return out
-
-
-def _spilling_functions(ptxas_report: str) -> list[tuple[str, int, int]]:
-    """(function, spill store bytes, spill load bytes) for each function of a ptxas -v report that spills."""
+def _spills_by_function(ptxas_report: str) -> list[tuple[str, int, int]]:
+    """(function, spill store bytes, spill load bytes) for each function of a ptxas -v report, in order (the
+    warning line that repeats a spilling function's numbers not counted again)."""
     out, name = [], "?"
     for line in ptxas_report.splitlines():
         m = re.search(r"(?:Compiling entry function|Function properties for) '?([\w$]+)'?", line)
         if m:
             name = m.group(1)
         m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m and "Registers are spilled" not in line and (int(m.group(1)) or int(m.group(2))):
+        if m and "Registers are spilled" not in line:
             out.append((name, int(m.group(1)), int(m.group(2))))
     return out
+
+
+def _spills_by_kernel(ptxas_report: str) -> list[tuple[int, bool, int, int]]:
+    """(batch the kernel is compiled for (1 for every function but a decode kernel), whether it is
+    a many-token kernel, spill store bytes, spill load bytes) for each function of a ptxas -v
+    report, in order."""
+    out = []
+    for name, st, ld in _spills_by_function(ptxas_report):
+        m = _KERNEL.search(name)
+        out.append((int(m.group(1)) if m else 1, bool(m) and m.group(2) == "1", st, ld))
+    return out
+
+
+def _spilling_functions(ptxas_report: str) -> list[tuple[str, int, int]]:
+    """(function, spill store bytes, spill load bytes) for each function of a ptxas -v report that spills."""
+    return [f for f in _spills_by_function(ptxas_report) if f[1] or f[2]]
 
 
 def compile_check(arch: str, out_dir: str | None = None, verbose: bool = False, config=None) -> str:
