@@ -7,6 +7,7 @@
 # start first and run beside the q / v token blocks, which are 2/3 of before); pp520 -70 to -110 µs (+3 to +4.5%),
 # pp4096 +1 to +2% (kkt_solve 64 chunks x 16 heads there).
 # Setup: .ab_base = git archive 5ef706f (docs removed), COMMIT files; carry [".whl", ".qla", "COMMIT", ".ab_base"].
+# (pp4096 by wy_bench's 4,096-row layer only: the session's device time, ~890 s left after failed starts, holds one call.)
 # Run as END=585 bash docs/results/2026-12-07-h100-s48/call2.sh
 set -u
 source docs/results/device_call.sh --site
@@ -15,7 +16,7 @@ build_trees new base
 in_tree new 150 python3 $ROOT/$D/wy_bench.py $OUT/r 520,4096 > $OUT/r/wy_bench.txt 2>&1
 echo "wy bench: exit $? ${SECONDS}s"; grep "^{" $OUT/r/wy_bench.txt | cut -c1-300; tail -3 $OUT/r/wy_bench.txt | cut -c1-300; pack
 gpu_tests wy new 90 "dn_prep_given_A or dn_prep_writes"
-for side in new base new base; do bench_pp $side 520 6 70 45; done
-gpu_tests layers new 200 "(every_layer_of_the_prompt and (65 or 520 or 4097)) or each_delta_rule_prefills or graph_replay or untraced"
-for side in new base; do bench_pp $side 4096 4 70 75; done
+for side in new base new base; do bench_pp $side 520 5 60 45; done
+gpu_tests layers new 180 "(every_layer_of_the_prompt and (65 or 520 or 4097)) or each_delta_rule_prefills or graph_replay or untraced"
+gpu_tests sanitizers new 150 "sanitizer"
 true
