@@ -334,9 +334,11 @@ struct StateIn {
 // as a k pass's token block makes them (dn_conv_tap, dn_l2norm8: the same bits), stored as k and into shared
 // memory; then S = K Kᵀ (64 x 64, fp32) by mma.sync m16n8k16, warp w rows 16 (w / 2) .. + 16 and columns 32 (w % 2) ..
 // + 32 of it; then, for each value head h of the key head, what FlashQLA's kkt_solve writes: the inverse of M = I + L,
-// L the strictly lower part of diag(beta_h) S, in fp32 (wy_invert), as bf16 A [R][DN_HV][64] (row t, column j of t's
-// chunk: 1 on the diagonal, 0 above). A row past T has k = 0 and beta = 0: a row of I. (The decay is not in A: the
-// rule applies it, as FlashQLA's does.) -------------------------------------------------------------------------------
+// L the strictly lower part of diag(beta_h) S (wy_invert: as kkt_solve, the diagonal blocks in fp32 on the CUDA cores, the
+// block products on the tensor cores in tf32), as bf16 A [R][DN_HV][64] (row t, column j of t's chunk: 1 on the
+// diagonal, 0 above). A row past T has k = 0 and beta = 0: a row of I. (The decay is not in A: the rule applies it, as
+// FlashQLA's does.) The block's instructions count, not only its latency: it runs beside dn_prep's token blocks, which
+// are issue-bound (NOTES "Prefill" v26: with the products on the CUDA cores it cost more than kkt_solve's launch). ----
 constexpr int WY_ROWS = 64;          // FlashQLA's chunk
 constexpr int WY_KLD = DN_HD + 8;    // the K tile's row stride (bf16): the fragments' 32-bit loads free of bank conflicts
 constexpr int WY_XLD = WY_ROWS + 1;  // the fp32 matrix's row stride
@@ -358,45 +360,61 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+__device__ __forceinline__ uint32_t tf32(float v) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+  return r;
+}
+__device__ __forceinline__ void mma_1688_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// acc = the 16 x 8 tile (mt, nt) of P · Q (P: rows of x from p, K columns; Q: K rows of x from q), the operands rounded to
+// tf32 as kkt_solve's T.gemm of fp32 operands takes them; a fragment's rows g and g + 8, columns 2 tq and 2 tq + 1 (PTX's
+// m16n8k8: A's columns tq and tq + 4, B's rows tq and tq + 4)
+template <int K>
+__device__ __forceinline__ void wy_tile(const float* p, const float* q, int mt, int nt, float (&acc)[4]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+  const float* pr = p + (16 * mt + g) * WY_XLD + tq;
+  const float* qc = q + tq * WY_XLD + 8 * nt + g;
+#pragma unroll
+  for (int k = 0; k < K; k += 8) {
+    const uint32_t a[4] = {tf32(pr[k]), tf32(pr[8 * WY_XLD + k]), tf32(pr[k + 4]), tf32(pr[8 * WY_XLD + k + 4])};
+    mma_1688_tf32(acc, a, tf32(qc[k * WY_XLD]), tf32(qc[(k + 4) * WY_XLD]));
+  }
+}
+__device__ __forceinline__ void wy_tile_store(float* p, int mt, int nt, const float (&acc)[4]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+  float* r = p + (16 * mt + g) * WY_XLD + 8 * nt + 2 * tq;
+  r[0] = acc[0];
+  r[1] = acc[1];
+  r[8 * WY_XLD] = acc[2];
+  r[8 * WY_XLD + 1] = acc[3];
+}
+
 // The lower left N x N block C of each diagonal 2N x 2N block [[X0, 0], [C, X1]] of x (X0 and X1 already inverted in
-// place) replaced by -X1 C X0: the block's inverse. Every thread PER outputs of each product, between block barriers.
+// place) replaced by -X1 C X0: the block's inverse. Two products on the tensor cores (tf32, fp32 sums: kkt_solve's), warp
+// w one 16 x 8 tile of each (N = 16: 2 blocks x 2 tiles; N = 32: 8 tiles), between block barriers.
 template <int N>
 __device__ __forceinline__ void wy_combine(float* x) {
-  constexpr int PER = WY_ROWS / (2 * N) * N * N / 256;
-  static_assert(PER * 256 == WY_ROWS / (2 * N) * N * N, "wy_combine: whole outputs a thread");
-  float out[PER];
-#pragma unroll
-  for (int u = 0; u < PER; ++u) {  // C X0
-    const int e = threadIdx.x + 256 * u, o = 2 * N * (e / (N * N)), i = e / N % N, j = e % N;
-    const float* c = x + (o + N + i) * WY_XLD + o;
-    const float* x0 = x + o * WY_XLD + o + j;
-    float acc = 0.f;
-#pragma unroll 8
-    for (int m = 0; m < N; ++m) acc += c[m] * x0[m * WY_XLD];
-    out[u] = acc;
-  }
+  constexpr int TM = N / 16, TN = N / 8, TILES = WY_ROWS / (2 * N) * TM * TN;
+  static_assert(TILES <= 8, "wy_combine: a tile a warp");
+  const int warp = threadIdx.x / 32, mt = warp / TN % TM, nt = warp % TN, o = 2 * N * (warp / (TM * TN));
+  const bool mine = warp < TILES;
+  float* c = x + (o + N) * WY_XLD + o;  // C, then C X0, then -X1 C X0
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  if (mine) wy_tile<N>(c, x + o * WY_XLD + o, mt, nt, acc);  // C X0
   __syncthreads();
-#pragma unroll
-  for (int u = 0; u < PER; ++u) {
-    const int e = threadIdx.x + 256 * u, o = 2 * N * (e / (N * N)), i = e / N % N, j = e % N;
-    x[(o + N + i) * WY_XLD + o + j] = out[u];
-  }
+  if (mine) wy_tile_store(c, mt, nt, acc);
   __syncthreads();
-#pragma unroll
-  for (int u = 0; u < PER; ++u) {  // -X1 (C X0)
-    const int e = threadIdx.x + 256 * u, o = 2 * N * (e / (N * N)), i = e / N % N, j = e % N;
-    const float* x1 = x + (o + N + i) * WY_XLD + o + N;
-    const float* cx0 = x + (o + N) * WY_XLD + o + j;
-    float acc = 0.f;
-#pragma unroll 8
-    for (int m = 0; m < N; ++m) acc += x1[m] * cx0[m * WY_XLD];
-    out[u] = 0.f - acc;  // (+0 where the product is 0, as kkt_solve's)
-  }
+  float acc2[4] = {0.f, 0.f, 0.f, 0.f};
+  if (mine) wy_tile<N>(c + N, c, mt, nt, acc2);  // X1 (C X0): X1's rows are C's, N columns on
   __syncthreads();
-#pragma unroll
-  for (int u = 0; u < PER; ++u) {
-    const int e = threadIdx.x + 256 * u, o = 2 * N * (e / (N * N)), i = e / N % N, j = e % N;
-    x[(o + N + i) * WY_XLD + o + j] = out[u];
+  if (mine) {
+    const float neg[4] = {0.f - acc2[0], 0.f - acc2[1], 0.f - acc2[2], 0.f - acc2[3]};  // (+0 where the product is 0)
+    wy_tile_store(c, mt, nt, neg);
   }
   __syncthreads();
 }
@@ -433,8 +451,9 @@ __device__ __forceinline__ void dn_wy(const uint16_t* __restrict__ proj, const u
   const int c = DN_KEY + hk * DN_HD;  // (the key head's first conv channel)
   static_assert(DN_HD * 4 == 2 * 256, "dn_wy: the head's conv weights, 4 bytes a thread");
   reinterpret_cast<uint32_t*>(sm.conv_w)[tid] = reinterpret_cast<const uint32_t*>(conv_w + 4 * c)[tid];
-  for (int e = tid; e < (WY_ROWS + 3) * 16; e += blockDim.x) {  // the input rows the chunk's rows < T read, 16 bytes a thread
-    const int tt = t0 - 3 + e / 16;
+#pragma unroll 3
+  for (int e = tid; e < (WY_ROWS + 3) * 16; e += 256) {  // the input rows the chunk's rows < T read, 16 bytes a thread
+    const int tt = t0 - 3 + e / 16;  // (3 loads in flight a thread: 5 at once spill at 48 registers)
     if (tt < T) *reinterpret_cast<uint4*>(sm.in + e / 16 * WY_KLD + e % 16 * 8) = *dn_conv_src(proj, ring, c + e % 16 * 8, tt, start);
   }
   __syncthreads();
