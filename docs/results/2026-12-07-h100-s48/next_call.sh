@@ -10,9 +10,8 @@
 # sm_80 / sm_86 without a spill at 48 registers (sm_90a) / 64.
 # Predicted: dn_prep with A 18.4 -> 12-14 µs at 520 rows; dn_prep + rule 36.2 -> 32-34 µs a layer (kkt_solve's way);
 # pp520 +1.5 to +3.5% against the same tree with A off (wy_ab.py); if dn_prep with A stays above ~16 µs, not worth it.
-# Setup: git checkout --detach s48-wy-mma in the repository root (the scripts below are on main: copy
-# docs/results/2026-12-07-h100-s48/{wy_bench,wy_ab}.py in, or run them from main's copy by path), COMMIT file;
-# carry [".whl", ".qla", "COMMIT"]. Run as END=585 bash docs/results/2026-12-07-h100-s48/next_call.sh
+# Setup: git checkout --detach s48-wy-mma in the repository root (the branch holds this script and the two benches),
+# COMMIT file; carry [".whl", ".qla", "COMMIT"]. Run as END=585 bash docs/results/2026-12-07-h100-s48/next_call.sh
 set -u
 source docs/results/device_call.sh --site
 D=docs/results/2026-12-07-h100-s48
