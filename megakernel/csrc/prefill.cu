@@ -341,7 +341,7 @@ struct StateIn {
 // are issue-bound (NOTES "Prefill" v26: with the products on the CUDA cores it cost more than kkt_solve's launch). ----
 constexpr int WY_ROWS = 64;          // FlashQLA's chunk
 constexpr int WY_KLD = DN_HD + 8;    // the K tile's row stride (bf16): the fragments' 32-bit loads free of bank conflicts
-constexpr int WY_XLD = WY_ROWS + 1;  // the fp32 matrix's row stride
+constexpr int WY_XLD = WY_ROWS + 4;  // the fp32 matrix's row stride (4 mod 32 banks: the tf32 A fragments conflict-free)
 static_assert(WY_ROWS == DN_GATE_ROWS && DN_HD == 128, "dn_prep's WY blocks: the gate blocks' chunk, a head of 128");
 struct WySmem {
   union {
@@ -451,10 +451,19 @@ __device__ __forceinline__ void dn_wy(const uint16_t* __restrict__ proj, const u
   const int c = DN_KEY + hk * DN_HD;  // (the key head's first conv channel)
   static_assert(DN_HD * 4 == 2 * 256, "dn_wy: the head's conv weights, 4 bytes a thread");
   reinterpret_cast<uint32_t*>(sm.conv_w)[tid] = reinterpret_cast<const uint32_t*>(conv_w + 4 * c)[tid];
-#pragma unroll 3
-  for (int e = tid; e < (WY_ROWS + 3) * 16; e += 256) {  // the input rows the chunk's rows < T read, 16 bytes a thread
-    const int tt = t0 - 3 + e / 16;  // (3 loads in flight a thread: 5 at once spill at 48 registers)
-    if (tt < T) *reinterpret_cast<uint4*>(sm.in + e / 16 * WY_KLD + e % 16 * 8) = *dn_conv_src(proj, ring, c + e % 16 * 8, tt, start);
+  constexpr int PIECES = (WY_ROWS + 3) * 16, FLIGHT = 3;  // the input rows the chunk's rows < T read, 16 bytes a piece
+  for (int e0 = tid; e0 < PIECES; e0 += FLIGHT * 256) {  // (FLIGHT loads a thread in flight, then their stores: 5 spill)
+    uint4 buf[FLIGHT];
+#pragma unroll
+    for (int u = 0; u < FLIGHT; ++u) {
+      const int e = e0 + 256 * u, tt = t0 - 3 + e / 16;
+      if (e < PIECES && tt < T) buf[u] = __ldg(dn_conv_src(proj, ring, c + e % 16 * 8, tt, start));
+    }
+#pragma unroll
+    for (int u = 0; u < FLIGHT; ++u) {
+      const int e = e0 + 256 * u, tt = t0 - 3 + e / 16;
+      if (e < PIECES && tt < T) *reinterpret_cast<uint4*>(sm.in + e / 16 * WY_KLD + e % 16 * 8) = buf[u];
+    }
   }
   __syncthreads();
 #pragma unroll 1

@@ -4,12 +4,16 @@
 # dn_prep) correct and slower — dn_prep 10.5 -> 18.4 µs at 520 rows against kkt_solve's ~6.8, estimated from their
 # instruction count (the block products and the staging on the CUDA cores, beside issue-bound token blocks). This branch
 # does the two levels of block products on the tensor cores (mma.sync m16n8k8 tf32: 4 + 8 tiles a level, one a warp,
-# where each thread ran 2-4 outputs x 16-32 FMAs and 32-64 shared loads) and keeps 3 staging loads in flight a thread
-# (was 1). Its CPU emulation of the fragment maps (tf32 rounding included): 2e-4 to 4.5e-4 of the largest element from
+# where each thread ran 2-4 outputs x 16-32 FMAs and 32-64 shared loads), keeps 3 staging loads in flight a thread (was 1:
+# each load was followed by its store in the SASS; now 3 LDG.E.128.CONSTANT before 3 STS.128) and the fp32 matrix's row
+# stride at 68 (the tf32 fragments' loads 4-way conflicts at 65). Its CPU emulation of the fragment maps (tf32 rounding included): 2e-4 to 4.5e-4 of the largest element from
 # float64's inverse, zeros above and ones on the diagonal, rows of I where beta = 0; compiled for every family shape and
 # sm_80 / sm_86 without a spill at 48 registers (sm_90a) / 64.
-# Predicted: dn_prep with A 18.4 -> 12-14 µs at 520 rows; dn_prep + rule 36.2 -> 32-34 µs a layer (kkt_solve's way);
-# pp520 +1.5 to +3.5% against the same tree with A off (wy_ab.py); if dn_prep with A stays above ~16 µs, not worth it.
+# What the SASS (cuobjdump from pip's nvidia-cuda-cuobjdump) says of the WY block's critical path, estimated: staging 2
+# round trips, the 4 k rows one after another (~250 instructions a row a warp: now the longest part), K Kᵀ ~0.5k cycles,
+# forward substitution ~1-2k, the combinations ~0.5k (were ~6k on the CUDA cores).
+# Predicted: dn_prep with A 18.4 -> 13-15 µs at 520 rows; dn_prep + rule 36.2 -> 33-34 µs a layer (kkt_solve's way);
+# pp520 +1 to +3% against the same tree with A off (wy_ab.py); if dn_prep with A stays above ~16 µs, not worth it.
 # Setup: git checkout --detach s48-wy-mma in the repository root (the branch holds this script and the two benches),
 # COMMIT file; carry [".whl", ".qla", "COMMIT"]. Run as END=585 bash docs/results/2026-12-07-h100-s48/next_call.sh
 set -u
