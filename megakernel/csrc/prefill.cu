@@ -422,7 +422,8 @@ __device__ __forceinline__ void wy_combine(float* x) {
 // x (WY_ROWS x WY_ROWS, L strictly lower, zeros on and above the diagonal) <- (I + L)^-1 (ones on the diagonal, zeros
 // above): the four 16 x 16 diagonal blocks by forward substitution (thread b * 16 + col < 64: column col of block b,
 // into d, then back into x), then the 32 x 32 and the 64 x 64 (wy_combine)
-__device__ __forceinline__ void wy_invert(float* x, float (*d)[16][17]) {
+// (not inlined: inlined into the loop over a key head's value heads, 4B / 9B, it spilled at 48 registers)
+__device__ __noinline__ void wy_invert(float* x, float (*d)[16][17]) {
   const int tid = threadIdx.x, b = tid / 16, col = tid % 16;
   if (tid < 64) {
     const float* l = x + 16 * b * (WY_XLD + 1);
@@ -484,10 +485,13 @@ __device__ __forceinline__ void dn_wy(const uint16_t* __restrict__ proj, const u
     sm.beta[gi][e % WY_ROWS] = t < T ? dn_beta(proj + static_cast<size_t>(t) * DN_WIN, hk * mk::DN_GROUP + gi, t >= valid) : 0.f;
   }
   __syncthreads();
-  // S = K Kᵀ: a fragment's rows g and g + 8 of the warp's 16, its columns 2 tq and 2 tq + 1 of each 8 (PTX's m16n8k16)
+  // per value head gi of the key head: S = K Kᵀ (made again for each: its fragments are not held across the inverse),
+  // a fragment's rows g and g + 8 of the warp's 16, its columns 2 tq and 2 tq + 1 of each 8 (PTX's m16n8k16), then
+  // L = strict_lower(diag(beta) S) into x
   const int g = lane / 4, tq = lane % 4, m0 = 16 * (warp / 2), n0 = 32 * (warp % 2);
-  float s[4][4] = {};
-  {
+#pragma unroll 1
+  for (int gi = 0; gi < mk::DN_GROUP; ++gi) {
+    float s[4][4] = {};
     constexpr int LD = WY_KLD / 2;  // (32-bit words a row)
     const uint32_t* k32 = reinterpret_cast<const uint32_t*>(sm.k);
 #pragma unroll
@@ -501,8 +505,6 @@ __device__ __forceinline__ void dn_wy(const uint16_t* __restrict__ proj, const u
         mma_16816(s[n], a, k32[row * LD + kw], k32[row * LD + kw + 4]);
       }
     }
-  }
-  for (int gi = 0; gi < mk::DN_GROUP; ++gi) {
 #pragma unroll
     for (int n = 0; n < 4; ++n) {
 #pragma unroll
