@@ -34,6 +34,23 @@ needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not install
 
 # ---- CPU ---------------------------------------------------------------------------
 
+def test_a_spilling_function_is_named_with_its_bytes():
+    """_spilling_functions: the functions of a ptxas -v report that spill (the prefill's kernels may not, at any size:
+    build.NO_SPILL_SOURCES), by name, with their store and load bytes; the warning line's repeat not counted twice."""
+    from megakernel.build import NO_SPILL_SOURCES, _spilling_functions
+    report = ("ptxas info    : Compiling entry function '_ZN3mkp4dn_prepEv' for 'sm_90a'\n"
+              "ptxas info    : Function properties for _ZN3mkp4dn_prepEv\n"
+              "    24 bytes stack frame, 20 bytes spill stores, 24 bytes spill loads\n"
+              "ptxas warning : Registers are spilled to local memory in function '_ZN3mkp4dn_prepEv', 20 bytes spill "
+              "stores, 24 bytes spill loads\n"
+              "ptxas info    : Compiling entry function '_ZN3mkp7silu_mulEv' for 'sm_90a'\n"
+              "ptxas info    : Function properties for _ZN3mkp7silu_mulEv\n"
+              "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n")
+    assert _spilling_functions(report) == [("_ZN3mkp4dn_prepEv", 20, 24)]
+    assert _spilling_functions(report.replace("20 bytes spill stores, 24", "0 bytes spill stores, 0")) == []
+    assert "prefill.cu" in NO_SPILL_SOURCES
+
+
 def test_spill_report_names_each_kernels_batch_and_kind():
     """The compile check's parse of ptxas -v: each decode kernel's batch and whether it is a
     many-token kernel (their own spill bound), other functions batch 1, one step."""
