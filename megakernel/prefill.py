@@ -248,6 +248,10 @@ class PrefillPlan:
         self.dn_v = torch.empty(1, R, k.DN_HV, k.DN_DV, dtype=bf, device=dev)
         self.g, self.beta = (torch.empty(1, R, k.DN_HV, dtype=f32, device=dev) for _ in range(2))
         self.h0 = torch.empty(1, k.DN_HV, k.DN_DV, k.DN_DK, dtype=f32, device=dev)  # (each layer's, by its dn_prep)
+        # the rule's chunk matrices where it takes them of dn_prep's chunk (FlashQLA's A, by dn_prep's WY blocks: R
+        # whole chunks); else the rule makes its own
+        wy = self.delta_rule.takes_a and self.delta_rule.g_chunk == k.PREFILL_WY_ROWS
+        self.dn_a = torch.empty(1, R, k.DN_HV, k.PREFILL_WY_ROWS, dtype=bf, device=dev) if wy else None
         self.qbuf = torch.empty(T, k.FA_HQ, k.FA_HD, dtype=bf, device=dev)
         # keys and values of positions [0, start + n) (n: the valid tokens), token-major (flash's
         # varlen layout), sized for any start; flash reads the first `used` = start + n of them, query
@@ -333,9 +337,10 @@ class PrefillPlan:
         proj = self.proj_buf[:T * k.DN_WIN].view(T, k.DN_WIN)
         self.gemm(self.h, w["win"], proj, 0)
         op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
-                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.h0, self.delta_rule.g_chunk)
+                              self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.h0, self.delta_rule.g_chunk,
+                              self.dn_a)
         o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, k.DN_DK ** -0.5,
-                                   self.h0)
+                                   self.h0, self.dn_a)
         # (also the conv ring, and `final` into the state's slot)
         op["prefill_dn_out_norm"](o, proj, w["gnorm"], final, self.table, slot, self.mix, self.eps)
         self.project(self.mix[rows], w["out"], rows)
@@ -404,6 +409,7 @@ class PrefillPlan:
         """NaN into every activation buffer (the tier's debug_poison: an unwritten read shows up)."""
         outs = () if self.split_k == 1 else (self.xs, self.xs_last)
         outs += (self.last_row_part,) if self.last_row_part is not None else ()
+        outs += (self.dn_a,) if self.dn_a is not None else ()
         for t in outs + (self.res, self.h, self.proj_buf, self.mix, self.gu, self.act, self.dn_q, self.dn_k, self.dn_v,
                   self.g, self.beta, self.h0, self.qbuf, self.kv, self.logits) + ((self.q_pieces,) if self.pieces > 1 else ()):
             t.fill_(float("nan"))

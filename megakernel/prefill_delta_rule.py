@@ -12,7 +12,10 @@ initial state [1, value heads, V, K] in fp32 in the decode kernel's [V][K] layou
 output [1, T, value heads, V] in bf16 and the final state [1, value heads, V, K] in fp32 in that
 layout. A rule's `g_chunk` says which g it takes: 0, g itself; n > 0, g summed within chunks of n
 rows from row 0 (`chunk_cumsum`: FlashQLA's kernels read that, and the prefill's dn_prep writes it, so
-no kernel of its own computes it). What they compute is reference/delta_rule.py's `gated_delta_rule`;
+no kernel of its own computes it). A rule that `takes_a` (FlashQLA's) also takes its chunk matrices A [1, T, value
+heads, 64] in bf16 from the caller — per 64-row chunk and value head, (I + L)^-1 with L the strictly lower part of
+diag(beta) K Kᵀ, what FlashQLA's kkt_solve writes (the prefill's dn_prep writes it: NOTES "Prefill" v26) — or, without
+them, computes them itself. What they compute is reference/delta_rule.py's `gated_delta_rule`;
 `python -m compare delta-rule` times each against fla one layer at a time and checks it against the
 fp32 reference.
 """
@@ -30,16 +33,19 @@ DELTA_RULES = ("fla", "flash-qla")
 
 @dataclass(frozen=True)
 class DeltaRule:
-    """One rule made for prompts of T rows: `fn(q, k, v, g, beta, scale, h0) -> (o, final)`, g as
-    `g_chunk` says (module docstring); `pieces`: the prompt's split over the SMs (FlashQLA's context
-    parallelism; 1: none)."""
+    """One rule made for prompts of T rows: `fn(q, k, v, g, beta, scale, h0, A) -> (o, final)`, g as
+    `g_chunk` says and A (None: the rule's own) where `takes_a` (module docstring); `pieces`: the prompt's split
+    over the SMs (FlashQLA's context parallelism; 1: none)."""
     name: str
     fn: Callable
     g_chunk: int = 0
     pieces: int = 1
+    takes_a: bool = False
 
-    def __call__(self, q, k, v, g, beta, scale, h0):
-        return self.fn(q, k, v, g, beta, scale, h0)
+    def __call__(self, q, k, v, g, beta, scale, h0, A=None):
+        if A is not None and not self.takes_a:
+            raise ValueError(f"delta rule {self.name!r} computes its chunk matrices itself; it takes no A")
+        return self.fn(q, k, v, g, beta, scale, h0, A)
 
 
 def chunk_cumsum(g: torch.Tensor, chunk: int) -> torch.Tensor:
@@ -121,7 +127,7 @@ def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
         # wherever flash_qla is importable (fla.backends, FLA_FLASH_QLA), so it is not called here
         from fla.ops.gated_delta_rule.chunk import chunk_gated_delta_rule_fwd as fla_fwd
 
-        def fla(q, k, v, g, beta, scale, h0):
+        def fla(q, k, v, g, beta, scale, h0, A=None):
             with torch.cuda.device(q.device):  # (the public entry's input_guard did this)
                 _, o, _, final, _, _ = fla_fwd(q, k, v, g, beta, scale, h0, True, state_v_first=True)
             return o, final
@@ -151,14 +157,15 @@ def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
     pieces = rows_cu.numel() - 1
     fused = _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads, T, device)
 
-    def qla(q, k, v, g, beta, scale, h0):
+    def qla(q, k, v, g, beta, scale, h0, A=None):
         with torch.cuda.device(q.device):
-            A = kkt_solve(k=k, b=beta, cu_seqlens=context.cu_seqlens, chunk_size=CHUNK_SIZE)
+            if A is None:
+                A = kkt_solve(k=k, b=beta, cu_seqlens=context.cu_seqlens, chunk_size=CHUNK_SIZE)
             h0, _ = cp_preprocess_fwd(context, k=k, v=v, a=A, g=g, beta=beta, initial_state=h0, state_v_first=True,
                                       enable_fwd_cp_cache=False)
             o, final = fused(q, k, v, A, g, beta, scale, h0)
         return o, final
-    return DeltaRule(name, qla, g_chunk=CHUNK_SIZE, pieces=pieces)
+    return DeltaRule(name, qla, g_chunk=CHUNK_SIZE, pieces=pieces, takes_a=True)
 
 
 def _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads: int, T: int, device):

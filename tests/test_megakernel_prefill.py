@@ -310,6 +310,65 @@ def test_dn_prep_writes_g_summed_within_chunks_when_asked(mk, T, valid):
 
 @gpu
 @needs_gpu
+@pytest.mark.parametrize("T,valid,start", [(1, 1, 0), (63, 63, 0), (64, 64, 0), (65, 65, 0), (200, 130, 0), (520, 520, 0),
+                                           (70, 70, 37), (130, 100, 5)])
+def test_dn_prep_given_A_writes_the_chunk_matrices_flash_qla_reads(mk, T, valid, start):
+    """dn_prep given A writes what FlashQLA's kkt_solve does: per 64-row chunk and value head, (I + L)^-1 with L the
+    strictly lower part of diag(beta) K Kᵀ, within bf16 rounding of that inverse computed in float64 from its own k and
+    beta (and no further from it than kkt_solve's, where FlashQLA is installed), ones on the diagonal and zeros above,
+    rows of I past the valid rows (beta 0); q, k, v, g, beta and h0 bit for bit what it writes without A (k then by its WY blocks: the same
+    conv and norm), over NaN, with the ring's columns before the start read; A of a part chunk refused."""
+    kk = mk.k
+    plan, state = FastPrefill(mk).plan(T, T, True), mk.new_state(max_seq_len=T)  # (the table points into state)
+    plan.bind(ids(T, 7).to("cuda"), state)
+    plan.table[kk.PREFILL_STATE_START], plan.table[kk.PREFILL_STATE_VALID] = start, valid
+    gen = torch.Generator(device="cuda").manual_seed(T + start)
+    proj = torch.randn(T, kk.DN_WIN, device="cuda", generator=gen).bfloat16()
+    w, slot = mk.prefill_weights[mk.config.layer_types.index("linear_attention")], 3
+    state.dn_state[0, slot] = torch.randn(state.dn_state.shape[2:], device="cuda", generator=gen)
+    state.conv_ring[0, slot] = torch.randn(state.conv_ring.shape[2:], device="cuda", generator=gen).bfloat16()
+    R, C, HV, HK = plan.dn_q.shape[1], 64, kk.DN_HV, kk.DN_HK
+    assert R % C == 0 and kk.PREFILL_WY_ROWS == C
+    A = torch.full((1, R, HV, C), float("nan"), dtype=torch.bfloat16, device="cuda")
+    bufs, out = (plan.dn_q, plan.dn_k, plan.dn_v, plan.g, plan.beta, plan.h0), {}
+    for given in (None, A):
+        for t in bufs:
+            t.fill_(float("nan"))
+        plan.op["prefill_dn_prep"](proj, plan.table, slot, w["conv_w"], w["a_log"], w["dt_bias"], *bufs, 64, given)
+        out[given is None] = [t.clone() for t in bufs]
+    assert all(torch.isfinite(t).all() for t in out[False] + [A])
+    assert all(torch.equal(a, b) for a, b in zip(out[True], out[False]))
+
+    def err(got):  # per chunk and value head: the largest error against the largest element of the float64 inverse
+        got = got[0].double().view(R // C, C, HV, C).transpose(1, 2)
+        k64 = plan.dn_k[0].double().view(R // C, C, HK, -1).transpose(1, 2).repeat_interleave(HV // HK, dim=1)
+        b64 = plan.beta[0].double().view(R // C, C, HV).transpose(1, 2)
+        L = torch.tril((k64 @ k64.transpose(-1, -2)) * b64[..., None], -1)
+        ref = torch.linalg.inv(torch.eye(C, dtype=torch.float64, device="cuda") + L)
+        return ((got - ref).abs().amax((-1, -2)) / ref.abs().amax((-1, -2))).max().item(), got
+
+    e, got = err(A)
+    assert e < 4e-3, e  # (bf16's rounding: 2^-9 of an element at most)
+    assert (torch.triu(got, 1) == 0).all() and (torch.diagonal(got, dim1=-2, dim2=-1) == 1).all()
+    rows = got.transpose(1, 2).reshape(R, HV, C)[valid:]  # (past valid: beta 0, rows of I)
+    eye = torch.eye(C, dtype=torch.float64, device="cuda")[torch.arange(valid, R, device="cuda") % C][:, None, :]
+    assert torch.equal(rows, eye.expand(-1, HV, -1))
+    from megakernel import prefill_delta_rule
+    if prefill_delta_rule.unavailable_reason("flash-qla", "cuda") is None:
+        from flash_qla.ops.gated_delta_rule.chunk import kkt_solve
+        qla = kkt_solve(k=plan.dn_k, b=plan.beta, cu_seqlens=torch.tensor([0, R], dtype=torch.int32, device="cuda"),
+                        chunk_size=C)
+        e_qla = err(qla)[0]
+        assert e <= 1.5 * e_qla + 1e-3, (e, e_qla)
+    if T % C:  # (a part chunk: refused, naming why)
+        part = [torch.empty((1, T) + tuple(t.shape[2:]), dtype=t.dtype, device="cuda") for t in bufs[:5]]
+        with pytest.raises(RuntimeError, match="whole chunks"):
+            plan.op["prefill_dn_prep"](proj, plan.table, slot, w["conv_w"], w["a_log"], w["dt_bias"], *part, plan.h0, 64,
+                                       torch.empty(1, T, HV, C, dtype=torch.bfloat16, device="cuda"))
+
+
+@gpu
+@needs_gpu
 @pytest.mark.parametrize("T,splits", [(1, 2), (37, 2), (256, 4)])
 def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
     """add_rms_norm with a split-K GEMM's fp32 partials [splits, T, D]: residual <- bf16(residual + the

@@ -450,7 +450,8 @@ void prefill_add_rms_norm(const c10::optional<Tensor>& x, const c10::optional<Te
 
 void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, const Tensor& conv_w,
                      const Tensor& a_log, const Tensor& dt_bias, const Tensor& q, const Tensor& k, const Tensor& v,
-                     const Tensor& g, const Tensor& beta, const Tensor& h0, int64_t g_chunk) {
+                     const Tensor& g, const Tensor& beta, const Tensor& h0, int64_t g_chunk,
+                     const c10::optional<Tensor>& A) {
   const char* op = MK_STR(MK_OPS_NAMESPACE) ".prefill_dn_prep";
   const int T = rows_of(proj, mk::DN_WIN, op, "proj");
   check_tensor(proj, op, "proj", BF, {T, mk::DN_WIN});
@@ -471,10 +472,16 @@ void prefill_dn_prep(const Tensor& proj, const Tensor& table, int64_t layer, con
   MK_CHECK(layer >= 0 && layer < mk::NDN, op, ": DeltaNet layer ", layer, " outside [0, ", mk::NDN, ")");
   MK_CHECK(g_chunk == 0 || g_chunk == mkp::DN_GATE_ROWS, op, ": g_chunk ", g_chunk, " is neither 0 (g itself) nor ",
               mkp::DN_GATE_ROWS, " (g summed within chunks of that many rows)");
+  if (A) {  // (FlashQLA's chunk matrices: whole chunks of the rule's rows)
+    MK_CHECK(R % mkp::DN_GATE_ROWS == 0, op, ": A asks for whole chunks of ", mkp::DN_GATE_ROWS, " rows; q has ", R,
+             " rows");
+    check_tensor(*A, op, "A", BF, {1, R, mk::DN_HV, mkp::DN_GATE_ROWS});
+  }
   c10::cuda::CUDAGuard guard(proj.device());
   ok(mkp::dn_prep(ptr<const uint16_t>(proj), ptr<const int64_t>(table), layer, ptr<const uint16_t>(conv_w),
                   ptr<const uint16_t>(a_log), ptr<const uint16_t>(dt_bias), ptr<uint16_t>(q), ptr<uint16_t>(k), ptr<uint16_t>(v),
-                  ptr<float>(g), ptr<float>(beta), ptr<float>(h0), static_cast<int>(g_chunk), T, R, stream_of(proj)), op);
+                  ptr<float>(g), ptr<float>(beta), ptr<float>(h0), A ? ptr<uint16_t>(*A) : nullptr, static_cast<int>(g_chunk),
+                  T, R, stream_of(proj)), op);
 }
 
 void prefill_dn_out_norm(const Tensor& o, const Tensor& proj, const Tensor& w, const Tensor& final_state,
@@ -749,6 +756,7 @@ py::dict constants() {
   d["PREFILL_BIND_HOST_WORDS"] = static_cast<int>(mkp::BIND_HOST_WORDS);
   d["PREFILL_LAST_ROW_MAX_SPLITS"] = mkp::LAST_ROW_MAX_SPLITS;
   d["PREFILL_LAST_ROW_PART_HEAD"] = mkp::LAST_ROW_PART_HEAD;
+  d["PREFILL_WY_ROWS"] = mkp::DN_GATE_ROWS;  // (dn_prep's chunk matrices A: a chunk's rows)
   return d;
 }
 
@@ -767,7 +775,7 @@ MK_TORCH_LIBRARY(MK_OPS_NAMESPACE, m) {
         "float eps) -> ()");
   m.def("prefill_dn_prep(Tensor proj, Tensor state_table, int layer, Tensor conv_w, Tensor a_log, "
         "Tensor dt_bias, Tensor(a!) q, Tensor(b!) k, Tensor(c!) v, Tensor(d!) g, Tensor(e!) beta, Tensor(f!) h0, "
-        "int g_chunk) -> ()");
+        "int g_chunk, Tensor(g!)? A=None) -> ()");
   m.def("prefill_dn_out_norm(Tensor o, Tensor proj, Tensor w, Tensor final_state, Tensor state_table, int layer, "
         "Tensor(a!) out, float eps) -> ()");
   m.def("prefill_silu_mul(Tensor gate_up, Tensor(a!) out, Tensor? x=None, float eps=0.) -> ()");

@@ -208,16 +208,58 @@ __global__ void __launch_bounds__(NORM_THREADS) add_rms_norm_kernel(const float*
 }
 
 // ---- DeltaNet inputs: 1-D grid over the rule's R rows (the T rows of proj, then padding up to the rule's
-// chunk: zeros, beta and g's step 0). The first ceil(R / 64) blocks are gate blocks: block x owns rows
-// x*64 .. x*64 + 63 and writes their beta and g (a padding row: 0), g itself (g_chunk = 0) or summed
-// over the rows of its 64-row chunk up to each row (g_chunk = 64: what FlashQLA's kernels read):
+// chunk: zeros, beta and g's step 0). With A (FlashQLA's chunk matrices, R a whole number of 64-row chunks) the first
+// R / 64 x DN_HK blocks are WY blocks (dn_wy below: a chunk x a key head's k rows and their A). Then ceil(R / 64) gate
+// blocks: block x owns rows x*64 .. x*64 + 63 and writes their beta and g (a padding row: 0), g itself (g_chunk = 0)
+// or summed over the rows of its 64-row chunk up to each row (g_chunk = 64: what FlashQLA's kernels read):
 // warp w owns value heads w, w + 8, ..., a lane rows 2 lane and 2 lane + 1 of each (a warp scan). Each later block is one token x one
-// pass of 2048 conv channels (pass p covers channels p*2048 .. p*2048 + 2047 of [q | k | v],
-// DN_CONV / 2048 passes), 256 threads; thread owns channels p*2048 + tid*8 .. +8, a head = 16
+// pass of 2048 conv channels (pass p covers channels p*2048 .. p*2048 + 2047 of [q | k | v], DN_CONV / 2048 passes,
+// the k passes left to the WY blocks where they run), 256 threads; thread owns channels p*2048 + tid*8 .. +8, a head = 16
 // consecutive threads; q and k are l2-normed per head; its loads (its weights and the 4 inputs) are
 // independent: one round trip; a token past T stores zeros. Every block also copies its part of the layer's
 // delta-rule state into h0 (StateIn; a short prompt's grid widened for it). -----------------------------
 static_assert(DN_KEY % 2048 == 0 && DN_VAL % 2048 == 0, "dn_prep: a pass holds one of q, k, v");
+// beta of value head h from its row of proj (a padding row's 0): the gate blocks' and the WY blocks' (the same bits)
+__device__ __forceinline__ float dn_beta(const uint16_t* row, int h, bool pad) {
+  return pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + h])));
+}
+
+// Where the conv reads row tt's 8 channels c .. c + 7 of its input: proj's row tt, or before position 0 the ring's column
+__device__ __forceinline__ const uint4* dn_conv_src(const uint16_t* proj, const uint16_t* ring, int c, int tt, int start) {
+  return reinterpret_cast<const uint4*>(tt >= 0 ? proj + static_cast<size_t>(tt) * DN_WIN + c
+                                                : ring + static_cast<size_t>((start + tt) & 3) * DN_CONV + c);
+}
+
+// The conv weights of 8 channels c .. c + 7 from w = conv_w + 4 c (or a copy of them): conv_w [6144][4], so channels
+// c..c+7 are 32 consecutive values, cw[m][n] = w[c + 2m + n/4][n%4]
+__device__ __forceinline__ void dn_conv_weights(const uint16_t* w, float (&cw)[4][8]) {
+#pragma unroll
+  for (int m = 0; m < 4; ++m) load8(w + 8 * m, cw[m]);
+}
+
+// The causal conv of one row's 8 conv channels, tap by tap: acc += tap j's weights (of cw: dn_conv_weights) times x,
+// the row's input at t - 3 + j (8 bf16), taps in order from acc = 0; then dn_conv_silu. A token block's and a WY
+// block's (the same bits).
+__device__ __forceinline__ void dn_conv_tap(const float (&cw)[4][8], int j, const uint4 x, float (&acc)[8]) {
+  float xv[8];
+  unpack8(x, xv);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) acc[e] += cw[e >> 1][(e & 1) * 4 + j] * xv[e];
+}
+__device__ __forceinline__ void dn_conv_silu(const float (&acc)[8], float (&y)[8]) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(rnd(acc[e])));
+}
+
+// q's or k's l2norm over a head's 128 channels: 8 a thread, the head's 16 consecutive lanes
+__device__ __forceinline__ void dn_l2norm8(float (&y)[8]) {
+  float ss = 0.f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) ss += y[e] * y[e];
+  const float inv = rsqrtf(group_sum<16>(ss) + 1e-6f);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) y[e] *= inv;
+}
 __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                          const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                          float* __restrict__ g, float* __restrict__ beta, int g_chunk, int first, int T, int R) {
@@ -236,7 +278,7 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
         const float softplus = x > 20.f ? x : log1pf(expf(x));
         const bool pad = t >= valid;  // (no decay, no update: the state passes the row unchanged)
         gv[r] = pad ? 0.f : decay * softplus;
-        beta[t * DN_HV + h] = pad ? 0.f : rnd(sigmoidf_(bf(row[DN_B + h])));
+        beta[t * DN_HV + h] = dn_beta(row, h, pad);
         if (g_chunk == 0) g[t * DN_HV + h] = gv[r];
       } else if (t < R) {  // a row past the in-projection's, up to the rule's chunk: padding as above, no proj to read
         beta[t * DN_HV + h] = 0.f;
@@ -272,40 +314,256 @@ __device__ __forceinline__ void dn_gates(const uint16_t* __restrict__ proj, cons
 struct StateIn {
   static constexpr int N4 = DN_STATE / 4;
   float4 x[2];
-  int e;
-  __device__ __forceinline__ StateIn(const int64_t* table, int slot) : e(blockIdx.x * blockDim.x + threadIdx.x) {
+  int e, n;
+  // `first`: the blocks before it (dn_prep's WY blocks) copy nothing, so the registers are theirs
+  __device__ __forceinline__ StateIn(const int64_t* table, int slot, int first)
+      : e((blockIdx.x - first) * blockDim.x + threadIdx.x), n((gridDim.x - first) * blockDim.x) {
     const float4* src = table_ptr<const float4>(table, ST_DN) + static_cast<size_t>(slot) * N4;
-    const int n = gridDim.x * blockDim.x;
     if (e < N4) x[0] = src[e];
     if (e + n < N4) x[1] = src[e + n];
   }
   __device__ __forceinline__ void store(float4* h0) const {
-    const int n = gridDim.x * blockDim.x;
     if (e < N4) h0[e] = x[0];
     if (e + n < N4) h0[e + n] = x[1];
   }
 };
 
-__global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
+// ---- a WY block of dn_prep (given A, FlashQLA's chunk matrices): block = one 64-row chunk x one key head, 256
+// threads. The key head's conv weights and input rows t0 - 3 .. t0 + 63 (those < T) first into shared memory; then
+// thread i owns channels 8 (i % 16) .. + 8 of the head's 128 in rows i / 16 + 16 r (r < 4): their conv, SiLU and l2norm
+// as a k pass's token block makes them (dn_conv_tap, dn_l2norm8: the same bits), stored as k and into shared
+// memory; then S = K Kᵀ (64 x 64, fp32) by mma.sync m16n8k16, warp w rows 16 (w / 2) .. + 16 and columns 32 (w % 2) ..
+// + 32 of it; then, for each value head h of the key head, what FlashQLA's kkt_solve writes: the inverse of M = I + L,
+// L the strictly lower part of diag(beta_h) S (wy_invert: as kkt_solve, the diagonal blocks in fp32 on the CUDA cores, the
+// block products on the tensor cores in tf32), as bf16 A [R][DN_HV][64] (row t, column j of t's chunk: 1 on the
+// diagonal, 0 above). A row past T has k = 0 and beta = 0: a row of I. (The decay is not in A: the rule applies it, as
+// FlashQLA's does.) The block's instructions count, not only its latency: it runs beside dn_prep's token blocks, which
+// are issue-bound (NOTES "Prefill" v26: with the products on the CUDA cores it cost more than kkt_solve's launch). ----
+constexpr int WY_ROWS = 64;          // FlashQLA's chunk
+constexpr int WY_KLD = DN_HD + 8;    // the K tile's row stride (bf16): the fragments' 32-bit loads free of bank conflicts
+constexpr int WY_XLD = WY_ROWS + 4;  // the fp32 matrix's row stride (4 mod 32 banks: the tf32 A fragments conflict-free)
+static_assert(WY_ROWS == DN_GATE_ROWS && DN_HD == 128, "dn_prep's WY blocks: the gate blocks' chunk, a head of 128");
+struct WySmem {
+  union {
+    uint16_t in[(WY_ROWS + 3) * WY_KLD];  // the conv's input rows t0 - 3 .. t0 + 63 of the key head's channels
+    float x[WY_ROWS * WY_XLD];            // L, then M^-1 in place (the input rows read by then)
+  };
+  uint16_t k[WY_ROWS * WY_KLD];  // the chunk's k rows, the mma's operands
+  float diag[4][16][17];  // the inverses of the four 16 x 16 diagonal blocks (wy_invert)
+  float beta[mk::DN_GROUP][WY_ROWS];
+  uint16_t conv_w[DN_HD * 4];  // the key head's conv weights (read by every row: a copy here spares a row's registers)
+};
+
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t tf32(float v) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+  return r;
+}
+__device__ __forceinline__ void mma_1688_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// acc = the 16 x 8 tile (mt, nt) of P · Q (P: rows of x from p, K columns; Q: K rows of x from q), the operands rounded to
+// tf32 as kkt_solve's T.gemm of fp32 operands takes them; a fragment's rows g and g + 8, columns 2 tq and 2 tq + 1 (PTX's
+// m16n8k8: A's columns tq and tq + 4, B's rows tq and tq + 4)
+template <int K>
+__device__ __forceinline__ void wy_tile(const float* p, const float* q, int mt, int nt, float (&acc)[4]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+  const float* pr = p + (16 * mt + g) * WY_XLD + tq;
+  const float* qc = q + tq * WY_XLD + 8 * nt + g;
+#pragma unroll
+  for (int k = 0; k < K; k += 8) {
+    const uint32_t a[4] = {tf32(pr[k]), tf32(pr[8 * WY_XLD + k]), tf32(pr[k + 4]), tf32(pr[8 * WY_XLD + k + 4])};
+    mma_1688_tf32(acc, a, tf32(qc[k * WY_XLD]), tf32(qc[(k + 4) * WY_XLD]));
+  }
+}
+__device__ __forceinline__ void wy_tile_store(float* p, int mt, int nt, const float (&acc)[4]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+  float* r = p + (16 * mt + g) * WY_XLD + 8 * nt + 2 * tq;
+  r[0] = acc[0];
+  r[1] = acc[1];
+  r[8 * WY_XLD] = acc[2];
+  r[8 * WY_XLD + 1] = acc[3];
+}
+
+// The lower left N x N block C of each diagonal 2N x 2N block [[X0, 0], [C, X1]] of x (X0 and X1 already inverted in
+// place) replaced by -X1 C X0: the block's inverse. Two products on the tensor cores (tf32, fp32 sums: kkt_solve's), warp
+// w one 16 x 8 tile of each (N = 16: 2 blocks x 2 tiles; N = 32: 8 tiles), between block barriers.
+template <int N>
+__device__ __forceinline__ void wy_combine(float* x) {
+  constexpr int TM = N / 16, TN = N / 8, TILES = WY_ROWS / (2 * N) * TM * TN;
+  static_assert(TILES <= 8, "wy_combine: a tile a warp");
+  const int warp = threadIdx.x / 32, mt = warp / TN % TM, nt = warp % TN, o = 2 * N * (warp / (TM * TN));
+  const bool mine = warp < TILES;
+  float* c = x + (o + N) * WY_XLD + o;  // C, then C X0, then -X1 C X0
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  if (mine) wy_tile<N>(c, x + o * WY_XLD + o, mt, nt, acc);  // C X0
+  __syncthreads();
+  if (mine) wy_tile_store(c, mt, nt, acc);
+  __syncthreads();
+  float acc2[4] = {0.f, 0.f, 0.f, 0.f};
+  if (mine) wy_tile<N>(c + N, c, mt, nt, acc2);  // X1 (C X0): X1's rows are C's, N columns on
+  __syncthreads();
+  if (mine) {
+    const float neg[4] = {0.f - acc2[0], 0.f - acc2[1], 0.f - acc2[2], 0.f - acc2[3]};  // (+0 where the product is 0)
+    wy_tile_store(c, mt, nt, neg);
+  }
+  __syncthreads();
+}
+
+// x (WY_ROWS x WY_ROWS, L strictly lower, zeros on and above the diagonal) <- (I + L)^-1 (ones on the diagonal, zeros
+// above): the four 16 x 16 diagonal blocks by forward substitution (thread b * 16 + col < 64: column col of block b,
+// into d, then back into x), then the 32 x 32 and the 64 x 64 (wy_combine)
+// (not inlined: inlined into the loop over a key head's value heads, 4B / 9B, it spilled at 48 registers)
+__device__ __noinline__ void wy_invert(float* x, float (*d)[16][17]) {
+  const int tid = threadIdx.x, b = tid / 16, col = tid % 16;
+  if (tid < 64) {
+    const float* l = x + 16 * b * (WY_XLD + 1);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      float acc = i == col ? 1.f : 0.f;
+#pragma unroll
+      for (int j = 0; j < i; ++j) acc -= l[i * WY_XLD + j] * d[b][j][col];
+      d[b][i][col] = acc;
+    }
+  }
+  __syncthreads();
+  for (int e = tid; e < 4 * 16 * 16; e += blockDim.x) {
+    const int bb = e / 256, i = e / 16 % 16, j = e % 16;
+    x[(16 * bb + i) * WY_XLD + 16 * bb + j] = d[bb][i][j];
+  }
+  __syncthreads();
+  wy_combine<16>(x);
+  wy_combine<32>(x);
+}
+
+__device__ __forceinline__ void dn_wy(const uint16_t* __restrict__ proj, const uint16_t* __restrict__ ring,
+                                      const uint16_t* __restrict__ conv_w, uint16_t* __restrict__ k,
+                                      uint16_t* __restrict__ A, int chunk, int hk, int T, int valid, int start, WySmem& sm) {
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, t0 = chunk * WY_ROWS, part = (tid % 16) * 8;
+  const int c = DN_KEY + hk * DN_HD;  // (the key head's first conv channel)
+  static_assert(DN_HD * 4 == 2 * 256, "dn_wy: the head's conv weights, 4 bytes a thread");
+  reinterpret_cast<uint32_t*>(sm.conv_w)[tid] = reinterpret_cast<const uint32_t*>(conv_w + 4 * c)[tid];
+  constexpr int PIECES = (WY_ROWS + 3) * 16, FLIGHT = 3;  // the input rows the chunk's rows < T read, 16 bytes a piece
+  for (int e0 = tid; e0 < PIECES; e0 += FLIGHT * 256) {  // (FLIGHT loads a thread in flight, then their stores: 5 spill)
+    uint4 buf[FLIGHT];
+#pragma unroll
+    for (int u = 0; u < FLIGHT; ++u) {
+      const int e = e0 + 256 * u, tt = t0 - 3 + e / 16;
+      if (e < PIECES && tt < T) buf[u] = __ldg(dn_conv_src(proj, ring, c + e % 16 * 8, tt, start));
+    }
+#pragma unroll
+    for (int u = 0; u < FLIGHT; ++u) {
+      const int e = e0 + 256 * u, tt = t0 - 3 + e / 16;
+      if (e < PIECES && tt < T) *reinterpret_cast<uint4*>(sm.in + e / 16 * WY_KLD + e % 16 * 8) = buf[u];
+    }
+  }
+  __syncthreads();
+#pragma unroll 1
+  for (int r = 0; r < WY_ROWS / 16; ++r) {  // the chunk's k rows of key head hk (a row past T: 0 x rsqrt(1e-6) = 0)
+    const int i = tid / 16 + 16 * r, t = t0 + i;
+    float cw[4][8], acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, y[8];
+    dn_conv_weights(sm.conv_w + 4 * part, cw);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      dn_conv_tap(cw, j, t < T ? *reinterpret_cast<const uint4*>(sm.in + (i + j) * WY_KLD + part) : make_uint4(0, 0, 0, 0), acc);
+    dn_conv_silu(acc, y);
+    dn_l2norm8(y);
+    store8(k + static_cast<size_t>(t) * DN_KEY + hk * DN_HD + part, y);
+    store8(sm.k + i * WY_KLD + part, y);
+  }
+  for (int e = tid; e < mk::DN_GROUP * WY_ROWS; e += blockDim.x) {  // beta of the chunk's rows, each value head of hk
+    const int gi = e / WY_ROWS, t = t0 + e % WY_ROWS;
+    sm.beta[gi][e % WY_ROWS] = t < T ? dn_beta(proj + static_cast<size_t>(t) * DN_WIN, hk * mk::DN_GROUP + gi, t >= valid) : 0.f;
+  }
+  __syncthreads();
+  // per value head gi of the key head: S = K Kᵀ (made again for each: its fragments are not held across the inverse),
+  // a fragment's rows g and g + 8 of the warp's 16, its columns 2 tq and 2 tq + 1 of each 8 (PTX's m16n8k16), then
+  // L = strict_lower(diag(beta) S) into x
+  const int g = lane / 4, tq = lane % 4, m0 = 16 * (warp / 2), n0 = 32 * (warp % 2);
+#pragma unroll 1
+  for (int gi = 0; gi < mk::DN_GROUP; ++gi) {
+    float s[4][4] = {};
+    constexpr int LD = WY_KLD / 2;  // (32-bit words a row)
+    const uint32_t* k32 = reinterpret_cast<const uint32_t*>(sm.k);
+#pragma unroll
+    for (int ks = 0; ks < DN_HD / 16; ++ks) {
+      const int kw = 8 * ks + tq;
+      const uint32_t a[4] = {k32[(m0 + g) * LD + kw], k32[(m0 + g + 8) * LD + kw], k32[(m0 + g) * LD + kw + 4],
+                             k32[(m0 + g + 8) * LD + kw + 4]};
+#pragma unroll
+      for (int n = 0; n < 4; ++n) {
+        const int row = n0 + 8 * n + g;  // (Bᵀ's row = K's row: k contiguous, as .col takes it)
+        mma_16816(s[n], a, k32[row * LD + kw], k32[row * LD + kw + 4]);
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = m0 + g + 8 * (e / 2), j = n0 + 8 * n + 2 * tq + e % 2;
+        sm.x[i * WY_XLD + j] = j < i ? s[n][e] * sm.beta[gi][i] : 0.f;
+      }
+    }
+    __syncthreads();
+    wy_invert(sm.x, sm.diag);
+    const int h = hk * mk::DN_GROUP + gi;
+    for (int e = tid; e < WY_ROWS * WY_ROWS / 8; e += blockDim.x) {  // 16 bytes of a row a thread
+      const int i = e / 8, j0 = e % 8 * 8;
+      float y[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) y[u] = j0 + u <= i ? sm.x[i * WY_XLD + j0 + u] : 0.f;
+      store8(A + (static_cast<size_t>(t0 + i) * DN_HV + h) * WY_ROWS + j0, y);
+    }
+    __syncthreads();  // (x read before the next value head's L)
+  }
+}
+
+// 5 blocks an SM on Hopper (48 registers: the token blocks' occupancy as before the WY blocks, which fit it there without
+// a spill); elsewhere (sm_80 / sm_86: 48 registers would spill) 4
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define MKP_DN_PREP_MIN_BLOCKS 4
+#else
+#define MKP_DN_PREP_MIN_BLOCKS 5
+#endif
+__global__ void __launch_bounds__(256, MKP_DN_PREP_MIN_BLOCKS) dn_prep_kernel(const uint16_t* __restrict__ proj, const int64_t* __restrict__ table,
                                                       int slot, const uint16_t* __restrict__ conv_w,
                                                       const uint16_t* __restrict__ a_log, const uint16_t* __restrict__ dt_bias,
                                                       uint16_t* __restrict__ q, uint16_t* __restrict__ k,
                                                       uint16_t* __restrict__ v, float* __restrict__ g,
-                                                      float* __restrict__ beta, float4* __restrict__ h0, int g_chunk, int T,
-                                                      int R) {
-  const StateIn state_in(table, slot);
+                                                      float* __restrict__ beta, float4* __restrict__ h0,
+                                                      uint16_t* __restrict__ A, int g_chunk, int T, int R) {
+  const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
+  const int wy_blocks = A != nullptr ? R / WY_ROWS * DN_HK : 0, start = table_start(table);
+  int b = blockIdx.x;
+  if (b < wy_blocks) {  // (first in the grid: the longest blocks start in the first wave; they copy none of the state)
+    extern __shared__ __align__(16) unsigned char dn_smem[];
+    dn_wy(proj, ring, conv_w, k, A, b / DN_HK, b % DN_HK, T, table_valid(table), start, *reinterpret_cast<WySmem*>(dn_smem));
+    return;
+  }
+  const StateIn state_in(table, slot, wy_blocks);
+  b -= wy_blocks;
   const int gate_blocks = (R + DN_GATE_ROWS - 1) / DN_GATE_ROWS;
-  if (static_cast<int>(blockIdx.x) < gate_blocks) {
-    dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, blockIdx.x * DN_GATE_ROWS, T, R);
+  if (b < gate_blocks) {
+    dn_gates(proj, table, a_log, dt_bias, g, beta, g_chunk, b * DN_GATE_ROWS, T, R);
     state_in.store(h0);
     return;
   }
-  const int b = blockIdx.x - gate_blocks, t = b % R, p = b / R, tid = threadIdx.x, start = table_start(table);
+  b -= gate_blocks;
+  constexpr int QP = DN_KEY / 2048;  // the q passes (as many k passes follow, then v's)
+  const int t = b % R, tid = threadIdx.x, p = b / R + (A != nullptr && b / R >= QP ? QP : 0);  // (given A: no k passes)
   if (p >= DN_CONV / 2048) {  // (a block of the widened grid of an op call's short prompt: the state's copy only)
     state_in.store(h0);
     return;
   }
-  constexpr int QP = DN_KEY / 2048;  // the q passes (as many k passes follow, then v's)
   uint16_t* dst = p < QP       ? q + static_cast<size_t>(t) * DN_KEY + p * 2048 + tid * 8
                   : p < 2 * QP ? k + static_cast<size_t>(t) * DN_KEY + (p - QP) * 2048 + tid * 8
                                : v + static_cast<size_t>(t) * DN_VAL + (p - 2 * QP) * 2048 + tid * 8;
@@ -314,33 +572,14 @@ __global__ void __launch_bounds__(256) dn_prep_kernel(const uint16_t* __restrict
     state_in.store(h0);
     return;
   }
-  const uint16_t* ring = table_ptr<const uint16_t>(table, ST_CONV) + static_cast<size_t>(slot) * 4 * DN_CONV;
-  const int c = p * 2048 + tid * 8;
-  float cw[4][8];  // conv_w [6144][4]: channels c..c+7 are 32 consecutive values, cw[m][n] = w[c + 2m + n/4][n%4]
-#pragma unroll
-  for (int m = 0; m < 4; ++m) load8(conv_w + c * 4 + 8 * m, cw[m]);
-  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {  // tap j multiplies the input at t - 3 + j
-    const int tt = t - 3 + j;
-    const uint16_t* src = tt >= 0 ? proj + static_cast<size_t>(tt) * DN_WIN + c
-                                  : ring + static_cast<size_t>((start + tt) & 3) * DN_CONV + c;
-    float xv[8];
-    load8(src, xv);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] += cw[e >> 1][(e & 1) * 4 + j] * xv[e];
-  }
   float y[8];
+  const int c = p * 2048 + tid * 8;
+  float cw[4][8], acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  dn_conv_weights(conv_w + 4 * c, cw);
 #pragma unroll
-  for (int e = 0; e < 8; ++e) y[e] = rnd(siluf_(rnd(acc[e])));
-  if (p < 2 * QP) {  // l2norm over the head's 128 channels (16 threads)
-    float ss = 0.f;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) ss += y[e] * y[e];
-    const float inv = rsqrtf(group_sum<16>(ss) + 1e-6f);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) y[e] *= inv;
-  }
+  for (int j = 0; j < 4; ++j) dn_conv_tap(cw, j, *dn_conv_src(proj, ring, c, t - 3 + j, start), acc);
+  dn_conv_silu(acc, y);
+  if (p < 2 * QP) dn_l2norm8(y);  // (q and k)
   store8(dst, y);
   state_in.store(h0);
 }
@@ -818,12 +1057,15 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, float* h0, int g_chunk, int T, int R, cudaStream_t s) {
+                    float* g, float* beta, float* h0, uint16_t* A, int g_chunk, int T, int R, cudaStream_t s) {
   if (T < 1 || R < T || R - T >= DN_GATE_ROWS) return cudaErrorInvalidValue;  // (padding within the last chunk: dn_gates)
-  const int work = (R + DN_GATE_ROWS - 1) / DN_GATE_ROWS + R * (DN_CONV / 2048), copy = (StateIn::N4 + 511) / 512;
-  const int blocks = work > copy ? work : copy;  // (an op call's short prompt: the grid widened for the state's copy)
-  dn_prep_kernel<<<blocks, 256, 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v, g, beta,
-                                        reinterpret_cast<float4*>(h0), g_chunk, T, R);
+  if (A != nullptr && R % WY_ROWS != 0) return cudaErrorInvalidValue;           // (the WY blocks take whole chunks)
+  const int wy = A != nullptr ? R / WY_ROWS * DN_HK : 0, passes = DN_CONV / 2048 - (A != nullptr ? DN_KEY / 2048 : 0);
+  const int work = wy + (R + DN_GATE_ROWS - 1) / DN_GATE_ROWS + R * passes, copy = (StateIn::N4 + 511) / 512;
+  const int blocks = work > wy + copy ? work : wy + copy;  // (an op call's short prompt: the grid widened for the state's copy)
+  dn_prep_kernel<<<blocks, 256, A != nullptr ? sizeof(WySmem) : 0, s>>>(proj, table, slot, conv_w, a_log, dt_bias, q, k, v,
+                                                                        g, beta, reinterpret_cast<float4*>(h0), A, g_chunk,
+                                                                        T, R);
   return cudaGetLastError();
 }
 

@@ -64,11 +64,14 @@ cudaError_t add_rms_norm(const float* x32, int splits, const int64_t* ids, const
 // rows past T padding (q, k, v 0, beta 0, g's step 0: summed, row T - 1's sum), so a rule given R rows, a whole number
 // of its chunks, leaves the state as T rows would and never takes its path for a part chunk (NOTES "Prefill" v25).
 // Also the layer's fp32 delta-rule state from its slot of the table's dn_state into h0 [1][16][128][128], the rule's
-// initial state (one buffer, the layers in turn).
+// initial state (one buffer, the layers in turn). With A (not null; R a whole number of 64-row chunks): also what
+// FlashQLA's kkt_solve writes from k and beta, A [R][16][64] bf16: for each chunk and value head h, (I + L)^-1 with L the
+// strictly lower part of diag(beta_h) K Kᵀ over the chunk's rows (K: key head h / DN_GROUP's k), so the rule needs no
+// launch of its own for it (NOTES "Prefill" v26).
 constexpr int DN_GATE_ROWS = 64;  // rows of one gate block of dn_prep: the chunk g may be summed over
 cudaError_t dn_prep(const uint16_t* proj, const int64_t* table, int slot, const uint16_t* conv_w,
                     const uint16_t* a_log, const uint16_t* dt_bias, uint16_t* q, uint16_t* k, uint16_t* v,
-                    float* g, float* beta, float* h0, int g_chunk, int T, int R, cudaStream_t s);
+                    float* g, float* beta, float* h0, uint16_t* A, int g_chunk, int T, int R, cudaStream_t s);
 
 // out [T][2048] = rms_norm(o per head) * w * silu(z) (o [R][16][128], R >= T: its first T rows read); also stores the last 3 valid pre-conv inputs
 // of proj into the conv ring (after dn_prep has read the old ones) and the layer's final delta-rule
