@@ -101,3 +101,21 @@ bench_pp() {
 GRAPH_N=0 SPAN_N=0
 graph_time() { GRAPH_N=$((GRAPH_N + 1)); run_520 prelude docs/results/2026-11-27-h100-s29/prelude_profile.py gpu_graph "$GRAPH_N" "$@"; }
 call_span() { SPAN_N=$((SPAN_N + 1)); run_520 span docs/results/2026-12-07-h100-s43/call_span.py "^pp" "$SPAN_N" "$@"; }
+# Since session 50:
+#   ncu_kernel SIDE KERNEL [SKIP [COUNT]]   ncu of COUNT (default 1) launches, after SKIP (default 0), of the kernels whose
+#                                   name matches KERNEL in one eager prefill of 520 rows (session 44's prefill_once.py) in
+#                                   tree SIDE: the sections SpeedOfLight, Occupancy, LaunchStats, WarpStateStats and
+#                                   MemoryWorkloadAnalysis ($OUT/r/ncu_KERNEL.txt; its headline rows echoed), skipped
+#                                   when fewer than 60 s are left before END
+ncu_kernel() {
+  local side=$1 k=$2 skip=${3:-0} count=${4:-1} ncu
+  if [ $((END - SECONDS)) -lt 60 ]; then echo "ncu $k: skipped"; return; fi
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  in_tree "$side" 55 "$ncu" --clock-control none -k regex:"$k" --launch-skip "$skip" --launch-count "$count" \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      python3 "$ROOT/docs/results/2026-12-07-h100-s44/prefill_once.py" 520 1 > "$OUT/r/ncu_$k.txt" 2>&1
+  echo "ncu $k: exit $? ${SECONDS}s"
+  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Achieved Occupancy|Waves Per SM|Registers Per|Grid Size|Warp Cycles Per Issued" \
+      "$OUT/r/ncu_$k.txt" | cut -c1-120
+  pack
+}

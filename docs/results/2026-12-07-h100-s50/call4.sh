@@ -15,14 +15,5 @@ for n in 1 2; do
   echo "prefill $n: exit $? ${SECONDS}s"; grep "^| pp" "$OUT/r/prefill_$n/prefill_bench.md"; pack
 done
 call_span new 60 70
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-for k in 64x88; do
-  [ $((END - SECONDS)) -lt 60 ] && { echo "ncu $k: skipped"; continue; }
-  in_tree new 55 "$NCU" --clock-control none -k regex:"$k" --launch-skip 2 --launch-count 2 --section SpeedOfLight \
-      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-      python3 docs/results/2026-12-07-h100-s44/prefill_once.py 520 1 > "$OUT/r/ncu_$k.txt" 2>&1
-  echo "ncu $k: exit $? ${SECONDS}s"
-  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Grid Size|Block Size|Cluster" "$OUT/r/ncu_$k.txt" | cut -c1-120
-  pack
-done
+ncu_kernel new 64x88 2 2  # (the third and fourth out-projection / down GEMMs)
 true

@@ -14,14 +14,5 @@ build_trees new $SIDE
 gpu_tests layers $SIDE 150 "(every_layer_of_the_prompt and (65 or 520)) or each_delta_rule_prefills or graph_replay or untraced"
 gpu_tests sanitizers $SIDE 130 "sanitizer"
 for side in new $SIDE; do bench_pp $side 4096,32768 2 90 95; done
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-for k in dn_wy_kernel dn_prep_kernel; do
-  [ $((END - SECONDS)) -lt 60 ] && { echo "ncu $k: skipped"; continue; }
-  in_tree $SIDE 55 "$NCU" --clock-control none -k regex:"$k" --launch-count 1 --section SpeedOfLight --section Occupancy \
-      --section LaunchStats --section WarpStateStats python3 $ROOT/docs/results/2026-12-07-h100-s44/prefill_once.py 520 1 \
-      > "$OUT/r/ncu_$k.txt" 2>&1
-  echo "ncu $k: exit $? ${SECONDS}s"
-  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Waves Per SM|Registers Per|Stall|Warp Cycles Per Issued" "$OUT/r/ncu_$k.txt" | cut -c1-120
-  pack
-done
+for k in dn_wy_kernel dn_prep_kernel; do ncu_kernel $SIDE $k; done
 true
