@@ -27,7 +27,7 @@ build_trees new split rows
 mkdir -p $OUT/r/wy
 for side in new split rows; do
   [ $((END - SECONDS)) -lt 60 ] && { echo "wy $side: skipped"; continue; }
-  in_tree $side 50 python3 $ROOT/$B $OUT/r/wy $side 520,4096 > $OUT/r/wy_$side.txt 2>&1
+  in_tree $side 60 python3 $ROOT/$B $OUT/r/wy $side 520,4096 > $OUT/r/wy_$side.txt 2>&1
   echo "wy $side: exit $? ${SECONDS}s"; grep "^{" $OUT/r/wy_$side.txt | cut -c1-400; tail -1 $OUT/r/wy_$side.txt | cut -c1-200; pack
 done
 for side in new split rows rows split new; do bench_pp $side 520 4 60 45; done
