@@ -11,7 +11,7 @@
 # Predicted (v29): dn_prep with A at 520 rows 13.8 -> split 8-11 µs, rows 5-8 µs; pp520 split +1.5 to +3.5%, rows +3 to
 #   +5% against new; wy_split_bench.py's per-kernel times say which kernel is the long pole in each tree.
 # Order: builds; wy_split_bench.py on each tree (T = 520, 4096); `compare bench --pp 520` new split rows rows split new
-#   (4 repeats); rows' WY / dn_prep tests (they cover split's WY kernel too). Then next_call_b.sh: the winner's
+#   (10 repeats: s50 call 1-2 medians of 4-6 moved ±3% between runs of one tree); rows' WY / dn_prep tests (they cover split's WY kernel too). Then next_call_b.sh: the winner's
 #   every-layer tests and sanitizers.
 # Setup (from main's checkout; for each of split, rows with its branch):
 #   for s in split:s50-wy-split rows:s50-tok-rows; do n=${s%%:*}; b=${s#*:}; rm -rf .ab_$n; mkdir .ab_$n;
@@ -30,6 +30,6 @@ for side in new split rows; do
   in_tree $side 60 python3 $ROOT/$B $OUT/r/wy $side 520,4096 > $OUT/r/wy_$side.txt 2>&1
   echo "wy $side: exit $? ${SECONDS}s"; grep "^{" $OUT/r/wy_$side.txt | cut -c1-400; tail -1 $OUT/r/wy_$side.txt | cut -c1-200; pack
 done
-for side in new split rows rows split new; do bench_pp $side 520 4 60 45; done
+for side in new split rows rows split new; do bench_pp $side 520 10 60 45; done
 gpu_tests wy rows 60 "dn_prep_given_A or dn_prep_writes"
 true
