@@ -35,17 +35,11 @@
 // Bank conflicts: a quarter warp's 8 lanes read two weight rows (2 KB apart: the same banks), so each
 // lds128 takes two passes; measured against the FMA dots in NOTES v15.
 #pragma once
+#include "mma_sync.cuh"  // (mma_bf16)
 #include "weight_ring.cuh"
 
 namespace mk {
 namespace {
-
-// c += A (16 x 16, rows: a0/a2 tile row g, a1/a3 tile row g + 8) * B (16 x 8: b0, b1 column g), fp32
-__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // One warp's part of a tile: NBLK blocks of 32 k. wlo / whi: shared addresses of tile rows g and
 // g + 8 at this lane's first k (0: the row is past the slice, its products are zero); x: batch row

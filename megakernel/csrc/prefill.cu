@@ -10,6 +10,7 @@
 #include <climits>
 #include <cuda_bf16.h>
 
+#include "mma_sync.cuh"
 #include "prefill.cuh"
 #include "shapes.cuh"
 
@@ -340,10 +341,10 @@ struct StateIn {
 // FlashQLA's does.) The block's instructions count, not only its latency: it runs beside dn_prep's token blocks, which
 // are issue-bound (NOTES "Prefill" v26: with the products on the CUDA cores it cost more than kkt_solve's launch; v28:
 // with them on the tensor cores dn_prep with A is 13.8 µs at 520 rows, dn_prep + the rule 36.4 -> 32.9 µs a layer). ----
-constexpr int WY_ROWS = 64;          // FlashQLA's chunk
+constexpr int WY_ROWS = DN_GATE_ROWS;  // FlashQLA's chunk: the gate blocks' (g summed over it)
 constexpr int WY_KLD = DN_HD + 8;    // the K tile's row stride (bf16): the fragments' 32-bit loads free of bank conflicts
 constexpr int WY_XLD = WY_ROWS + 4;  // the fp32 matrix's row stride (4 mod 32 banks: the tf32 A fragments conflict-free)
-static_assert(WY_ROWS == DN_GATE_ROWS && DN_HD == 128, "dn_prep's WY blocks: the gate blocks' chunk, a head of 128");
+static_assert(WY_ROWS == 64 && DN_HD == 128, "dn_prep's WY blocks: FlashQLA's 64-row chunk, a head of 128");
 struct WySmem {
   union {
     uint16_t in[(WY_ROWS + 3) * WY_KLD];  // the conv's input rows t0 - 3 .. t0 + 63 of the key head's channels
@@ -354,12 +355,6 @@ struct WySmem {
   float beta[mk::DN_GROUP][WY_ROWS];
   uint16_t conv_w[DN_HD * 4];  // the key head's conv weights (read by every row: a copy here spares a row's registers)
 };
-
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ uint32_t tf32(float v) {
   uint32_t r;
@@ -503,7 +498,7 @@ __device__ __forceinline__ void dn_wy(const uint16_t* __restrict__ proj, const u
 #pragma unroll
       for (int n = 0; n < 4; ++n) {
         const int row = n0 + 8 * n + g;  // (Bᵀ's row = K's row: k contiguous, as .col takes it)
-        mma_16816(s[n], a, k32[row * LD + kw], k32[row * LD + kw + 4]);
+        mk::mma_bf16(s[n], a[0], a[1], a[2], a[3], k32[row * LD + kw], k32[row * LD + kw + 4]);
       }
     }
 #pragma unroll
