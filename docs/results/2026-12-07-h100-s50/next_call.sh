@@ -2,11 +2,11 @@
 # Prepared in session 50, NOT RUN (issue 21; the session's device time went to calls 1-3 and to starts refused after them).
 # Three trees, NOTES "Prefill" v29:
 #   new   = main's checkout: dn_prep with A = one kernel, the WY blocks first in its grid (13.8 µs at 520 rows in call 1).
-#   split = branch s50-wy-split (7beb6d2): the WY blocks as a kernel of their own, dn_wy_kernel (2 blocks an SM, 96
+#   split = branch s50-wy-split (c36d99d: main merged in): the WY blocks as a kernel of their own, dn_wy_kernel (2 blocks an SM, 96
 #           registers: its staging's loads all in flight, beta loaded with them, two k rows at once), on a stream forked
 #           from the caller's and joined back by events (a graph's capture: two branches), beside dn_prep_kernel's token
 #           blocks, back to their launch bounds and L1 of before the WY blocks (no 41 KB of dynamic shared memory a block).
-#   rows  = branch s50-tok-rows (166c738, on split): the token blocks 4 rows a block (11 loads a thread in flight, 3
+#   rows  = branch s50-tok-rows (bcadfad, on split): the token blocks 4 rows a block (11 loads a thread in flight, 3
 #           blocks an SM at 80 registers): 297 blocks at 520 rows with A instead of 1,161, one wave.
 # Predicted (v29): dn_prep with A at 520 rows 13.8 -> split 8-11 µs, rows 5-8 µs; pp520 split +1.5 to +3.5%, rows +3 to
 #   +5% against new; wy_split_bench.py's per-kernel times say which kernel is the long pole in each tree.
