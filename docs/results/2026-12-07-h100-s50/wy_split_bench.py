@@ -7,6 +7,7 @@ to its last kernel's end), medians — which kernel is the long pole.
     PYTHONPATH=<tree> python wy_split_bench.py OUT_DIR TAG [T,T,...]
 """
 import json
+import re
 import statistics
 import sys
 
@@ -42,9 +43,11 @@ def main(out_dir, tag, lengths=(520, 4096)):
                 torch.cuda.synchronize()
         kernels = sorted((e for e in prof.events() if e.device_type.name == "CUDA" and "dn_" in e.name),
                          key=lambda e: e.time_range.start)
-        names = sorted({e.name.split("(")[0].split("::")[-1] for e in kernels})
+        # (the kernel's own name: the demangled name starts "mkp::(anonymous namespace)::", so no split on "(" — s51 call 1
+        # ran it so, every kernel under "" and the span one kernel's: only us_graph of that call's rows holds)
+        names = sorted({re.search(r"(dn_\w+_kernel)", e.name).group(1) for e in kernels})
         per = len(names)  # (kernels a call)
-        own = {n: statistics.median(e.time_range.elapsed_us() for e in kernels if n in e.name) for n in names}
+        own = {n: statistics.median(e.time_range.elapsed_us() for e in kernels if re.search(rf"\b{n}\b", e.name)) for n in names}
         spans = [max(e.time_range.end for e in kernels[i:i + per]) - min(e.time_range.start for e in kernels[i:i + per])
                  for i in range(0, len(kernels) - per + 1, per)]
         row = {"tag": tag, "T": T, "R": plan.dn_q.shape[1], "us_graph": us, "kernel_us": own,
