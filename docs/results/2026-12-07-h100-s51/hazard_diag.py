@@ -3,7 +3,7 @@ s48-wy-mma merge (0dcdc9f) alike: megakernel 4.98e-02 against transformers' bf16
 4.90e-02). This prints, in whatever tree it runs in (its own tests' helpers), every traced part's error against the
 fp32 reference for the megakernel and the bf16 baseline after the 3-token hazard prompt, (a) with the tier's prefill
 of the prompt (as the test does) and (b) with the prompt decoded token by token (no prefill), to tell which path
-the logits' error comes from and since which commit.  Usage: python3 hazard_diag.py OUT_JSON TAG"""
+the logits' error comes from and since which commit.  Usage: python3 hazard_diag.py OUT_JSON TAG [PROMPT]"""
 import json
 import os
 import sys
@@ -25,10 +25,10 @@ def stepwise_trace(tier, prompt, token):
     return trace
 
 
-def main(out, tag):
+def main(out, tag, prompt_n=0):
     config = ModelConfig.qwen3_5_0_8b()
     weights = hazard_weights(perturb_norms(random_weights(config, seed=0, dtype=torch.bfloat16)))
-    prompt, token = T.ids(3, 5), T.ids(1, 6)[0]
+    prompt, token = T.ids(3, 5 + prompt_n), T.ids(1, 6 + prompt_n)[0]  # (prompt 0: the test's one up to session 51)
     oracle = T.one_step_trace(ReferenceTier(config, weights, device="cuda", dtype=torch.float32), prompt, token)
     mk = T.MegakernelTier(config, weights, device="cuda")
     name, base_tier = T.bf16_baseline_tier(config, weights)
@@ -53,4 +53,4 @@ def main(out, tag):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], *(int(a) for a in sys.argv[3:]))
