@@ -2,7 +2,7 @@
 # Prepared in session 51, NOT RUN (the session's device time went to calls 1-3 and to five refused starts after them).
 # (1) Issue 21: branch s51-wy-pdl (NOTES "Prefill" v30) — s50-tok-rows' two kernels (dn_wy_kernel; the token blocks 4
 #     rows a block) on the caller's stream: dn_prep_kernel launched programmatically after dn_wy_kernel (PDL: the WY
-#     kernel triggers it at its start, each token block waits for the WY grid before it exits), no side stream —
+#     kernel triggers it at its start, its last block waits for the WY grid before it exits; e385569), no side stream —
 #     against main. Call 1 measured the side-stream forms 12.0-12.9 µs alone against main's 13.5 and 4-5% slower at
 #     pp520 in the prefill's graph. Predicted: dn_prep with A 13.5 -> 10-12 µs alone; pp520 +1 to +2.5% (18 layers x
 #     1.5-3.5 µs), i.e. main's ~218.8k -> 221-224k.
