@@ -12,17 +12,10 @@ import torch
 
 sys.path.insert(0, "tests")
 from helpers import bf16_baseline_tier, random_ids  # noqa: E402
+from test_megakernel import one_step_trace  # noqa: E402
 
 from reference import ModelConfig, ReferenceTier, hazard_weights, perturb_norms, random_weights  # noqa: E402
 from reference.tolerances import rel_err  # noqa: E402
-
-
-def one_step_trace(tier, prompt, token):  # (tests/test_megakernel.py's)
-    state = tier.new_state(max_seq_len=max(512, prompt.shape[1] + 8))
-    tier.prefill(prompt, state)
-    trace = {}
-    tier.decode(token, state, trace=trace)
-    return trace
 
 
 def main(out):
