@@ -46,6 +46,7 @@ from .prefill_delta_rule import unavailable_reason as prefill_delta_rule_unavail
 SUPPORTED = ModelConfig.qwen3_5_0_8b()  # the config csrc/shapes.cuh defaults to (other sizes: a build per shape, family.py)
 PREFILL_PATHS = ("fast", "reference")
 SCHEDULES = ("ring", "register", "stream-only")  # csrc/shapes.cuh Schedule, in its order
+ARENA_ALIGN = 256  # elements (bf16: 512 bytes, the CUDA caching allocator's own alignment): where the arena's views start (_pack_weights)
 ATT_POSITIONS_PER_SPLIT = 32  # attention split-K: one unit per 32 positions of a kv head (NOTES.md v9)
 # the most ring slots a batch of BATCH_RING_SLOTS_FROM+ rows runs with by default (tier.batch_ring_slots; a knob of its own,
 # from the same batch size as the kernel's DN_STATE_RING_MIN_BATCH, whose state chunks it was measured with): fewer copies in
@@ -295,9 +296,38 @@ class MegakernelTier(Tier):
         def put(name):
             return weights[name].to(device=dev, dtype=bf).contiguous()
 
+        # Every layer's two norms, in-projection and gate/up are views of one buffer (`arena`): views share their
+        # base's version counter, so the fast prefill sees any of them changed in place (its norm-folded copies then
+        # stale) by reading one counter, not 60 (FastPrefill.folded_weights; NOTES "Prefill" v31). Each view starts at a
+        # multiple of ARENA_ALIGN elements, as a buffer of its own would.
+        def in_proj_names(i, kind):
+            if kind == "linear_attention":
+                return [f"model.layers.{i}.linear_attn.{n}.weight" for n in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a")]
+            return [f"model.layers.{i}.self_attn.{n}.weight" for n in ("q_proj", "k_proj", "v_proj")]
+
+        def aligned(n):
+            return -(-n // ARENA_ALIGN) * ARENA_ALIGN
+
+        arena_names = [f"model.layers.{i}.{n}" for i in range(c.num_layers) for n in (
+            "input_layernorm.weight", "post_attention_layernorm.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight")]
+        arena_names += [n for i, kind in enumerate(c.layer_types) for n in in_proj_names(i, kind)]
+        arena = torch.empty(sum(aligned(weights[n].numel()) for n in arena_names), dtype=bf, device=dev)
+        used = 0
+
+        def take(shape):
+            nonlocal used
+            n = math.prod(shape)
+            view = arena[used:used + n].view(shape)
+            used += aligned(n)
+            return view
+
+        def put_in_arena(name):
+            self.weights[name] = take(weights[name].shape)
+            self.weights[name].copy_(weights[name])
+            return self.weights[name]
+
         def pack(names):
-            rows = sum(weights[n].shape[0] for n in names)
-            buf = torch.empty(rows, weights[names[0]].shape[1], dtype=bf, device=dev)
+            buf = take((sum(weights[n].shape[0] for n in names), weights[names[0]].shape[1]))
             r = 0
             for n in names:
                 k = weights[n].shape[0]
@@ -322,8 +352,9 @@ class MegakernelTier(Tier):
         table = torch.zeros(c.num_layers, k.NSLOT, dtype=torch.int64)
         for i, kind in enumerate(c.layer_types):
             p = f"model.layers.{i}."
-            for n in ("input_layernorm.weight", "post_attention_layernorm.weight", "mlp.down_proj.weight"):
-                self.weights[p + n] = put(p + n)
+            for n in ("input_layernorm.weight", "post_attention_layernorm.weight"):
+                put_in_arena(p + n)
+            self.weights[p + "mlp.down_proj.weight"] = put(p + "mlp.down_proj.weight")
             gu = pack([p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"])
             table[i, k.SL_IN_NORM] = self.weights[p + "input_layernorm.weight"].data_ptr()
             table[i, k.SL_POST_NORM] = self.weights[p + "post_attention_layernorm.weight"].data_ptr()
@@ -331,7 +362,7 @@ class MegakernelTier(Tier):
             table[i, k.SL_DOWN] = self.weights[p + "mlp.down_proj.weight"].data_ptr()
             if kind == "linear_attention":
                 a = p + "linear_attn."
-                win = pack([a + "in_proj_qkv.weight", a + "in_proj_z.weight", a + "in_proj_b.weight", a + "in_proj_a.weight"])
+                win = pack(in_proj_names(i, kind))
                 for n in ("conv1d.weight", "A_log", "dt_bias", "norm.weight", "out_proj.weight"):
                     self.weights[a + n] = put(a + n)
                 table[i, k.SL_WIN] = win.data_ptr()
@@ -342,7 +373,7 @@ class MegakernelTier(Tier):
                 table[i, k.SL_OUT] = self.weights[a + "out_proj.weight"].data_ptr()
             else:
                 a = p + "self_attn."
-                win = pack([a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"])
+                win = pack(in_proj_names(i, kind))
                 for n in ("q_norm.weight", "k_norm.weight", "o_proj.weight"):
                     self.weights[a + n] = put(a + n)
                 table[i, k.SL_WIN] = win.data_ptr()
@@ -351,6 +382,7 @@ class MegakernelTier(Tier):
                 table[i, k.SL_OUT] = self.weights[a + "o_proj.weight"].data_ptr()
             self.packed_in_proj.append(win)
             self.packed_gate_up.append(gu)
+        assert used == arena.numel(), "the arena's names and the views taken from it differ"
         self.layer_table = table.to(dev)
 
     # ---- state ------------------------------------------------------------------
@@ -415,7 +447,9 @@ class MegakernelTier(Tier):
         return (self.fast_prefill is not None and isinstance(input_ids, torch.Tensor) and input_ids.dim() == 2
                 and input_ids.shape[0] == 1 and input_ids.shape[1] > 1)
 
-    @torch.inference_mode()
+    # (no torch.inference_mode() on the prefill: no tensor of this tier requires grad, and the decorator's ~3 µs a
+    # call is host time before the graph's launch, paid by every prefill: NOTES "Prefill" v31. Its logits are
+    # plain tensors, not inference tensors.)
     def _prefill(self, input_ids, state, trace):
         if input_ids.shape[1] == 1:  # one token is one decode step: the single launch reads the weights once
             return self._decode(input_ids[:, 0], state, trace)
@@ -425,7 +459,6 @@ class MegakernelTier(Tier):
         return forward_rows(lambda ids, s, t: self._prefill_one(ids, s, t, checked), input_ids, state, trace,
                             view=self.row_state)
 
-    @torch.inference_mode()
     def _prefill_row(self, input_ids, state, row, trace):
         return self._prefill(input_ids, self.row_state(state, row), trace)
 

@@ -98,7 +98,7 @@ class TierState:
     def seq_len(self) -> int:
         """The position every row is at (tokens consumed); a TierInputError where rows differ."""
         first = self.positions[0]
-        if any(p != first for p in self.positions):
+        if self.positions.count(first) != len(self.positions):
             raise TierInputError(f"the rows of this state are at different positions {self.positions}; "
                                  "state.seq_len is defined only where they agree (read state.positions)")
         return first
@@ -110,7 +110,7 @@ class TierState:
     @property
     def uniform(self) -> bool:
         """Every row at the same position."""
-        return all(p == self.positions[0] for p in self.positions)
+        return self.positions.count(self.positions[0]) == len(self.positions)
 
 
 def id_range(ids: torch.Tensor) -> tuple[int, int]:
@@ -492,7 +492,7 @@ class Tier(abc.ABC):
             raise TierInputError(f"state must come from {self.name}.new_state(), got {type(state).__name__}")
         if state.tier != self.name or not isinstance(state, self.state_class):
             raise TierInputError(f"state belongs to tier {state.tier!r}; expected a state of tier {self.name!r}")
-        if state.config != self.config:
+        if state.config is not self.config and state.config != self.config:
             raise TierInputError(
                 f"state was made for config {state.config.name!r}; this tier runs config {self.config.name!r}"
             )

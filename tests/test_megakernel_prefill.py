@@ -391,6 +391,48 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
             op(bad, None, embed, res.clone(), w, out, eps)
 
 
+def test_the_folded_sources_share_one_version_counter():
+    """No GPU: the tier packs every layer's norms, in-projection and gate/up as views of one buffer, each at a
+    multiple of ARENA_ALIGN, none overlapping another, holding the bf16 weights; the fast prefill then checks one
+    version counter for its 2 x 4 + 2 folded sources, and a norm changed in place in any layer is folded again."""
+    from megakernel.prefill import folded_pairs, layer_weights
+    from megakernel.tier import ARENA_ALIGN
+    from reference import perturb_norms, random_weights
+
+    config = ModelConfig.tiny()
+    weights = perturb_norms(random_weights(config, seed=5, dtype=torch.float32))
+    tier = MegakernelTier.__new__(MegakernelTier)
+    slots = ["SL_IN_NORM", "SL_POST_NORM", "SL_GATE_UP", "SL_DOWN", "SL_WIN", "SL_CONV_W", "SL_A_LOG", "SL_DT_BIAS",
+             "SL_GNORM", "SL_OUT", "SL_Q_NORM", "SL_K_NORM"]
+    tier.config, tier.device = config, torch.device("cpu")
+    tier.k = types.SimpleNamespace(NSLOT=len(slots), LM_I8=False, **{n: i for i, n in enumerate(slots)})
+    tier._pack_weights(weights)
+    tier.prefill_weights = layer_weights(tier)
+    views = [tier.weights[f"model.layers.{i}.{n}"] for i in range(config.num_layers)
+             for n in ("input_layernorm.weight", "post_attention_layernorm.weight")]
+    views += tier.packed_in_proj + tier.packed_gate_up  # (the packs: the projections' weights are views of them)
+    arena = views[0]._base
+    assert arena is not None and all(v._base is arena for v in views) and len(views) == 4 * config.num_layers
+    spans = sorted((v.data_ptr() - arena.data_ptr(), v.data_ptr() - arena.data_ptr() + v.numel() * 2) for v in views)
+    assert all(start % (2 * ARENA_ALIGN) == 0 for start, _ in spans)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # (none overlaps the next)
+    for name in ("model.layers.2.post_attention_layernorm.weight", "model.layers.3.self_attn.k_proj.weight",
+                 "model.layers.0.mlp.up_proj.weight", "model.layers.1.linear_attn.in_proj_a.weight"):
+        assert torch.equal(tier.weights[name], weights[name].bfloat16()), name
+    fp = FastPrefill.__new__(FastPrefill)
+    fp.tier, fp._folded, fp._fold_sources, fp._fold_versions = tier, None, [], []
+    first = fp.folded_weights()
+    assert sum(len(pair) for pairs in folded_pairs(tier) for pair in pairs) == 2 * 4 + 2
+    assert len(fp._fold_sources) == 1 and fp._fold_sources[0] is arena
+    gate_up = first[1]["gate_up"].clone()
+    assert fp.folded_weights() is first and torch.equal(first[1]["gate_up"], gate_up)  # (nothing changed: kept)
+    norm = tier.prefill_weights[1]["post_norm"]
+    norm.add_(0.5)
+    assert fp.folded_weights() is first  # (refilled in place)
+    assert not torch.equal(first[1]["gate_up"], gate_up)
+    assert torch.equal(first[1]["gate_up"], (tier.prefill_weights[1]["gate_up"].float() * (1.0 + norm.float())).bfloat16())
+
+
 @gpu
 @needs_gpu
 def test_a_norm_changed_in_place_is_folded_again(mk):
