@@ -488,8 +488,9 @@ class FastPrefill:
         plan = self.plans.get(key)
         if plan is None:
             kv = next((p.kv for p in self.plans.values() if p.max_seq == max_seq), None)
-            plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv, self.delta_rule, self.folded_weights,
-                                                 self.gemms)
+            with torch.inference_mode(False):  # (plain tensors whatever the caller's mode: later prefills, in either, write them)
+                plan = self.plans[key] = PrefillPlan(self.tier, T, max_seq, fresh, kv, self.delta_rule,
+                                                     self.folded_weights, self.gemms)
             while len(self.plans) > MAX_PLANS:
                 self.plans.popitem(last=False)
         self.plans.move_to_end(key)
@@ -505,7 +506,8 @@ class FastPrefill:
             # buffer: one counter read a prefill, ~4 µs less host time than 60 on this repo's CPU)
             bases = (t if t._base is None else t._base for t in sources)
             self._fold_sources = list({id(b): b for b in bases}.values())
-            self._folded = folded_weights(self.tier)
+            with torch.inference_mode(False):  # (plain tensors: refilled in place later, in the caller's mode then)
+                self._folded = folded_weights(self.tier)
         elif [t._version for t in self._fold_sources] != self._fold_versions:
             folded_weights(self.tier, into=self._folded)
         else:

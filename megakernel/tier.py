@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -293,13 +294,15 @@ class MegakernelTier(Tier):
         dev, bf = self.device, torch.bfloat16
         c = self.config
 
-        def put(name):
-            return weights[name].to(device=dev, dtype=bf).contiguous()
+        def put(name):  # (detached: a caller's bf16 tensor on this device may come back as itself, grad and all)
+            return weights[name].to(device=dev, dtype=bf).contiguous().detach()
 
         # Every layer's two norms, in-projection and gate/up are views of one buffer (`arena`): views share their
         # base's version counter, so the fast prefill sees any of them changed in place (its norm-folded copies then
-        # stale) by reading one counter, not 60 (FastPrefill.folded_weights; NOTES "Prefill" v31). Each view starts at a
-        # multiple of ARENA_ALIGN elements, as a buffer of its own would.
+        # stale) by reading one counter, not 60 (FastPrefill.folded_weights; NOTES "Prefill" v31). Each group (a norm,
+        # a packed projection) starts at a multiple of ARENA_ALIGN elements, as a buffer of its own would. Where the
+        # CUDA caching allocator is off (compute-sanitizer runs: every tensor its own allocation, so a read past one is
+        # caught) each group is its own buffer instead.
         def in_proj_names(i, kind):
             if kind == "linear_attention":
                 return [f"model.layers.{i}.linear_attn.{n}.weight" for n in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a")]
@@ -308,14 +311,20 @@ class MegakernelTier(Tier):
         def aligned(n):
             return -(-n // ARENA_ALIGN) * ARENA_ALIGN
 
-        arena_names = [f"model.layers.{i}.{n}" for i in range(c.num_layers) for n in (
-            "input_layernorm.weight", "post_attention_layernorm.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight")]
-        arena_names += [n for i, kind in enumerate(c.layer_types) for n in in_proj_names(i, kind)]
-        arena = torch.empty(sum(aligned(weights[n].numel()) for n in arena_names), dtype=bf, device=dev)
+        groups = [[f"model.layers.{i}.{n}"] for i in range(c.num_layers)
+                  for n in ("input_layernorm.weight", "post_attention_layernorm.weight")]
+        groups += [[f"model.layers.{i}.mlp.gate_proj.weight", f"model.layers.{i}.mlp.up_proj.weight"]
+                   for i in range(c.num_layers)]
+        groups += [in_proj_names(i, kind) for i, kind in enumerate(c.layer_types)]
+        one_buffer = os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") != "1"
+        arena = torch.empty(sum(aligned(sum(weights[n].numel() for n in g)) for g in groups) if one_buffer else 0,
+                            dtype=bf, device=dev)
         used = 0
 
-        def take(shape):
+        def take(shape):  # one group's buffer: a view of the arena
             nonlocal used
+            if not one_buffer:
+                return torch.empty(shape, dtype=bf, device=dev)
             n = math.prod(shape)
             view = arena[used:used + n].view(shape)
             used += aligned(n)
@@ -324,7 +333,6 @@ class MegakernelTier(Tier):
         def put_in_arena(name):
             self.weights[name] = take(weights[name].shape)
             self.weights[name].copy_(weights[name])
-            return self.weights[name]
 
         def pack(names):
             buf = take((sum(weights[n].shape[0] for n in names), weights[names[0]].shape[1]))
@@ -382,7 +390,7 @@ class MegakernelTier(Tier):
                 table[i, k.SL_OUT] = self.weights[a + "o_proj.weight"].data_ptr()
             self.packed_in_proj.append(win)
             self.packed_gate_up.append(gu)
-        assert used == arena.numel(), "the arena's names and the views taken from it differ"
+        assert used == arena.numel(), "the arena's groups and the views taken from it differ"
         self.layer_table = table.to(dev)
 
     # ---- state ------------------------------------------------------------------
@@ -447,9 +455,9 @@ class MegakernelTier(Tier):
         return (self.fast_prefill is not None and isinstance(input_ids, torch.Tensor) and input_ids.dim() == 2
                 and input_ids.shape[0] == 1 and input_ids.shape[1] > 1)
 
-    # (no torch.inference_mode() on the prefill: no tensor of this tier requires grad, and the decorator's ~3 µs a
-    # call is host time before the graph's launch, paid by every prefill: NOTES "Prefill" v31. Its logits are
-    # plain tensors, not inference tensors.)
+    # (no torch.inference_mode() around the fast prefill: no tensor of this tier requires grad (_pack_weights detaches
+    # them), its plans and folded weights are made as plain tensors in any mode, and the decorator's ~3 µs a call is
+    # host time before the graph's launch: NOTES "Prefill" v31. Its logits are plain tensors, not inference tensors.)
     def _prefill(self, input_ids, state, trace):
         if input_ids.shape[1] == 1:  # one token is one decode step: the single launch reads the weights once
             return self._decode(input_ids[:, 0], state, trace)
@@ -467,9 +475,10 @@ class MegakernelTier(Tier):
         (else the fast prefill's bind() checks it: _prefill_checks_ids leaves them unchecked only to it)."""
         if self.fast_prefill is not None:
             return self.fast_prefill(input_ids, state, trace, checked)
-        ms = self.to_model_state(state)
-        logits = self.model.forward(input_ids, ms, trace)
-        self._store_conv(state, ms.conv, state.seq_len + input_ids.shape[1])
+        with torch.inference_mode():  # (the reference's PyTorch ops, as the reference tier runs them)
+            ms = self.to_model_state(state)
+            logits = self.model.forward(input_ids, ms, trace)
+            self._store_conv(state, ms.conv, state.seq_len + input_ids.shape[1])
         return logits
 
     @torch.inference_mode()

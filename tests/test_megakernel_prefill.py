@@ -393,21 +393,25 @@ def test_add_rms_norm_sums_split_k_partials_then_rounds_once(mk, T, splits):
 
 def test_the_folded_sources_share_one_version_counter():
     """No GPU: the tier packs every layer's norms, in-projection and gate/up as views of one buffer, each at a
-    multiple of ARENA_ALIGN, none overlapping another, holding the bf16 weights; the fast prefill then checks one
-    version counter for its 2 x 4 + 2 folded sources, and a norm changed in place in any layer is folded again."""
+    multiple of ARENA_ALIGN, none overlapping another, holding the bf16 weights (detached: a caller's weights may
+    require grad); the fast prefill then checks one version counter for its 2 x 4 + 2 folded sources, and a norm
+    changed in place is folded again — outside inference mode, though the folded copies were first made inside it."""
     from megakernel.prefill import folded_pairs, layer_weights
     from megakernel.tier import ARENA_ALIGN
     from reference import perturb_norms, random_weights
 
     config = ModelConfig.tiny()
-    weights = perturb_norms(random_weights(config, seed=5, dtype=torch.float32))
+    weights = {n: w.requires_grad_(w.is_floating_point()) for n, w in
+               perturb_norms(random_weights(config, seed=5, dtype=torch.bfloat16)).items()}
     tier = MegakernelTier.__new__(MegakernelTier)
     slots = ["SL_IN_NORM", "SL_POST_NORM", "SL_GATE_UP", "SL_DOWN", "SL_WIN", "SL_CONV_W", "SL_A_LOG", "SL_DT_BIAS",
              "SL_GNORM", "SL_OUT", "SL_Q_NORM", "SL_K_NORM"]
     tier.config, tier.device = config, torch.device("cpu")
     tier.k = types.SimpleNamespace(NSLOT=len(slots), LM_I8=False, **{n: i for i, n in enumerate(slots)})
-    tier._pack_weights(weights)
+    with torch.no_grad():  # (as MegakernelTier.__init__ calls it)
+        tier._pack_weights(weights)
     tier.prefill_weights = layer_weights(tier)
+    assert not any(w.requires_grad for w in tier.weights.values())
     views = [tier.weights[f"model.layers.{i}.{n}"] for i in range(config.num_layers)
              for n in ("input_layernorm.weight", "post_attention_layernorm.weight")]
     views += tier.packed_in_proj + tier.packed_gate_up  # (the packs: the projections' weights are views of them)
@@ -418,10 +422,12 @@ def test_the_folded_sources_share_one_version_counter():
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # (none overlaps the next)
     for name in ("model.layers.2.post_attention_layernorm.weight", "model.layers.3.self_attn.k_proj.weight",
                  "model.layers.0.mlp.up_proj.weight", "model.layers.1.linear_attn.in_proj_a.weight"):
-        assert torch.equal(tier.weights[name], weights[name].bfloat16()), name
+        assert torch.equal(tier.weights[name], weights[name]), name
     fp = FastPrefill.__new__(FastPrefill)
     fp.tier, fp._folded, fp._fold_sources, fp._fold_versions = tier, None, [], []
-    first = fp.folded_weights()
+    with torch.inference_mode():  # (a caller's mode: the folded copies are plain tensors all the same)
+        first = fp.folded_weights()
+    assert not first[1]["gate_up"].is_inference()
     assert sum(len(pair) for pairs in folded_pairs(tier) for pair in pairs) == 2 * 4 + 2
     assert len(fp._fold_sources) == 1 and fp._fold_sources[0] is arena
     gate_up = first[1]["gate_up"].clone()
