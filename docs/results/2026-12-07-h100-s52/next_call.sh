@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared in session 52 (the session's device time went to calls 1-3). Issue 21: main's host trims (8ab1089: the
+# Prepared in session 52 (the session's device time went to calls 1-3). Issue 21: main's host trims (8ab1089, 9cb937a: the
 # folded sources as views of one buffer, no inference_mode decorator on the prefill, TierState.seq_len by list.count)
 # against be69dc5 (before them). On this repo's CPU (mocked CUDA, ../2026-12-07-s52-cpu-host/) the host's time before
 # the graph's launch fell 17.8 -> 8.2 µs; s51's call_span put the prelude at 48-51 µs on the H100's host (~2.5x this
