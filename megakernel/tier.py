@@ -303,22 +303,20 @@ class MegakernelTier(Tier):
         # a packed projection) starts at a multiple of ARENA_ALIGN elements, as a buffer of its own would. Where the
         # CUDA caching allocator is off (compute-sanitizer runs: every tensor its own allocation, so a read past one is
         # caught) each group is its own buffer instead.
-        def in_proj_names(i, kind):
-            if kind == "linear_attention":
-                return [f"model.layers.{i}.linear_attn.{n}.weight" for n in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a")]
-            return [f"model.layers.{i}.self_attn.{n}.weight" for n in ("q_proj", "k_proj", "v_proj")]
+        def arena_groups(i, kind):  # layer i's groups: its input norm, post norm, gate/up pack, in-projection pack
+            p = f"model.layers.{i}."
+            win = ([f"{p}linear_attn.{n}.weight" for n in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a")]
+                   if kind == "linear_attention" else [f"{p}self_attn.{n}.weight" for n in ("q_proj", "k_proj", "v_proj")])
+            return [p + "input_layernorm.weight"], [p + "post_attention_layernorm.weight"], \
+                [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], win
 
         def aligned(n):
             return -(-n // ARENA_ALIGN) * ARENA_ALIGN
 
-        groups = [[f"model.layers.{i}.{n}"] for i in range(c.num_layers)
-                  for n in ("input_layernorm.weight", "post_attention_layernorm.weight")]
-        groups += [[f"model.layers.{i}.mlp.gate_proj.weight", f"model.layers.{i}.mlp.up_proj.weight"]
-                   for i in range(c.num_layers)]
-        groups += [in_proj_names(i, kind) for i, kind in enumerate(c.layer_types)]
+        groups = [arena_groups(i, kind) for i, kind in enumerate(c.layer_types)]
         one_buffer = os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") != "1"
-        arena = torch.empty(sum(aligned(sum(weights[n].numel() for n in g)) for g in groups) if one_buffer else 0,
-                            dtype=bf, device=dev)
+        arena = torch.empty(sum(aligned(sum(weights[n].numel() for n in g)) for layer in groups for g in layer)
+                            if one_buffer else 0, dtype=bf, device=dev)
         used = 0
 
         def take(shape):  # one group's buffer: a view of the arena
@@ -360,17 +358,18 @@ class MegakernelTier(Tier):
         table = torch.zeros(c.num_layers, k.NSLOT, dtype=torch.int64)
         for i, kind in enumerate(c.layer_types):
             p = f"model.layers.{i}."
-            for n in ("input_layernorm.weight", "post_attention_layernorm.weight"):
-                put_in_arena(p + n)
+            in_norm, post_norm, gate_up, in_proj = groups[i]
+            put_in_arena(*in_norm)
+            put_in_arena(*post_norm)
             self.weights[p + "mlp.down_proj.weight"] = put(p + "mlp.down_proj.weight")
-            gu = pack([p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"])
+            gu = pack(gate_up)
             table[i, k.SL_IN_NORM] = self.weights[p + "input_layernorm.weight"].data_ptr()
             table[i, k.SL_POST_NORM] = self.weights[p + "post_attention_layernorm.weight"].data_ptr()
             table[i, k.SL_GATE_UP] = gu.data_ptr()
             table[i, k.SL_DOWN] = self.weights[p + "mlp.down_proj.weight"].data_ptr()
             if kind == "linear_attention":
                 a = p + "linear_attn."
-                win = pack(in_proj_names(i, kind))
+                win = pack(in_proj)
                 for n in ("conv1d.weight", "A_log", "dt_bias", "norm.weight", "out_proj.weight"):
                     self.weights[a + n] = put(a + n)
                 table[i, k.SL_WIN] = win.data_ptr()
@@ -381,7 +380,7 @@ class MegakernelTier(Tier):
                 table[i, k.SL_OUT] = self.weights[a + "out_proj.weight"].data_ptr()
             else:
                 a = p + "self_attn."
-                win = pack(in_proj_names(i, kind))
+                win = pack(in_proj)
                 for n in ("q_norm.weight", "k_norm.weight", "o_proj.weight"):
                     self.weights[a + n] = put(a + n)
                 table[i, k.SL_WIN] = win.data_ptr()

@@ -97,11 +97,10 @@ class TierState:
     @property
     def seq_len(self) -> int:
         """The position every row is at (tokens consumed); a TierInputError where rows differ."""
-        first = self.positions[0]
-        if self.positions.count(first) != len(self.positions):
+        if not self.uniform:
             raise TierInputError(f"the rows of this state are at different positions {self.positions}; "
                                  "state.seq_len is defined only where they agree (read state.positions)")
-        return first
+        return self.positions[0]
 
     @seq_len.setter
     def seq_len(self, value: int):
