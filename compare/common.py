@@ -112,7 +112,7 @@ def environment() -> dict:
         info["triton"] = None
     # the packages whose kernels the prefill's delta rule may run (megakernel/prefill_delta_rule.py): read
     # from their installed metadata, without importing them
-    for key, dist in (("fla", "flash-linear-attention"), ("flash_qla", "flash-qla")):
+    for key, dist in (("fla", "flash-linear-attention"), ("flash_qla", "flash-qla"), ("flashinfer", "flashinfer-python")):
         try:
             info[key] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:

@@ -1,9 +1,10 @@
 """`python -m compare delta-rule`: the prefill's chunked gated delta rule alone, one DeltaNet layer at
 the model's shapes, for every implementation importable here (megakernel/prefill_delta_rule.py:
-fla's Triton kernels, and FlashQLA's, the Qwen team's kernels that serving engines use and the fast
-prefill's default where they run), against fla in the same run and against the fp32 reference.
+fla's Triton kernels; FlashQLA's, the Qwen team's kernels and the fast prefill's default where they
+run; FlashInfer's GDN prefill, the serving engines' other kernel), against fla in the same run and
+against the fp32 reference.
 
-    python -m compare delta-rule [--pp 256,520,4096,32768] [--rules fla,flash-qla] [--out DIR] [--png PATH]
+    python -m compare delta-rule [--pp 256,520,4096,32768] [--rules fla,flash-qla,flashinfer] [--out DIR] [--png PATH]
     python -m compare delta-rule --rerender DIR/delta_rule.json [--png PATH]   (the table and chart again, no GPU)
 
 Rows: every prompt length x {a fresh state, a carried one} x {the decays of a model-like layer
@@ -72,16 +73,16 @@ def relative_error(a, b) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
-def padded(q, k, v, g, beta, R: int, g_chunk: int):
-    """A T-row prompt's rule inputs as the prefill's dn_prep writes them for a rule of R >= T rows (megakernel/prefill.py
-    rule_rows): the rows past T padding — q, k, v and beta 0, g's step 0 (g summed within chunks: row T - 1's sum)."""
+def padded(q, k, v, g, beta, R: int, rule):
+    """A T-row prompt's inputs to `rule` as the prefill's dn_prep writes them for a rule of R >= T rows
+    (megakernel/prefill.py rule_rows): the rows past T padding — q, k, v and beta 0, g's step 0 — and g in the rule's
+    form (prefill_delta_rule.rule_gates: summed within its chunks, a padding row then holding row T - 1's sum; or e^g)."""
+    from megakernel.prefill_delta_rule import rule_gates
+
     T = q.shape[1]
-    if R == T:
-        return q, k, v, g, beta
-    out = [torch.cat([x, x.new_zeros((1, R - T) + tuple(x.shape[2:]))], 1) for x in (q, k, v, g, beta)]
-    if g_chunk:
-        out[3][:, T:] = g[:, T - 1:T]
-    return tuple(out)
+    if R > T:
+        q, k, v, g, beta = (torch.cat([x, x.new_zeros((1, R - T) + tuple(x.shape[2:]))], 1) for x in (q, k, v, g, beta))
+    return q, k, v, rule_gates(g, rule), beta
 
 
 def measure(config, rules, pps, calls: int, replays: int, seed: int, device):
@@ -111,7 +112,7 @@ def measure(config, rules, pps, calls: int, replays: int, seed: int, device):
                         continue
                     print(f"pp{T} {state} {gates}: {name} ...", file=sys.stderr, flush=True)
                     h = h0.clone()
-                    args = padded(q, k, v, prefill_delta_rule.chunk_cumsum(g, fn.g_chunk), beta, R, fn.g_chunk)
+                    args = padded(q, k, v, g, beta, R, fn)
                     o, final = fn(*args, scale, h)
                     o = o[:, :T]
                     torch.cuda.synchronize()
@@ -148,13 +149,14 @@ def render(rows, config, rules) -> str:
              "beta 0, g's step 0), as the prefill gives them since 2026-12-07's session 47 (megakernel/prefill.py rule_rows); "
              "the errors are of the prompt's rows",
              "flash-qla takes g already summed within its 64-row chunks (the prefill's dn_prep writes it so; before "
-             "2026-11-26's session 23 its time included that sum, ~2 µs); fla sums g itself"]
+             "2026-11-26's session 23 its time included that sum, ~2 µs); fla sums g itself; flashinfer takes the decay "
+             "e^g, made before the timed calls (the prefill takes it in place after dn_prep, one elementwise launch)"]
     return markdown(header, body, right={4, 5, 6, 7, 8}) + "\n" + "\n".join(notes) + "\n"
 
 
 def add_arguments(p):
     p.add_argument("--pp", default="256,520,4096,32768", help="prompt lengths (default: %(default)s)")
-    p.add_argument("--rules", default="fla,flash-qla",
+    p.add_argument("--rules", default="fla,flash-qla,flashinfer",
                    help="delta rules, the first the baseline of the speed column (default: %(default)s)")
     p.add_argument("--calls", type=int, default=20, help="calls per CUDA graph (default: %(default)s)")
     p.add_argument("--replays", type=int, default=7, help="replays, median (default: %(default)s)")

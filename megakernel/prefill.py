@@ -339,6 +339,8 @@ class PrefillPlan:
         op["prefill_dn_prep"](proj, self.table, slot, w["conv_w"], w["a_log"], w["dt_bias"],
                               self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, self.h0, self.delta_rule.g_chunk,
                               self.dn_a)
+        if self.delta_rule.g_linear:  # (a rule that takes the decay e^g: dn_prep writes g)
+            self.g.exp_()
         o, final = self.delta_rule(self.dn_q, self.dn_k, self.dn_v, self.g, self.beta, k.DN_DK ** -0.5,
                                    self.h0, self.dn_a)
         # (also the conv ring, and `final` into the state's slot)

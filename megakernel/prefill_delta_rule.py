@@ -4,6 +4,10 @@
     "flash-qla"  FlashQLA's (the Qwen team's TileLang kernels for Hopper and newer), its automatic
                  intra-card context parallelism on (a long prompt split over more SMs), where the
                  `flash_qla` package is installed and the GPU is sm_90 or newer: the default there
+    "flashinfer" FlashInfer's GDN prefill (`flashinfer.gdn_prefill.chunk_gated_delta_rule`, the serving
+                 engines' kernel: on Hopper a CuTe DSL kernel) through its public entry, with its own
+                 choice of context parallelism, where the `flashinfer` package is importable and the GPU
+                 is sm_80 or newer
 
 Every implementation takes one layer of the prefill's buffers: q, k [1, T, key heads, 128] and v
 [1, T, value heads, 128] in bf16 (the prefill gives its rule T = the prompt's rows rounded up to the
@@ -12,7 +16,8 @@ initial state [1, value heads, V, K] in fp32 in the decode kernel's [V][K] layou
 output [1, T, value heads, V] in bf16 and the final state [1, value heads, V, K] in fp32 in that
 layout. A rule's `g_chunk` says which g it takes: 0, g itself; n > 0, g summed within chunks of n
 rows from row 0 (`chunk_cumsum`: FlashQLA's kernels read that, and the prefill's dn_prep writes it, so
-no kernel of its own computes it). A rule that `takes_a` (FlashQLA's) also takes its chunk matrices A [1, T, value
+no kernel of its own computes it); one that is `g_linear` (FlashInfer's) takes the decay e^g instead
+(`rule_gates` gives each rule its form). A rule that `takes_a` (FlashQLA's) also takes its chunk matrices A [1, T, value
 heads, 64] in bf16 from the caller — per 64-row chunk and value head, (I + L)^-1 with L the strictly lower part of
 diag(beta) K Kᵀ, what FlashQLA's kkt_solve writes (the prefill's dn_prep writes it: NOTES "Prefill" v26) — or, without
 them, computes them itself. What they compute is reference/delta_rule.py's `gated_delta_rule`;
@@ -28,19 +33,20 @@ from typing import Callable
 
 import torch
 
-DELTA_RULES = ("fla", "flash-qla")
+DELTA_RULES = ("fla", "flash-qla", "flashinfer")
 
 
 @dataclass(frozen=True)
 class DeltaRule:
     """One rule made for prompts of T rows: `fn(q, k, v, g, beta, scale, h0, A) -> (o, final)`, g as
-    `g_chunk` says and A (None: the rule's own) where `takes_a` (module docstring); `pieces`: the prompt's split
-    over the SMs (FlashQLA's context parallelism; 1: none)."""
+    `g_chunk` and `g_linear` say (rule_gates) and A (None: the rule's own) where `takes_a` (module docstring);
+    `pieces`: the prompt's split over the SMs (FlashQLA's context parallelism; 1: none)."""
     name: str
     fn: Callable
     g_chunk: int = 0
     pieces: int = 1
     takes_a: bool = False
+    g_linear: bool = False
 
     def __call__(self, q, k, v, g, beta, scale, h0, A=None):
         if A is not None and not self.takes_a:
@@ -56,6 +62,11 @@ def chunk_cumsum(g: torch.Tensor, chunk: int) -> torch.Tensor:
     T = g.shape[1]
     padded = torch.nn.functional.pad(g, (0, 0, 0, -T % chunk))
     return padded.view(g.shape[0], -1, chunk, g.shape[2]).cumsum(2).view(padded.shape)[:, :T]
+
+
+def rule_gates(g: torch.Tensor, rule: DeltaRule) -> torch.Tensor:
+    """The log decay g [1, T, H] in the form `rule` takes: summed within its chunks (g_chunk), or e^g (g_linear)."""
+    return g.exp() if rule.g_linear else chunk_cumsum(g, rule.g_chunk)
 
 
 def flash_qla_piece_chunks(T: int, chunk: int) -> int | None:
@@ -106,6 +117,14 @@ def unavailable_reason(name: str, device) -> str | None:
             return f"flash-linear-attention is not importable ({type(e).__name__}: {e})"
         return None
     major, minor = torch.cuda.get_device_capability(device)
+    if name == "flashinfer":
+        if major < 8:
+            return f"FlashInfer's GDN prefill needs sm_80 or newer; this GPU is sm_{major}{minor}"
+        try:
+            from flashinfer.gdn_prefill import chunk_gated_delta_rule  # noqa: F401  (what make() calls)
+        except Exception as e:  # ImportError, or its CuTe DSL failing to initialise
+            return f"flashinfer is not importable ({type(e).__name__}: {e})"
+        return None
     if major < 9:
         return f"FlashQLA needs sm_90 or newer; this GPU is sm_{major}{minor}"
     try:
@@ -132,6 +151,8 @@ def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
                 _, o, _, final, _, _ = fla_fwd(q, k, v, g, beta, scale, h0, True, state_v_first=True)
             return o, final
         return DeltaRule(name, fla)
+    if name == "flashinfer":
+        return _flashinfer(T, device)
 
     # FlashQLA's chunk_gated_delta_rule_fwd without its first kernel (g's chunk cumsum: dn_prep's)
     from flash_qla.ops.gated_delta_rule.chunk import CHUNK_SIZE, cp_preprocess_fwd, fused_gdr_fwd, kkt_solve
@@ -166,6 +187,26 @@ def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
             o, final = fused(q, k, v, A, g, beta, scale, h0)
         return o, final
     return DeltaRule(name, qla, g_chunk=CHUNK_SIZE, pieces=pieces, takes_a=True)
+
+
+def _flashinfer(T: int, device) -> DeltaRule:
+    """FlashInfer's GDN prefill for one T-row sequence through its public entry: q, k, v as [T, heads, 128], the
+    decay e^g (g_linear: what its kernels read; given g, its entry would take e^g itself, one more launch per call),
+    the state [1, value heads, V, K] in and a new one out (its layout is ours; the input state is not written:
+    output_state is another buffer), its context parallelism as it decides for this length (max_seqlen = T:
+    decided on the host from that, nothing read back)."""
+    from flashinfer.gdn_prefill import chunk_gated_delta_rule
+
+    cu_seqlens = torch.tensor([0, T], dtype=torch.int64, device=device)
+
+    def flashinfer(q, k, v, alpha, beta, scale, h0, A=None):
+        if q.shape[1] != T:
+            raise ValueError(f"delta rule 'flashinfer' was made for {T} rows; given {q.shape[1]}")
+        o, final = chunk_gated_delta_rule(q[0], k[0], v[0], alpha[0], beta[0], scale, initial_state=h0,
+                                          output_final_state=True, cu_seqlens=cu_seqlens,
+                                          output_state=torch.empty_like(h0), max_seqlen=T, backend="flashinfer")
+        return o.unsqueeze(0), final
+    return DeltaRule("flashinfer", flashinfer, g_linear=True)
 
 
 def _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads: int, T: int, device):

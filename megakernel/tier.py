@@ -192,8 +192,8 @@ class MegakernelTier(Tier):
     @property
     def prefill_delta_rule(self) -> str:
         """The chunked delta rule the fast prefill runs (megakernel/prefill_delta_rule.py): "flash-qla"
-        (the default where FlashQLA is installed and the GPU is sm_90+) or "fla"; "none" without a fast
-        prefill."""
+        (the default where FlashQLA is installed and the GPU is sm_90+), "fla" or "flashinfer"; "none" without
+        a fast prefill."""
         return self.fast_prefill.delta_rule if self.fast_prefill is not None else "none"
 
     @prefill_delta_rule.setter

@@ -29,23 +29,32 @@ def test_rules_refuse_with_the_reason_on_a_machine_that_cannot_run_them():
     assert prefill_delta_rule.default("cpu") == "fla"  # (FlashQLA cannot run here, so not the default)
 
 
-@pytest.mark.parametrize("g_chunk", [0, 64])
-def test_the_rule_s_inputs_are_padded_to_its_rows_as_dn_prep_writes_them(g_chunk):
+@pytest.mark.parametrize("form", [{}, {"g_chunk": 64}, {"g_linear": True}], ids=["g", "chunk-sums", "e^g"])
+def test_the_rule_s_inputs_are_padded_to_its_rows_as_dn_prep_writes_them(form):
     """padded(): a 70-row prompt's inputs for a rule of 128 rows keep the prompt's rows; past them q, k, v and beta are 0
-    and g's step is 0 (g summed within chunks: row T - 1's sum repeated; else 0); a rule of T rows gets them as they are."""
+    and g's step is 0, g then in the rule's form: itself (0 past the prompt), summed within 64-row chunks (row 69's
+    sum repeated), or e^g (1 past the prompt: the state is not decayed by a padding row); a rule of T rows gets q, k,
+    v and beta as they are."""
+    rule = prefill_delta_rule.DeltaRule("stand-in", lambda *a: None, **form)
     q, k, v, g, beta, _ = inputs(CONFIG, 70, "fresh", "model", 0, "cpu")
-    g = prefill_delta_rule.chunk_cumsum(g, g_chunk)
-    args = padded(q, k, v, g, beta, 128, g_chunk)
-    for x, p in zip((q, k, v, g, beta), args):
+    args = padded(q, k, v, g, beta, 128, rule)
+    for x, p in zip((q, k, v, beta), args[:3] + args[4:]):
         assert p.shape == (1, 128) + tuple(x.shape[2:]) and p.dtype == x.dtype and torch.equal(p[:, :70], x)
     assert all((p[:, 70:] == 0).all() for p in (args[0], args[1], args[2], args[4]))
-    assert torch.equal(args[3][:, 70:], g[:, 69:70].expand(1, 58, -1) if g_chunk else torch.zeros(1, 58, g.shape[2]))
-    assert all(a is b for a, b in zip(padded(q, k, v, g, beta, 70, g_chunk), (q, k, v, g, beta)))
+    want = prefill_delta_rule.rule_gates(g, rule)
+    assert args[3].shape == (1, 128, g.shape[2]) and torch.equal(args[3][:, :70], want)
+    pad = {"g": torch.zeros(1, 58, g.shape[2]), "chunk-sums": want[:, 69:70].expand(1, 58, -1),
+           "e^g": torch.ones(1, 58, g.shape[2])}["e^g" if rule.g_linear else "chunk-sums" if rule.g_chunk else "g"]
+    assert torch.equal(args[3][:, 70:], pad)
+    same = padded(q, k, v, g, beta, 70, rule)
+    assert all(a is b for a, b in zip(same[:3] + same[4:], (q, k, v, beta))) and torch.equal(same[3], want)
+    if rule.g_linear:  # (e^g: the decay itself, each in (0, 1])
+        assert torch.allclose(want, g.exp()) and (want > 0).all() and (want <= 1).all()
 
 
 def test_cli_errors_are_one_line(capsys):
     assert main(["delta-rule", "--rules", "fla,foo"]) == 2
-    assert "expected a comma-separated list of fla, flash-qla" in capsys.readouterr().err
+    assert "expected a comma-separated list of fla, flash-qla, flashinfer" in capsys.readouterr().err
     assert main(["delta-rule", "--rules", "fla,fla"]) == 2
     assert "named twice" in capsys.readouterr().err
     assert main(["delta-rule", "--pp", "0"]) == 2

@@ -165,7 +165,7 @@ def test_every_layer_of_the_prompt_within_bf16_bounds(mk, ref32, bf16_baseline, 
 
 @gpu
 @needs_gpu
-@pytest.mark.parametrize("rule", ["fla", "flash-qla"])
+@pytest.mark.parametrize("rule", ["fla", "flash-qla", "flashinfer"])
 def test_each_delta_rule_prefills_every_layer_within_bf16_bounds(mk, ref32, bf16_baseline, rule):
     """The prefill with each chunked delta rule this machine can run (megakernel/prefill_delta_rule.py;
     the others skip, naming why): every layer of a 520-token prompt within the bf16 bounds, and the

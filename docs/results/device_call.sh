@@ -119,3 +119,25 @@ ncu_kernel() {
       "$OUT/r/ncu_$k.txt" | cut -c1-120
   pack
 }
+# Since session 53:
+#   fi_site                         FlashInfer's GDN prefill and its CuTe DSL (docs/results/2026-12-08-s53-cpu/flashinfer_site.sh:
+#                                   the folders .fi_a and .fi_b, ~40 MB each, so each comes with one call on the same warm
+#                                   machine) joined, checked against .fi_b/fisite.sha256 and unpacked into /tmp/fisite once;
+#                                   then on in_tree's PYTHONPATH after FlashQLA's site (whose tvm_ffi it shares): call it
+#                                   just before the commands that need it (its protobuf and cuda-bindings shadow the
+#                                   machine's). Returns 1, saying what is missing, where a part has not come.
+fi_site() {
+  local p
+  if [ ! -d /tmp/fisite/flashinfer ]; then
+    for p in .fi_a .fi_b; do
+      [ -d "$ROOT/$p" ] || { echo "fi_site: $p has not come to this machine (each part comes with one call's carry)"; return 1; }
+    done
+    if [ "$(cat "$ROOT"/.fi_a/part.* "$ROOT"/.fi_b/part.* | sha256sum | cut -d' ' -f1)" != "$(cat "$ROOT/.fi_b/fisite.sha256")" ]; then
+      echo "fi_site: .fi_a and .fi_b do not join into the packed site (sha256): parts of two different packings?"; return 1
+    fi
+    mkdir -p /tmp/fisite.part && cat "$ROOT"/.fi_a/part.* "$ROOT"/.fi_b/part.* | tar -xJ -C /tmp/fisite.part &&
+      mv /tmp/fisite.part /tmp/fisite || { echo "fi_site: unpacking failed"; rm -rf /tmp/fisite.part; return 1; }
+  fi
+  SITE=$SITE:/tmp/fisite:/tmp/fisite/nvidia_cutlass_dsl/dsl_packages
+  echo "fi_site: ${SECONDS}s"
+}
