@@ -8,16 +8,24 @@
 # each with one call on the same warm machine (docs/results/device_call.sh fi_site): .fi_a with one call before this
 # one, .fi_b with this one. E.g. the session's calls: next_call_b.sh with carry [".whl", "COMMIT", ".fi_a"] (FlashQLA's
 # .qla stays from call 1 on a warm machine: that script checks), then this with carry [".whl", "COMMIT", ".fi_b"].
-# *Predicted* (FlashInfer's own README figures are for B200/H200 batches, not this shape): one layer at pp520 between
-# FlashQLA's ~20 µs and fla's ~50 (a persistent CuTe DSL kernel with TMA, no intra-sequence split at this length);
-# errors of the fp32-state rules, ~1e-3 output, ~1e-3 state; a first call's compile 10-60 s a variant.
+# *Predicted* (FlashInfer's PRs #3481 / #3866 time its SM90 rule on an H100 at Qwen3.5 head counts: 1.4-4.9x fla's
+# Triton at 2k-64k tokens, none at 16 heads x 520): one layer at pp520 20-40 µs (FlashQLA here ~20, fla ~50), pp4096
+# 100-200 (FlashQLA ~100 with its split forced), pp32768 400-900 (FlashQLA ~410); errors like the other fp32-state
+# rules (~4e-3 output against the fp32 rule); the first call compiles each kernel variant (10-60 s).
 # Run as END=<s> bash docs/results/2026-12-08-s53-cpu/next_call_fi.sh   (timeout 600; ~300 s)
 set -u; source docs/results/device_call.sh --site; END=${END:-570}
 [ -d /tmp/site/flash_qla ] || { echo "FlashQLA's site is missing (a fresh machine?): carry .qla and .whl"; exit 3; }
 fi_site || exit 3
 build_trees new
-in_tree new 60 python3 -c "import flashinfer, cutlass, tvm_ffi, cuda.bindings as c; print('flashinfer', flashinfer.__version__, \
-'tvm_ffi', tvm_ffi.__version__, 'cuda.bindings', c.__version__)" > $OUT/r/fi_import.txt 2>&1; echo "import: exit $?"; cat $OUT/r/fi_import.txt | tail -3
+# what loads, and which of its routes FlashInfer takes for one sequence of the 0.8B's 16 value heads on this GPU
+# (use_cp="auto": its context-parallel kernel where sequences x heads are few for the SMs)
+in_tree new 60 python3 -c "import torch, flashinfer, cutlass, tvm_ffi, cuda.bindings as c
+from flashinfer.gdn_kernels.delta_rule_dsl.varlen_helper import should_use_cp_host
+p = torch.cuda.get_device_properties(0)
+print('flashinfer', flashinfer.__version__, 'tvm_ffi', tvm_ffi.__version__, 'cuda.bindings', c.__version__, 'cutlass', cutlass.__version__)
+print('context parallel for 1 x 16 heads:', should_use_cp_host(16, p.multi_processor_count, p.name,
+      device_capability=torch.cuda.get_device_capability(0)))" > $OUT/r/fi_import.txt 2>&1
+echo "import: exit $?"; tail -3 $OUT/r/fi_import.txt
 mkdir -p $OUT/r/dr
 in_tree new 300 python3 -m compare delta-rule --pp 520,4096,32768 --rules fla,flash-qla,flashinfer --out $OUT/r/dr \
     --png $OUT/r/dr/delta_rule.png > $OUT/r/dr.txt 2>&1
