@@ -113,11 +113,16 @@ def measure(config, rules, pps, calls: int, replays: int, seed: int, device):
                     print(f"pp{T} {state} {gates}: {name} ...", file=sys.stderr, flush=True)
                     h = h0.clone()
                     args = padded(q, k, v, g, beta, R, fn)
-                    o, final = fn(*args, scale, h)
-                    o = o[:, :T]
-                    torch.cuda.synchronize()
-                    unchanged = bool(torch.equal(h, h0))  # the rule must not write its input state
-                    us, how = graph_us(lambda: fn(*args, scale, h), calls, replays)
+                    try:  # (a rule that fails is a row that says how; the other rules' rows still run)
+                        o, final = fn(*args, scale, h)
+                        o = o[:, :T]
+                        torch.cuda.synchronize()
+                        unchanged = bool(torch.equal(h, h0))  # the rule must not write its input state
+                        us, how = graph_us(lambda: fn(*args, scale, h), calls, replays)
+                    except Exception as e:  # (a sticky CUDA error fails the rows after it too, each saying so)
+                        rows.append({**row, "failed": f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"})
+                        print(f"  failed: {rows[-1]['failed']}", file=sys.stderr, flush=True)
+                        continue
                     base_us = us if name == rules[0] else base_us
                     rows.append({**row, "us": us, "timing": how, "pieces": fn.pieces, "layers_ms": us * len(config.linear_layers) / 1000.0,
                                  "vs_first": (base_us / us) if base_us else None,
@@ -136,8 +141,9 @@ def render(rows, config, rules) -> str:
     for r in rows:
         pieces = r.get("pieces", 1)  # (files before session 23 have none: no split)
         cells = [f"pp{r['T']}", r["state"], r["gates"], r["rule"] + (f" ({pieces} pieces)" if pieces > 1 else "")]
-        if "unavailable" in r:
-            body.append(cells + ["—", "—", "—", "—", "—", f"not run: {r['unavailable']}"])
+        if "unavailable" in r or "failed" in r:
+            why = f"not run: {r['unavailable']}" if "unavailable" in r else f"FAILED: {r['failed']}"
+            body.append(cells + ["—", "—", "—", "—", "—", why])
             continue
         body.append(cells + [f"{r['us']:,.1f}", f"{r['layers_ms']:.3f}",
                              f"{r['vs_first']:.2f}x" if r["vs_first"] else "—", f"{r['err_o']:.2e}",

@@ -6,8 +6,8 @@
                  `flash_qla` package is installed and the GPU is sm_90 or newer: the default there
     "flashinfer" FlashInfer's GDN prefill (`flashinfer.gdn_prefill.chunk_gated_delta_rule`, the serving
                  engines' kernel: on Hopper a CuTe DSL kernel) through its public entry, with its own
-                 choice of context parallelism, where the `flashinfer` package is importable and the GPU
-                 is sm_80 or newer
+                 choice of context parallelism, where the `flashinfer` package and its kernels for the
+                 GPU's architecture import (sm_80, sm_90, sm_100, sm_120)
 
 Every implementation takes one layer of the prefill's buffers: q, k [1, T, key heads, 128] and v
 [1, T, value heads, 128] in bf16 (the prefill gives its rule T = the prompt's rows rounded up to the
@@ -34,6 +34,7 @@ from typing import Callable
 import torch
 
 DELTA_RULES = ("fla", "flash-qla", "flashinfer")
+FLASHINFER_ARCHS = (8, 9, 10, 12)  # compute capability majors with a FlashInfer GDN prefill kernel (0.7.4)
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,18 @@ def unavailable_reason(name: str, device) -> str | None:
         return None
     major, minor = torch.cuda.get_device_capability(device)
     if name == "flashinfer":
-        if major < 8:
-            return f"FlashInfer's GDN prefill needs sm_80 or newer; this GPU is sm_{major}{minor}"
+        if major not in FLASHINFER_ARCHS:
+            return (f"FlashInfer's GDN prefill has kernels for sm_80, sm_90, sm_100 and sm_120 (majors "
+                    f"{', '.join(map(str, FLASHINFER_ARCHS))}); this GPU is sm_{major}{minor}")
         try:
-            from flashinfer.gdn_prefill import chunk_gated_delta_rule  # noqa: F401  (what make() calls)
+            from flashinfer import gdn_prefill
         except Exception as e:  # ImportError, or its CuTe DSL failing to initialise
             return f"flashinfer is not importable ({type(e).__name__}: {e})"
+        # (its gdn_kernels package sets a kernel it could not import to None, and the import above still succeeds)
+        missing = [k for k in (f"chunk_gated_delta_rule_sm{major}0", f"cp_delta_rule_dsl_sm{major}0")
+                   if getattr(gdn_prefill, k, None) is None]
+        if missing:
+            return f"flashinfer imports, but not its kernels for sm_{major}x ({', '.join(missing)}: CuTe DSL missing?)"
         return None
     if major < 9:
         return f"FlashQLA needs sm_90 or newer; this GPU is sm_{major}{minor}"

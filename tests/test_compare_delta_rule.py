@@ -96,11 +96,14 @@ def test_the_table_lists_a_rule_that_could_not_run_with_its_reason():
             {"T": 520, "state": "fresh", "gates": "model", "rule": "flash-qla",
              "unavailable": "flash_qla is not importable (ImportError: x)"},
             {"T": 520, "state": "carried", "gates": "slow", "rule": "fla", "us": 51.0, "timing": "eager",
-             "layers_ms": 0.92, "vs_first": 1.0, "err_o": 4e-3, "err_state": 3e-3, "input_state_unchanged": False}]
-    table = render(rows, CONFIG, ["fla", "flash-qla"])
+             "layers_ms": 0.92, "vs_first": 1.0, "err_o": 4e-3, "err_state": 3e-3, "input_state_unchanged": False},
+            {"T": 520, "state": "carried", "gates": "slow", "rule": "flashinfer",
+             "failed": "NotImplementedError: SM90 GDN prefill DSL kernel is unavailable"}]
+    table = render(rows, CONFIG, ["fla", "flash-qla", "flashinfer"])
     lines = [line for line in table.splitlines() if line.startswith("| pp")]
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert "not run: flash_qla is not importable" in lines[1]
+    assert "FAILED: NotImplementedError: SM90 GDN prefill DSL kernel is unavailable" in lines[3] and "flashinfer" in lines[3]
     assert "50.0" in lines[0] and "1.00x" in lines[0] and "3.60e-03" in lines[0]
     assert "WROTE ITS INPUT STATE" in lines[2] and "eager" in lines[2]
 
@@ -188,3 +191,31 @@ def test_flash_qla_block_dv_is_flash_qla_s_pick_but_16_for_one_short_piece():
                 b = pick(grid, sms, T)
                 narrow = T <= 2048 and grid * 8 <= sms and flash_qla(grid, sms) == 32
                 assert b == (16 if narrow else flash_qla(grid, sms)), (grid, sms, T)
+
+
+def test_flashinfer_is_refused_where_its_kernels_for_the_gpu_did_not_import(monkeypatch):
+    """unavailable_reason("flashinfer"): FlashInfer's gdn_kernels package sets a kernel whose CuTe DSL import failed to
+    None and `import flashinfer.gdn_prefill` still succeeds, so the rule checks the kernels for this GPU's
+    architecture; a GPU without any FlashInfer GDN prefill kernel is refused naming the ones there are. (CUDA and the
+    package are stand-ins here.)"""
+    import sys
+    import types
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    cap = [(9, 0)]
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: cap[0])
+    package, module = types.ModuleType("flashinfer"), types.ModuleType("flashinfer.gdn_prefill")
+    package.gdn_prefill = module
+    monkeypatch.setitem(sys.modules, "flashinfer", package)
+    monkeypatch.setitem(sys.modules, "flashinfer.gdn_prefill", module)
+    module.chunk_gated_delta_rule_sm90, module.cp_delta_rule_dsl_sm90 = None, object()
+    why = prefill_delta_rule.unavailable_reason("flashinfer", "cuda")
+    assert why and "not its kernels for sm_9x" in why and "chunk_gated_delta_rule_sm90" in why
+    assert "cp_delta_rule_dsl_sm90" not in why
+    module.chunk_gated_delta_rule_sm90 = object()
+    assert prefill_delta_rule.unavailable_reason("flashinfer", "cuda") is None
+    cap[0] = (10, 0)  # (another architecture's kernels: its own names)
+    assert "chunk_gated_delta_rule_sm100, cp_delta_rule_dsl_sm100" in prefill_delta_rule.unavailable_reason("flashinfer", "cuda")
+    cap[0] = (7, 5)
+    why = prefill_delta_rule.unavailable_reason("flashinfer", "cuda")
+    assert "sm_75" in why and "sm_80, sm_90, sm_100 and sm_120" in why

@@ -202,7 +202,7 @@ def test_each_delta_rule_prefills_every_layer_within_bf16_bounds(mk, ref32, bf16
 def test_each_delta_rule_alone_at_any_length_within_fla_s_error(T, carried, slow, seed):
     """Every delta rule this machine runs, one layer at the 0.8B's shapes (compare delta-rule's inputs), at
     lengths off the 64-token chunk and where FlashQLA's prompt is split over the SMs, fresh or carried
-    state, model-like or slow decays, g as the rule takes it (chunk_cumsum): output and final state within
+    state, model-like or slow decays, g as the rule takes it (rule_gates): output and final state within
     1.5x (+1e-3) of fla's own error against the fp32 chunked rule; finite; the input state left as it was."""
     from compare.delta_rule import inputs, reference, relative_error
     from megakernel import prefill_delta_rule
@@ -217,7 +217,7 @@ def test_each_delta_rule_alone_at_any_length_within_fla_s_error(T, carried, slow
             continue
         h = h0.clone()
         rule = prefill_delta_rule.make(name, T, config.linear_num_value_heads, dev)
-        o, final = rule(q, k, v, prefill_delta_rule.chunk_cumsum(g, rule.g_chunk), beta, scale, h)
+        o, final = rule(q, k, v, prefill_delta_rule.rule_gates(g, rule), beta, scale, h)
         assert torch.equal(h, h0), name
         assert torch.isfinite(o).all() and torch.isfinite(final).all(), name
         errors[name] = (relative_error(o, o_ref), relative_error(final, s_ref))
@@ -246,9 +246,8 @@ def test_a_rule_given_padding_rows_to_its_chunk_gives_the_unpadded_rows_and_stat
         if prefill_delta_rule.unavailable_reason(name, dev):
             continue
         rule, rule_R = (prefill_delta_rule.make(name, n, config.linear_num_value_heads, dev) for n in (T, R))
-        gc = prefill_delta_rule.chunk_cumsum(g, rule.g_chunk)
-        o, final = rule(q, k, v, gc, beta, scale, h0.clone())
-        o_R, final_R = rule_R(*padded(q, k, v, gc, beta, R, rule.g_chunk), scale, h0.clone())
+        o, final = rule(q, k, v, prefill_delta_rule.rule_gates(g, rule), beta, scale, h0.clone())
+        o_R, final_R = rule_R(*padded(q, k, v, g, beta, R, rule), scale, h0.clone())
         assert torch.isfinite(o_R).all() and torch.isfinite(final_R).all(), name
         torch.testing.assert_close(o_R[:, :T], o, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: o: {m}")
         torch.testing.assert_close(final_R, final, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: state: {m}")

@@ -135,8 +135,9 @@ fi_site() {
     if [ "$(cat "$ROOT"/.fi_a/part.* "$ROOT"/.fi_b/part.* | sha256sum | cut -d' ' -f1)" != "$(cat "$ROOT/.fi_b/fisite.sha256")" ]; then
       echo "fi_site: .fi_a and .fi_b do not join into the packed site (sha256): parts of two different packings?"; return 1
     fi
-    mkdir -p /tmp/fisite.part && cat "$ROOT"/.fi_a/part.* "$ROOT"/.fi_b/part.* | tar -xJ -C /tmp/fisite.part &&
-      mv /tmp/fisite.part /tmp/fisite || { echo "fi_site: unpacking failed"; rm -rf /tmp/fisite.part; return 1; }
+    rm -rf /tmp/fisite /tmp/fisite.part; mkdir -p /tmp/fisite.part
+    cat "$ROOT"/.fi_a/part.* "$ROOT"/.fi_b/part.* | tar -xJ -C /tmp/fisite.part && mv /tmp/fisite.part /tmp/fisite ||
+      { echo "fi_site: unpacking failed"; rm -rf /tmp/fisite.part; return 1; }
   fi
   SITE=$SITE:/tmp/fisite:/tmp/fisite/nvidia_cutlass_dsl/dsl_packages
   echo "fi_site: ${SECONDS}s"
