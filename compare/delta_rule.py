@@ -124,7 +124,7 @@ def measure(config, rules, pps, calls: int, replays: int, seed: int, device):
                         print(f"  failed: {rows[-1]['failed']}", file=sys.stderr, flush=True)
                         continue
                     base_us = us if name == rules[0] else base_us
-                    rows.append({**row, "us": us, "timing": how, "pieces": fn.pieces, "layers_ms": us * len(config.linear_layers) / 1000.0,
+                    rows.append({**row, "us": us, "timing": how, "pieces": fn.pieces, "route": fn.route, "layers_ms": us * len(config.linear_layers) / 1000.0,
                                  "vs_first": (base_us / us) if base_us else None,
                                  "err_o": relative_error(o, o_ref), "err_state": relative_error(final, s_ref),
                                  "input_state_unchanged": unchanged})
@@ -140,7 +140,8 @@ def render(rows, config, rules) -> str:
     body = []
     for r in rows:
         pieces = r.get("pieces", 1)  # (files before session 23 have none: no split)
-        cells = [f"pp{r['T']}", r["state"], r["gates"], r["rule"] + (f" ({pieces} pieces)" if pieces > 1 else "")]
+        how = [f"{pieces} pieces"] * (pieces > 1) + ([r["route"]] if r.get("route") else [])
+        cells = [f"pp{r['T']}", r["state"], r["gates"], r["rule"] + (f" ({', '.join(how)})" if how else "")]
         if "unavailable" in r or "failed" in r:
             why = f"not run: {r['unavailable']}" if "unavailable" in r else f"FAILED: {r['failed']}"
             body.append(cells + ["—", "—", "—", "—", "—", why])

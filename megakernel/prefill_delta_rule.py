@@ -41,13 +41,15 @@ FLASHINFER_ARCHS = (8, 9, 10, 12)  # compute capability majors with a FlashInfer
 class DeltaRule:
     """One rule made for prompts of T rows: `fn(q, k, v, g, beta, scale, h0, A) -> (o, final)`, g as
     `g_chunk` and `g_linear` say (rule_gates) and A (None: the rule's own) where `takes_a` (module docstring);
-    `pieces`: the prompt's split over the SMs (FlashQLA's context parallelism; 1: none)."""
+    `pieces`: the prompt's split over the SMs (FlashQLA's context parallelism; 1: none); `route`: which of a
+    package's kernels runs, where it has several ("" where it has one)."""
     name: str
     fn: Callable
     g_chunk: int = 0
     pieces: int = 1
     takes_a: bool = False
     g_linear: bool = False
+    route: str = ""
 
     def __call__(self, q, k, v, g, beta, scale, h0, A=None):
         if A is not None and not self.takes_a:
@@ -159,7 +161,7 @@ def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
             return o, final
         return DeltaRule(name, fla)
     if name == "flashinfer":
-        return _flashinfer(T, device)
+        return _flashinfer(T, value_heads, device)
 
     # FlashQLA's chunk_gated_delta_rule_fwd without its first kernel (g's chunk cumsum: dn_prep's)
     from flash_qla.ops.gated_delta_rule.chunk import CHUNK_SIZE, cp_preprocess_fwd, fused_gdr_fwd, kkt_solve
@@ -196,24 +198,31 @@ def make(name: str, T: int, value_heads: int, device) -> DeltaRule:
     return DeltaRule(name, qla, g_chunk=CHUNK_SIZE, pieces=pieces, takes_a=True)
 
 
-def _flashinfer(T: int, device) -> DeltaRule:
+def _flashinfer(T: int, value_heads: int, device) -> DeltaRule:
     """FlashInfer's GDN prefill for one T-row sequence through its public entry: q, k, v as [T, heads, 128], the
     decay e^g (g_linear: what its kernels read; given g, its entry would take e^g itself, one more launch per call),
     the state [1, value heads, V, K] in and a new one out (its layout is ours; the input state is not written:
-    output_state is another buffer), its context parallelism as it decides for this length (max_seqlen = T:
-    decided on the host from that, nothing read back)."""
+    output_state is another buffer), max_seqlen = T (nothing read back). Its context-parallel kernel or its plain one
+    as its own use_cp="auto" picks them (0.7.4: on sm_90, sm_100 and sm_120 by sequences x heads against the SMs),
+    decided here and passed, so `route` names the one that runs."""
+    from flashinfer.gdn_kernels.delta_rule_dsl.varlen_helper import should_use_cp_host
     from flashinfer.gdn_prefill import chunk_gated_delta_rule
 
     cu_seqlens = torch.tensor([0, T], dtype=torch.int64, device=device)
+    capability = torch.cuda.get_device_capability(device)
+    props = torch.cuda.get_device_properties(device)
+    cp = capability[0] in (9, 10, 12) and bool(should_use_cp_host(value_heads, props.multi_processor_count, props.name,
+                                                                   device_capability=capability))
 
     def flashinfer(q, k, v, alpha, beta, scale, h0, A=None):
         if q.shape[1] != T:
             raise ValueError(f"delta rule 'flashinfer' was made for {T} rows; given {q.shape[1]}")
         o, final = chunk_gated_delta_rule(q[0], k[0], v[0], alpha[0], beta[0], scale, initial_state=h0,
                                           output_final_state=True, cu_seqlens=cu_seqlens,
-                                          output_state=torch.empty_like(h0), max_seqlen=T, backend="flashinfer")
+                                          output_state=torch.empty_like(h0), max_seqlen=T, use_cp=cp,
+                                          backend="flashinfer")
         return o.unsqueeze(0), final
-    return DeltaRule("flashinfer", flashinfer, g_linear=True)
+    return DeltaRule("flashinfer", flashinfer, g_linear=True, route="context parallel" if cp else "")
 
 
 def _fused_forward(fused_gdr_fwd, rows_cu, context, value_heads: int, T: int, device):

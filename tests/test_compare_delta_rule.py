@@ -98,10 +98,14 @@ def test_the_table_lists_a_rule_that_could_not_run_with_its_reason():
             {"T": 520, "state": "carried", "gates": "slow", "rule": "fla", "us": 51.0, "timing": "eager",
              "layers_ms": 0.92, "vs_first": 1.0, "err_o": 4e-3, "err_state": 3e-3, "input_state_unchanged": False},
             {"T": 520, "state": "carried", "gates": "slow", "rule": "flashinfer",
-             "failed": "NotImplementedError: SM90 GDN prefill DSL kernel is unavailable"}]
+             "failed": "NotImplementedError: SM90 GDN prefill DSL kernel is unavailable"},
+            {"T": 520, "state": "fresh", "gates": "model", "rule": "flashinfer", "us": 30.0, "timing": "graph",
+             "pieces": 1, "route": "context parallel", "layers_ms": 0.54, "vs_first": 1.67, "err_o": 3.6e-3,
+             "err_state": 2.9e-3, "input_state_unchanged": True}]
     table = render(rows, CONFIG, ["fla", "flash-qla", "flashinfer"])
     lines = [line for line in table.splitlines() if line.startswith("| pp")]
-    assert len(lines) == 4
+    assert len(lines) == 5
+    assert "flashinfer (context parallel)" in lines[4] and "1.67x" in lines[4]
     assert "not run: flash_qla is not importable" in lines[1]
     assert "FAILED: NotImplementedError: SM90 GDN prefill DSL kernel is unavailable" in lines[3] and "flashinfer" in lines[3]
     assert "50.0" in lines[0] and "1.00x" in lines[0] and "3.60e-03" in lines[0]
