@@ -2,7 +2,7 @@
 the model's shapes, for every implementation importable here (megakernel/prefill_delta_rule.py:
 fla's Triton kernels; FlashQLA's, the Qwen team's kernels and the fast prefill's default where they
 run; FlashInfer's GDN prefill, the serving engines' other kernel), against fla in the same run and
-against the fp32 reference.
+against the fp32 reference. Exit status 1 where a rule raised (its rows say FAILED and how).
 
     python -m compare delta-rule [--pp 256,520,4096,32768] [--rules fla,flash-qla,flashinfer] [--out DIR] [--png PATH]
     python -m compare delta-rule --rerender DIR/delta_rule.json [--png PATH]   (the table and chart again, no GPU)
@@ -225,4 +225,7 @@ def run(args) -> int:
     with open(os.path.join(args.out, "delta_rule.md"), "w") as f:
         f.write(table)
     print(table)
-    return 0
+    failed = sum("failed" in r for r in rows)
+    if failed:  # (the table and files hold every row; the exit status says that some rule did not run through)
+        print(f"compare delta-rule: {failed} row(s) FAILED (the table's last column says how)", file=sys.stderr)
+    return 1 if failed else 0

@@ -203,7 +203,6 @@ def test_flashinfer_is_refused_where_its_kernels_for_the_gpu_did_not_import(monk
     architecture; a GPU without any FlashInfer GDN prefill kernel is refused naming the ones there are. (CUDA and the
     package are stand-ins here.)"""
     import sys
-    import types
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     cap = [(9, 0)]
@@ -223,3 +222,24 @@ def test_flashinfer_is_refused_where_its_kernels_for_the_gpu_did_not_import(monk
     cap[0] = (7, 5)
     why = prefill_delta_rule.unavailable_reason("flashinfer", "cuda")
     assert "sm_75" in why and "sm_80, sm_90, sm_100 and sm_120" in why
+
+
+def test_a_failed_rule_is_written_and_makes_the_exit_status_1(monkeypatch, tmp_path, capsys):
+    """`compare delta-rule` with a rule that raised (measure() stood in: no GPU here): the table and the JSON hold every
+    row, the failed one saying FAILED and how, and the exit status is 1, not 0; with none failed it is 0."""
+    import json
+
+    import compare.delta_rule as dr
+
+    ok = {"T": 520, "state": "fresh", "gates": "model", "rule": "fla", "us": 50.0, "timing": "graph", "pieces": 1,
+          "route": "", "layers_ms": 0.9, "vs_first": 1.0, "err_o": 3.6e-3, "err_state": 2.9e-3, "input_state_unchanged": True}
+    bad = {"T": 520, "state": "fresh", "gates": "model", "rule": "flashinfer", "failed": "RuntimeError: no kernel"}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(dr, "environment", lambda: {"device": "test"})
+    for rows, status in (([ok, bad], 1), ([ok], 0)):
+        monkeypatch.setattr(dr, "measure", lambda *a, rows=rows: rows)
+        assert main(["delta-rule", "--pp", "520", "--rules", "fla,flashinfer", "--out", str(tmp_path)]) == status
+        out, err = capsys.readouterr()
+        assert ("FAILED: RuntimeError: no kernel" in out) == (status == 1)
+        assert ("1 row(s) FAILED" in err) == (status == 1)
+        assert json.loads((tmp_path / "delta_rule.json").read_text())["rows"] == rows
