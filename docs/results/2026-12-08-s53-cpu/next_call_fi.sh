@@ -34,7 +34,7 @@ in_tree new 300 python3 -m compare delta-rule --pp 520,4096,32768 --rules fla,fl
     --png $OUT/r/dr/delta_rule.png > $OUT/r/dr.txt 2>&1
 echo "delta-rule: exit $? ${SECONDS}s"; grep -E "^\| pp" $OUT/r/dr.txt | cut -c1-140; pack
 gpu_tests fi_rule new 240 "each_delta_rule or padding_rows_to_its_chunk"
-[ $((END - SECONDS)) -gt 100 ] && { in_tree new 90 python3 -m compare ab qla:prefill_delta_rule=flash-qla \
+[ $((END - SECONDS)) -gt 100 ] && { in_tree new 90 python3 -m compare ab --tier megakernel qla:prefill_delta_rule=flash-qla \
     fi:prefill_delta_rule=flashinfer --tg 1 --pp 520 --rounds 3 --json $OUT/r/ab_pp520.json > $OUT/r/ab_pp520.txt 2>&1
   echo "ab: exit $? ${SECONDS}s"; tail -8 $OUT/r/ab_pp520.txt; pack; }
 true
