@@ -122,8 +122,9 @@ def unavailable_reason(name: str, device) -> str | None:
     major, minor = torch.cuda.get_device_capability(device)
     if name == "flashinfer":
         if major not in FLASHINFER_ARCHS:
-            return (f"FlashInfer's GDN prefill has kernels for sm_80, sm_90, sm_100 and sm_120 (majors "
-                    f"{', '.join(map(str, FLASHINFER_ARCHS))}); this GPU is sm_{major}{minor}")
+            archs = [f"sm_{m}0" for m in FLASHINFER_ARCHS]
+            return (f"FlashInfer's GDN prefill has kernels for {', '.join(archs[:-1])} and {archs[-1]}; "
+                    f"this GPU is sm_{major}{minor}")
         try:
             from flashinfer import gdn_prefill
         except Exception as e:  # ImportError, or its CuTe DSL failing to initialise
